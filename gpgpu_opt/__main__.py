@@ -1,0 +1,3 @@
+from gpgpu_opt.cli import main
+
+main()

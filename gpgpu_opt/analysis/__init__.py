@@ -1,0 +1,80 @@
+"""Analyses of a kernel's global accesses: kind, coalescing, reuse, partition camping."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpgpu_opt.analysis.accesses import Access, collect_accesses
+from gpgpu_opt.analysis.coalescing import Coalescing, analyse_request
+from gpgpu_opt.analysis.reuse import analyse_reuse, partition_camping
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.targets import Target
+
+
+@dataclass
+class AccessReport:
+    access: Access
+    coalescing: Coalescing | None
+    reuse: list[dict]
+    partition: dict | None
+    load_path: str | None           # 'G2S' (staged through shared memory) or 'G2R', for reads
+
+    def as_dict(self) -> dict:
+        a = self.access
+        d = {"array": a.array, "mode": a.mode, "index": a.index_text, "kind": a.kind,
+             "line": a.location.line if a.location else None,
+             "column": a.location.column if a.location else None,
+             "affine": cuda_text(a.index) if a.index is not None and a.kind != "unresolved" else None,
+             "loops": [l.var for l in a.loops]}
+        if self.coalescing is not None:
+            d.update(self.coalescing.as_dict())
+            if self.coalescing.assumptions:
+                d["assumptions"] = self.coalescing.assumptions
+        else:
+            d.update({"coalesced": False, "sectors_per_request": None, "efficiency": None,
+                      "why_unresolved": a.why_unresolved})
+        d["reuse"] = self.reuse
+        if a.mode == "read":
+            d["load_path"] = self.load_path
+        if self.partition is not None:
+            d["partition_camping"] = self.partition
+        return d
+
+
+@dataclass
+class KernelAnalysis:
+    kernel: Kernel
+    target: Target
+    block: tuple[int, int]
+    reports: list[AccessReport] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"name": self.kernel.name, "target": self.target.name, "naive_block": list(self.block),
+                "accesses": [r.as_dict() for r in self.reports]}
+
+
+def uses_y(kernel: Kernel, accesses: list[Access]) -> bool:
+    return any(a.index is not None and (TID["y"] in a.index.free_symbols or BID["y"] in a.index.free_symbols)
+               for a in accesses)
+
+
+def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None = None,
+                   bindings: dict[str, int] | None = None) -> KernelAnalysis:
+    bindings = bindings or {}
+    accesses = collect_accesses(kernel)
+    if block is None:
+        block = (16, 16) if uses_y(kernel, accesses) else (256, 1)
+    axes = ("x", "y") if uses_y(kernel, accesses) else ("x",)
+    result = KernelAnalysis(kernel, target, block)
+    for a in accesses:
+        coalescing = analyse_request(a, target, block, bindings)
+        reuse = analyse_reuse(a, target, block, bindings, axes)
+        path = None
+        if a.mode == "read":
+            needs_staging = coalescing is not None and not coalescing.coalesced and bool(reuse)
+            path = "G2S" if needs_staging else "G2R"
+        result.reports.append(AccessReport(a, coalescing, reuse, partition_camping(a, target, block, bindings), path))
+    return result
+
+
+__all__ = ["analyze_kernel", "KernelAnalysis", "AccessReport", "BDIM"]

@@ -1,0 +1,218 @@
+"""Collecting a kernel's global memory accesses, each with its subscript as a sympy expression."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.loops import Loop, _assigned_names, canonical_loop
+from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, is_affine,
+                                         iterator_symbol, opaque, param_symbol, to_sympy)
+from gpgpu_opt.codegen import CudaGenerator
+from gpgpu_opt.diagnostics import Location
+from gpgpu_opt.kernel import Kernel
+
+ELEMENT_BYTES = {"float": 4, "int": 4, "unsigned int": 4, "unsigned": 4, "double": 8, "char": 1,
+                 "unsigned char": 1, "short": 2, "float2": 8, "float4": 16, "int2": 8, "int4": 16,
+                 "double2": 16, "long": 8, "long long": 8, "bool": 1}
+_INTEGER_TYPES = {"int", "unsigned int", "unsigned", "long", "long int", "unsigned long", "long long",
+                  "size_t", "short", "char", "unsigned char", "bool", "signed", "signed int"}
+
+
+@dataclass
+class Access:
+    array: str
+    mode: str                       # 'read' or 'write'
+    node: c_ast.ArrayRef
+    index_text: str                 # the subscript as C text
+    index: sympy.Expr | None        # None when it cannot be expressed (an indirect access)
+    loops: list[Loop]               # enclosing canonical loops, outermost first
+    element_bytes: int
+    location: Location | None
+    guarded: bool                   # under an `if`
+    kind: str = ""                  # constant / thread / loop / unresolved
+    why_unresolved: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def loop_symbols(self) -> list[sympy.Symbol]:
+        return [iterator_symbol(l.var) for l in self.loops]
+
+
+class AccessCollector(c_ast.NodeVisitor):
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.arrays = {p.name: p for p in kernel.arrays}
+        self.env: dict[str, sympy.Expr] = {p.name: param_symbol(p.name) for p in kernel.scalars
+                                           if p.base_type in _INTEGER_TYPES or p.base_type.startswith("unsigned")}
+        self.pointer_aliases: dict[str, tuple[str, sympy.Expr | None]] = {}
+        self.loops: list[Loop] = []
+        self.unanalysable_loops: int = 0
+        self.guard_depth = 0
+        self.accesses: list[Access] = []
+        self.reassigned = _assigned_names(kernel.body)
+        self.printer = CudaGenerator()
+
+    # -- declarations and straight-line definitions -------------------------------------------
+    def visit_Decl(self, node: c_ast.Decl):
+        if node.init is not None:
+            self.visit(node.init)
+        if node.name is None:
+            return
+        if isinstance(node.type, c_ast.PtrDecl) and node.init is not None:
+            alias = self._pointer_alias(node.init)
+            if alias is not None:
+                self.pointer_aliases[node.name] = alias
+            return
+        if not isinstance(node.type, c_ast.TypeDecl):
+            return
+        type_name = " ".join(getattr(node.type.type, "names", []))
+        if type_name not in _INTEGER_TYPES and not type_name.startswith("unsigned"):
+            return
+        if node.init is None or node.name in self.reassigned:
+            self.env[node.name] = opaque(node.name)
+            return
+        try:
+            self.env[node.name] = to_sympy(node.init, self.env)
+        except NotAffine:
+            self.env[node.name] = opaque(node.name)
+
+    def _pointer_alias(self, init) -> tuple[str, sympy.Expr | None] | None:
+        if isinstance(init, c_ast.ID) and init.name in self.arrays:
+            return init.name, sympy.Integer(0)
+        if isinstance(init, c_ast.BinaryOp) and init.op == "+":
+            for base, off in ((init.left, init.right), (init.right, init.left)):
+                if isinstance(base, c_ast.ID) and base.name in self.arrays:
+                    try:
+                        return base.name, to_sympy(off, self.env)
+                    except NotAffine:
+                        return base.name, None
+        return None
+
+    # -- control flow ---------------------------------------------------------------------------
+    def visit_For(self, node: c_ast.For):
+        if node.init is not None:
+            self.visit(node.init)
+        loop = canonical_loop(node, self.env)
+        saved = dict(self.env)
+        if loop is not None:
+            self.env[loop.var] = iterator_symbol(loop.var)
+            self.loops.append(loop)
+        else:
+            self.unanalysable_loops += 1
+            for name in _assigned_names(node):
+                self.env[name] = opaque(name)
+        if node.cond is not None:
+            self.visit(node.cond)
+        self.visit(node.stmt)
+        if node.next is not None:
+            self.visit(node.next)
+        if loop is not None:
+            self.loops.pop()
+        else:
+            self.unanalysable_loops -= 1
+        self.env = saved
+
+    def visit_While(self, node):
+        saved = dict(self.env)
+        for name in _assigned_names(node):
+            self.env[name] = opaque(name)
+        self.unanalysable_loops += 1
+        self.generic_visit(node)
+        self.unanalysable_loops -= 1
+        self.env = saved
+
+    visit_DoWhile = visit_While
+
+    def visit_If(self, node: c_ast.If):
+        self.visit(node.cond)
+        self.guard_depth += 1
+        self.visit(node.iftrue)
+        if node.iffalse is not None:
+            self.visit(node.iffalse)
+        self.guard_depth -= 1
+
+    # -- accesses -------------------------------------------------------------------------------
+    def visit_Assignment(self, node: c_ast.Assignment):
+        self.visit(node.rvalue)
+        if isinstance(node.lvalue, c_ast.ArrayRef):
+            self._record(node.lvalue, "write")
+            if node.op != "=":
+                self._record(node.lvalue, "read")
+            self._visit_subscripts(node.lvalue)
+        else:
+            self.visit(node.lvalue)
+
+    def visit_UnaryOp(self, node: c_ast.UnaryOp):
+        if node.op in ("++", "--", "p++", "p--") and isinstance(node.expr, c_ast.ArrayRef):
+            self._record(node.expr, "read")
+            self._record(node.expr, "write")
+            self._visit_subscripts(node.expr)
+        elif node.op == "&" and isinstance(node.expr, c_ast.ArrayRef):
+            self._visit_subscripts(node.expr)  # an address, not an access
+        else:
+            self.generic_visit(node)
+
+    def visit_ArrayRef(self, node: c_ast.ArrayRef):
+        self._record(node, "read")
+        self._visit_subscripts(node)
+
+    def _visit_subscripts(self, node: c_ast.ArrayRef):
+        self.visit(node.subscript)
+        if isinstance(node.name, c_ast.ArrayRef):
+            self._visit_subscripts(node.name)
+
+    def _record(self, node: c_ast.ArrayRef, mode: str):
+        base = node.name
+        if not isinstance(base, c_ast.ID):
+            return
+        array, offset = base.name, sympy.Integer(0)
+        if array in self.pointer_aliases:
+            array, offset = self.pointer_aliases[array]
+        if array not in self.arrays:
+            return  # a local or shared array
+        param = self.arrays[array]
+        text = self.printer.visit(node.subscript)
+        access = Access(array, mode, node, text, None, list(self.loops), ELEMENT_BYTES.get(param.base_type, 4),
+                        Location.of(node), self.guard_depth > 0)
+        try:
+            if offset is None:
+                raise NotAffine("pointer offset")
+            if self.unanalysable_loops:
+                raise NotAffine("inside a loop that is not in canonical form")
+            access.index = sympy.expand(offset + to_sympy(node.subscript, self.env))
+        except NotAffine as why:
+            access.why_unresolved = str(why)
+        classify(access)
+        self.accesses.append(access)
+
+
+def classify(access: Access) -> None:
+    """The paper's kinds: constant, thread (predefined) index, loop index, unresolved."""
+    expr = access.index
+    if expr is None:
+        access.kind = "unresolved"
+        return
+    loop_syms = set(access.loop_symbols)
+    variables = list(THREAD_SYMBOLS | BLOCK_SYMBOLS | loop_syms)
+    if not is_affine(expr, variables):
+        access.kind = "unresolved"
+        access.why_unresolved = access.why_unresolved or "not affine in thread ids and loop iterators"
+        return
+    free = expr.free_symbols
+    if free & loop_syms:
+        access.kind = "loop"
+    elif free & (THREAD_SYMBOLS | BLOCK_SYMBOLS):
+        access.kind = "thread"
+    else:
+        access.kind = "constant"
+
+
+def collect_accesses(kernel: Kernel) -> list[Access]:
+    collector = AccessCollector(kernel)
+    collector.visit(kernel.body)
+    return collector.accesses
+
+
+__all__ = ["Access", "collect_accesses", "ELEMENT_BYTES", "BDIM", "BID"]

@@ -1,0 +1,119 @@
+"""Canonical `for` loops: iterator, start, bound, step."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.symbolic import NotAffine, to_sympy
+from gpgpu_opt.ast_util import walk
+
+
+@dataclass
+class Loop:
+    node: c_ast.For
+    var: str
+    start: sympy.Expr
+    bound: sympy.Expr | None     # the value compared against, None when not analysable
+    comparison: str              # '<', '<=', '>', '>=', '!='
+    step: int                    # additive step (+c / -c), or the factor of a multiplicative loop
+    multiplicative: bool = False
+
+    @property
+    def end_exclusive(self) -> sympy.Expr | None:
+        """First value past the iteration space for additive upward loops (i < E, i <= E)."""
+        if self.bound is None or self.multiplicative or self.step <= 0:
+            return None
+        return self.bound + 1 if self.comparison == "<=" else self.bound if self.comparison in ("<", "!=") \
+            else None
+
+    def trip_count(self) -> sympy.Expr | None:
+        end = self.end_exclusive
+        if end is None:
+            return None
+        return sympy.ceiling((end - self.start) / self.step)
+
+    def values(self, count: int, substitutions: dict) -> list[int]:
+        """The first `count` iterator values, with symbols substituted (for per-request analysis)."""
+        start = int(self.start.subs(substitutions)) if self.start.free_symbols else int(self.start)
+        out, v = [], start
+        for _ in range(count):
+            out.append(v)
+            v = v * self.step if self.multiplicative else v + self.step
+        return out
+
+
+def _assigned_names(node: c_ast.Node) -> set[str]:
+    names = set()
+    for n in walk(node):
+        if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
+            names.add(n.lvalue.name)
+        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--") and isinstance(n.expr, c_ast.ID):
+            names.add(n.expr.name)
+    return names
+
+
+def canonical_loop(node: c_ast.For, env: dict) -> Loop | None:
+    """Recognise `for (i = s; i OP E; i STEP)`; None when the loop is not in canonical form."""
+    var, start_node = None, None
+    init = node.init
+    if isinstance(init, c_ast.DeclList) and len(init.decls) == 1:
+        var, start_node = init.decls[0].name, init.decls[0].init
+    elif isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
+        var, start_node = init.lvalue.name, init.rvalue
+    if var is None or start_node is None or not isinstance(node.cond, c_ast.BinaryOp):
+        return None
+    cond = node.cond
+    flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+    if cond.op not in flip:
+        return None
+    if isinstance(cond.left, c_ast.ID) and cond.left.name == var:
+        comparison, bound_node = cond.op, cond.right
+    elif isinstance(cond.right, c_ast.ID) and cond.right.name == var:
+        comparison, bound_node = flip[cond.op], cond.left
+    else:
+        return None
+    step, multiplicative = _step(node.next, var)
+    if step is None or var in _assigned_names(node.stmt):
+        return None
+    try:
+        start = to_sympy(start_node, env)
+    except NotAffine:
+        return None
+    try:
+        bound = to_sympy(bound_node, env)
+    except NotAffine:
+        bound = None
+    return Loop(node, var, start, bound, comparison, step, multiplicative)
+
+
+def _step(nxt: c_ast.Node, var: str) -> tuple[int | None, bool]:
+    def const(n):
+        if isinstance(n, c_ast.Constant) and n.type == "int":
+            return int(n.value.rstrip("uUlL"), 0)
+        return None
+
+    if isinstance(nxt, c_ast.UnaryOp) and isinstance(nxt.expr, c_ast.ID) and nxt.expr.name == var:
+        return {"++": 1, "p++": 1, "--": -1, "p--": -1}.get(nxt.op), False
+    if not (isinstance(nxt, c_ast.Assignment) and isinstance(nxt.lvalue, c_ast.ID) and nxt.lvalue.name == var):
+        return None, False
+    if nxt.op in ("+=", "-="):
+        c = const(nxt.rvalue)
+        return (None, False) if c is None else (c if nxt.op == "+=" else -c, False)
+    if nxt.op in ("*=", "<<="):
+        c = const(nxt.rvalue)
+        return (None, False) if c is None or c <= 0 else ((c if nxt.op == "*=" else 2 ** c), True)
+    if nxt.op == "=" and isinstance(nxt.rvalue, c_ast.BinaryOp):
+        r = nxt.rvalue
+        if isinstance(r.left, c_ast.ID) and r.left.name == var:
+            c = const(r.right)
+            if c is not None and r.op in ("+", "-"):
+                return (c if r.op == "+" else -c), False
+            if c is not None and r.op == "*" and c > 0:
+                return c, True
+        if isinstance(r.right, c_ast.ID) and r.right.name == var and r.op in ("+", "*"):
+            c = const(r.left)
+            if c is not None:
+                return (c, r.op == "*")
+    return None, False

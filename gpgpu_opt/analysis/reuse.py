@@ -1,0 +1,119 @@
+"""Data reuse and sharing (paper §3.4): across loop iterations, neighbouring threads and blocks."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import sympy
+
+from gpgpu_opt.analysis.accesses import Access
+from gpgpu_opt.analysis.coalescing import substitutions
+from gpgpu_opt.analysis.symbolic import BID, TID, coefficient, iterator_symbol
+from gpgpu_opt.targets import Target
+
+_MAX_ITERATIONS = 48
+
+
+def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None, block_id=(1, 1)) -> set[int]:
+    """The elements the given threads (default: the whole block) read over the enclosing loops."""
+    loops = access.loops
+    syms = [iterator_symbol(l.var) for l in loops]
+    expr = access.index.subs({k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])})
+    fn = sympy.lambdify([TID["x"], TID["y"], BID["x"], BID["y"], *syms], expr, "numpy")
+    if threads is None:
+        threads = [(x, y) for y in range(block[1]) for x in range(block[0])]
+    tx = np.array([t[0] for t in threads])
+    ty = np.array([t[1] for t in threads])
+    ranges = []
+    for l in loops:
+        start = l.start.subs(subs)
+        start = int(start) if not start.free_symbols else 0
+        trip = l.trip_count()
+        count = _MAX_ITERATIONS
+        if trip is not None:
+            t = trip.subs(subs)
+            if t.is_number:
+                count = max(0, min(_MAX_ITERATIONS, int(t)))
+        ranges.append([start * l.step ** k if l.multiplicative else start + k * l.step for k in range(count)])
+    out: set[int] = set()
+    for values in itertools.product(*ranges) if ranges else [()]:
+        idx = np.broadcast_to(np.asarray(fn(tx, ty, block_id[0], block_id[1], *values), dtype=np.int64), tx.shape)
+        out.update(idx.tolist())
+    return out
+
+
+def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindings: dict[str, int],
+                  axes: tuple[str, ...] = ("x", "y")) -> list[dict]:
+    """Reuse entries: {'kind', 'scope', 'description'} (plus the loop or dimension concerned)."""
+    if access.index is None or access.kind == "unresolved":
+        return []
+    subs, _ = substitutions(access, block, bindings)
+    expr = access.index
+    reuse: list[dict] = []
+    for loop in access.loops:
+        c = coefficient(expr, iterator_symbol(loop.var))
+        if c == 0:
+            reuse.append({"kind": "temporal", "scope": "loop", "loop": loop.var,
+                          "description": f"the same element in every iteration of loop '{loop.var}'"})
+    if access.loops:
+        inner = access.loops[-1]
+        c = coefficient(expr, iterator_symbol(inner.var)).subs(subs)
+        if c != 0 and c.is_number and not inner.multiplicative:
+            stride = abs(int(c) * inner.step) * access.element_bytes
+            if stride < target.transaction_bytes:
+                per = target.transaction_bytes // stride
+                reuse.append({"kind": "spatial", "scope": "loop", "loop": inner.var,
+                              "description": f"each {target.transaction_bytes}-byte "
+                                             f"{'segment' if target.coalescing_rule != 'sectors' else 'sector'} "
+                                             f"holds {per} iterations of '{inner.var}': neighbouring threads can "
+                                             f"load the next iterations' data with coalesced requests"})
+    for axis, dim in (("x", 0), ("y", 1)):
+        if block[dim] < 2:
+            continue
+        c = coefficient(expr, TID[axis])
+        t0 = (0, 0)
+        t1 = (1, 0) if axis == "x" else (0, 1)
+        c_num = c.subs(subs)
+        if c == 0:
+            reuse.append({"kind": "shared", "scope": "threads", "dimension": axis,
+                          "description": f"threads of a block that differ in {axis} read the same element"})
+        elif axis == "y" and c_num.is_number and abs(int(c_num)) * access.element_bytes < target.transaction_bytes:
+            reuse.append({"kind": "spatial", "scope": "threads", "dimension": axis,
+                          "description": f"neighbouring threads in y read neighbouring elements of the same "
+                                         f"{target.transaction_bytes}-byte segment in other requests"})
+        elif access.loops and _footprint(access, subs, block, [t0]) & _footprint(access, subs, block, [t1]):
+            reuse.append({"kind": "shared", "scope": "threads-over-loop", "dimension": axis,
+                          "description": f"neighbouring threads in {axis} read the same elements in other "
+                                         "iterations"})
+    for axis in axes:
+        c = coefficient(expr, BID[axis])
+        if c == 0:
+            reuse.append({"kind": "shared", "scope": "blocks", "dimension": axis,
+                          "description": f"neighbouring blocks in {axis} read the same elements"})
+            continue
+        here = _footprint(access, subs, block, block_id=(1, 1))
+        there = _footprint(access, subs, block, block_id=(2, 1) if axis == "x" else (1, 2))
+        common = here & there
+        if common:
+            reuse.append({"kind": "overlap", "scope": "blocks", "dimension": axis,
+                          "description": f"neighbouring blocks in {axis} overlap by {len(common)} of "
+                                         f"{len(here)} elements (a halo)"})
+    return reuse
+
+
+def partition_camping(access: Access, target: Target, block: tuple[int, int], bindings: dict[str, int]) -> dict | None:
+    """Paper §3.8: do the blocks that run together hit few DRAM partitions?"""
+    if not target.has_partition_camping or access.index is None or access.kind == "unresolved":
+        return None
+    width, count = target.partition_camping
+    subs, _ = substitutions(access, block, bindings)
+    stride = coefficient(access.index, BID["x"]).subs(subs)
+    if not stride.is_number:
+        return None
+    stride_bytes = int(stride) * access.element_bytes
+    # The blocks that run at once (one per SM), each touching one request's bytes from its base.
+    request_bytes = target.request_threads * access.element_bytes
+    partitions = {((k * stride_bytes + offset) // width) % count
+                  for k in range(target.sm_count) for offset in range(0, request_bytes, access.element_bytes)}
+    return {"block_stride_bytes": stride_bytes, "partitions_touched": len(partitions), "partitions": count,
+            "camping": len(partitions) <= count // 2}

@@ -1,0 +1,89 @@
+"""Small helpers for working with pycparser's c_ast."""
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+from pycparser import c_ast
+
+
+def transform(node: c_ast.Node, fn: Callable[[c_ast.Node], c_ast.Node | None]) -> c_ast.Node:
+    """Rebuild `node` bottom-up: every child is transformed first, then `fn` may return a replacement
+    (or None to keep the node). Works in place on the children lists and attributes."""
+    for attr in node.__slots__:
+        if attr in ("coord", "__weakref__"):
+            continue
+        value = getattr(node, attr, None)
+        if isinstance(value, c_ast.Node):
+            setattr(node, attr, transform(value, fn))
+        elif isinstance(value, list) and value and isinstance(value[0], c_ast.Node):
+            setattr(node, attr, [transform(v, fn) for v in value])
+    replacement = fn(node)
+    return node if replacement is None else replacement
+
+
+def substitute(node: c_ast.Node, mapping: dict[str, c_ast.Node]) -> c_ast.Node:
+    """A deep copy of `node` with every ID in `mapping` replaced by (a copy of) its expression.
+    Member names (`v.x`) are not IDs of variables and are left alone."""
+    node = copy.deepcopy(node)
+
+    def replace(n: c_ast.Node):
+        if isinstance(n, c_ast.StructRef):
+            return None
+        if isinstance(n, c_ast.ID) and n.name in mapping:
+            return copy.deepcopy(mapping[n.name])
+        return None
+
+    return _transform_skipping_fields(node, replace)
+
+
+def _transform_skipping_fields(node, fn):
+    if isinstance(node, c_ast.StructRef):
+        node.name = _transform_skipping_fields(node.name, fn)
+        return node
+    for attr in node.__slots__:
+        if attr in ("coord", "__weakref__"):
+            continue
+        value = getattr(node, attr, None)
+        if isinstance(value, c_ast.Node):
+            setattr(node, attr, _transform_skipping_fields(value, fn))
+        elif isinstance(value, list) and value and isinstance(value[0], c_ast.Node):
+            setattr(node, attr, [_transform_skipping_fields(v, fn) for v in value])
+    replacement = fn(node)
+    return node if replacement is None else replacement
+
+
+def ids_in(node: c_ast.Node) -> set[str]:
+    """Names of the variables an expression reads (member names excluded)."""
+    found: set[str] = set()
+
+    def walk(n):
+        if isinstance(n, c_ast.StructRef):
+            walk(n.name)
+            return
+        if isinstance(n, c_ast.ID):
+            found.add(n.name)
+        for _, child in n.children():
+            walk(child)
+
+    walk(node)
+    return found
+
+
+def walk(node: c_ast.Node):
+    """Pre-order iteration over a subtree."""
+    yield node
+    for _, child in node.children():
+        yield from walk(child)
+
+
+def int_const(value: int) -> c_ast.Constant:
+    return c_ast.Constant("int", str(value))
+
+
+def binop(op: str, left: c_ast.Node, right: c_ast.Node) -> c_ast.BinaryOp:
+    return c_ast.BinaryOp(op, left, right)
+
+
+def member(base: str, field: str) -> c_ast.StructRef:
+    return c_ast.StructRef(c_ast.ID(base), ".", c_ast.ID(field))

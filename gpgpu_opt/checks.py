@@ -1,0 +1,85 @@
+"""Structural checks run after every pass: the kernel still prints as C that parses, barriers are never
+under thread-dependent control flow, and no barrier directly follows another."""
+from __future__ import annotations
+
+from pycparser import c_ast, c_parser
+
+from gpgpu_opt.analysis.symbolic import NotAffine
+from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.codegen import CudaGenerator
+
+
+class SanityError(Exception):
+    pass
+
+
+def _is_barrier(stmt) -> bool:
+    return isinstance(stmt, c_ast.FuncCall) and isinstance(stmt.name, c_ast.ID) and stmt.name.name == "__syncthreads"
+
+
+def _thread_dependent(cond: c_ast.Node, thread_vars: set[str]) -> bool:
+    return bool(ids_in(cond) & (thread_vars | {"threadIdx"}))
+
+
+def _thread_variables(func: c_ast.FuncDef) -> set[str]:
+    """Locals whose value may differ between the threads of a block (a conservative closure)."""
+    dependent = {"threadIdx"}
+    changed = True
+    while changed:
+        changed = False
+        for n in walk(func.body):
+            target, value = None, None
+            if isinstance(n, c_ast.Decl) and n.init is not None:
+                target, value = n.name, n.init
+            elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
+                target, value = n.lvalue.name, n.rvalue
+            if target and target not in dependent and (ids_in(value) & dependent or _reads_memory(value)):
+                dependent.add(target)
+                changed = True
+    return dependent
+
+
+def _reads_memory(node) -> bool:
+    return any(isinstance(n, c_ast.ArrayRef) for n in walk(node))
+
+
+def check_kernel(func: c_ast.FuncDef) -> None:
+    text = CudaGenerator(cuda_spellings=False).visit(func)
+    try:
+        from gpgpu_opt.frontend.cuda_c import parse_c
+
+        parse_c(text.replace("restrict", "restrict"), "<check>")
+    except Exception as err:  # noqa: BLE001 - any failure means the pass broke the kernel
+        raise SanityError(f"the kernel no longer parses: {err}") from None
+    thread_vars = _thread_variables(func)
+    _check_barriers(func.body, thread_vars, divergent=False)
+
+
+def _check_barriers(node, thread_vars, divergent: bool) -> None:
+    if isinstance(node, c_ast.Compound):
+        items = node.block_items or []
+        for prev, cur in zip(items, items[1:]):
+            if _is_barrier(prev) and _is_barrier(cur):
+                raise SanityError("two __syncthreads() in a row")
+        for item in items:
+            _check_barriers(item, thread_vars, divergent)
+        return
+    if _is_barrier(node):
+        if divergent:
+            raise SanityError("__syncthreads() under thread-dependent control flow")
+        return
+    if isinstance(node, c_ast.If):
+        d = divergent or _thread_dependent(node.cond, thread_vars)
+        _check_barriers(node.iftrue, thread_vars, d)
+        if node.iffalse is not None:
+            _check_barriers(node.iffalse, thread_vars, d)
+        return
+    if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)):
+        d = divergent or (node.cond is not None and _thread_dependent(node.cond, thread_vars))
+        _check_barriers(node.stmt, thread_vars, d)
+        return
+    for _, child in node.children():
+        _check_barriers(child, thread_vars, divergent)
+
+
+__all__ = ["check_kernel", "SanityError", "NotAffine"]

@@ -1,0 +1,151 @@
+"""The `gpgpu-opt` command line."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from typing import List, Optional
+
+import typer
+
+from gpgpu_opt.analysis import analyze_kernel
+from gpgpu_opt.diagnostics import CompileError, Diagnostics
+from gpgpu_opt.frontend import load_program
+from gpgpu_opt.passes import parse_pass_list
+from gpgpu_opt.pipeline import compile_program, default_block
+from gpgpu_opt.targets import DEFAULT_TARGET, TARGETS, get_target
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Optimize naive CUDA kernels (after Yang et al., PLDI 2010).")
+
+TargetOpt = typer.Option(DEFAULT_TARGET, "--target", help=f"GPU target: {', '.join(TARGETS)}")
+DefineOpt = typer.Option(None, "-D", help="Define a macro, NAME or NAME=VALUE (as nvcc -D)")
+IncludeOpt = typer.Option(None, "-I", help="Add an include directory (as nvcc -I)")
+BindOpt = typer.Option(None, "--bind", help="Give a kernel parameter a known value, NAME=VALUE")
+
+
+def _defines(values: Optional[List[str]]) -> dict[str, str]:
+    out = {}
+    for v in values or []:
+        name, _, value = v.partition("=")
+        out[name] = value if value else "1"
+    return out
+
+
+def _bindings(values: Optional[List[str]]) -> dict[str, int]:
+    out = {}
+    for v in values or []:
+        name, _, value = v.partition("=")
+        try:
+            out[name.strip()] = int(value, 0)
+        except ValueError:
+            raise CompileError(f"--bind expects NAME=INTEGER, got '{v}'") from None
+    return out
+
+
+def _fail(err: Exception) -> None:
+    print(str(err), file=sys.stderr)
+    raise typer.Exit(1)
+
+
+def _target(name: str):
+    try:
+        return get_target(name)
+    except KeyError as err:
+        raise CompileError(str(err.args[0])) from None
+
+
+@app.command()
+def analyze(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
+            as_json: bool = typer.Option(False, "--json", help="print JSON"),
+            define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
+            bind: Optional[List[str]] = BindOpt) -> None:
+    """What each global access of each kernel does, per request of the target."""
+    try:
+        tgt = _target(target)
+        diagnostics = Diagnostics()
+        program = load_program(file, _defines(define), include, diagnostics)
+        bindings = _bindings(bind)
+        analyses = [analyze_kernel(k, tgt, default_block(program, k), bindings) for k in program.kernels]
+    except CompileError as err:
+        _fail(err)
+        return
+    if as_json:
+        print(json.dumps({"file": file, "target": tgt.name, "kernels": [a.as_dict() for a in analyses]}, indent=2))
+        return
+    for a in analyses:
+        print(f"kernel {a.kernel.name}  (target {tgt.name}: {tgt.description}; naive block "
+              f"{a.block[0]}x{a.block[1]}, request = {tgt.request_threads} threads, "
+              f"{tgt.transaction_bytes}-byte {'segments' if tgt.coalescing_rule != 'sectors' else 'sectors'})")
+        header = f"  {'line':>4}  {'access':<34} {'mode':<5} {'kind':<10} {'coalesced':<9} {'per req':>7} " \
+                 f"{'eff':>5}  {'path':<4}  reuse"
+        print(header)
+        for r in a.reports:
+            d = r.as_dict()
+            ref = f"{d['array']}[{d['index']}]"
+            ref = ref if len(ref) <= 34 else ref[:31] + "..."
+            per = "-" if d["sectors_per_request"] is None else f"{d['sectors_per_request']:g}"
+            eff = "-" if d["efficiency"] is None else f"{d['efficiency']:.2f}"
+            coal = ("broadcast" if d.get("broadcast") else "yes") if d["coalesced"] else "no"
+            reuse = ", ".join(_reuse_label(x) for x in d["reuse"]) or "none"
+            camping = "  [partition camping]" if d.get("partition_camping", {}).get("camping") else ""
+            print(f"  {d['line'] or '':>4}  {ref:<34} {d['mode']:<5} {d['kind']:<10} {coal:<9} {per:>7} "
+                  f"{eff:>5}  {d.get('load_path') or '':<4}  {reuse}{camping}")
+        print()
+
+
+def _reuse_label(entry: dict) -> str:
+    where = entry.get("loop") or entry.get("dimension") or ""
+    return f"{entry['kind']}:{entry['scope']}({where})"
+
+
+@app.command("compile")
+def compile_(file: str = typer.Argument(..., help="the .cu file"),
+             output: str = typer.Option(..., "-o", help="output .cu file"), target: str = TargetOpt,
+             passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
+             report: Optional[str] = typer.Option(None, "--report", help="write a JSON report here"),
+             dump_passes: Optional[str] = typer.Option(None, "--dump-passes", help="write each pass's kernel here"),
+             define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
+             bind: Optional[List[str]] = BindOpt) -> None:
+    """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
+    try:
+        tgt = _target(target)
+        try:
+            pass_names = parse_pass_list(passes)
+        except ValueError as err:
+            raise CompileError(str(err)) from None
+        diagnostics = Diagnostics()
+        program = load_program(file, _defines(define), include, diagnostics)
+        result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes)
+        rep = result.report()
+        rep["notes"] = [str(n) for n in diagnostics.notes]
+        from gpgpu_opt.nvcc import resource_usage
+
+        usage = resource_usage(result.output, tgt, [os.path.dirname(os.path.abspath(file)), *(include or [])])
+        if usage is not None:
+            for k in rep["kernels"]:
+                k["resources"] = usage.get(k["name"])
+    except CompileError as err:
+        _fail(err)
+        return
+    _write_atomically(output, result.output)
+    if report:
+        _write_atomically(report, json.dumps(rep, indent=2) + "\n")
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Nothing half-written: write a temporary file beside the target, then rename it."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpgpu-opt-")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

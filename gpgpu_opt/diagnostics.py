@@ -1,0 +1,64 @@
+"""Compiler-style diagnostics: `file:line:col: error: ...` and `note:` lines."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int
+    column: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+    @classmethod
+    def of(cls, node, fallback: "Location | None" = None) -> "Location | None":
+        """Location of a pycparser node (its `coord`), or `fallback`."""
+        coord = getattr(node, "coord", None)
+        if coord is None or not coord.file or coord.file.startswith("<"):
+            return fallback
+        return cls(coord.file, coord.line, coord.column or 1)
+
+
+class CompileError(Exception):
+    """An error in the user's input. Printed as `file:line:col: error: message`."""
+
+    def __init__(self, message: str, location: Location | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    def __str__(self) -> str:
+        prefix = f"{self.location}: " if self.location else ""
+        return f"{prefix}error: {self.message}"
+
+
+@dataclass
+class Note:
+    message: str
+    location: Location | None = None
+    kernel: str | None = None
+    pass_name: str | None = None
+
+    def __str__(self) -> str:
+        prefix = f"{self.location}: " if self.location else ""
+        return f"{prefix}note: {self.message}"
+
+
+@dataclass
+class Diagnostics:
+    """Collects notes; echoes them to stderr unless quiet."""
+
+    quiet: bool = False
+    notes: list[Note] = field(default_factory=list)
+
+    def note(self, message: str, location: Location | None = None, *, kernel: str | None = None,
+             pass_name: str | None = None) -> Note:
+        note = Note(message, location, kernel, pass_name)
+        self.notes.append(note)
+        if not self.quiet:
+            print(str(note), file=sys.stderr)
+        return note

@@ -1,0 +1,157 @@
+"""Parsing CUDA kernels with pycparser.
+
+pycparser parses C99. A kernel is C plus CUDA's qualifiers and builtins, so before parsing:
+- `__global__ __device__ __host__ __forceinline__ __noinline__ __launch_bounds__(...)` are blanked
+  (same width, so columns stay right) and recorded as the function's `funcspec`;
+- `__shared__` becomes `_Thread_local` (a C storage class nobody writes in a kernel) and is turned back
+  into the storage `__shared__` on the Decl; `__restrict__` becomes C99's `restrict`;
+- a prelude declares CUDA's builtin variables, vector types and device functions.
+The printer (gpgpu_opt.codegen) restores the CUDA spellings.
+"""
+from __future__ import annotations
+
+import re
+
+from pycparser import c_ast, c_parser
+
+from gpgpu_opt.diagnostics import CompileError, Location
+from gpgpu_opt.frontend.scanner import tokenize
+
+PRELUDE_FILE = "<cuda-prelude>"
+
+_VECTOR_TYPES = "".join(
+    f"typedef struct {{ {base} x, y; }} {name}2; typedef struct {{ {base} x, y, z; }} {name}3; "
+    f"typedef struct {{ {base} x, y, z, w; }} {name}4;\n"
+    f"{name}2 make_{name}2({base}, {base}); {name}3 make_{name}3({base}, {base}, {base}); "
+    f"{name}4 make_{name}4({base}, {base}, {base}, {base});\n"
+    for base, name in [("float", "float"), ("double", "double"), ("int", "int"), ("unsigned int", "uint"),
+                       ("char", "char"), ("unsigned char", "uchar"), ("short", "short")]
+)
+
+_MATH_FLOAT = ("sqrtf rsqrtf cbrtf expf exp2f exp10f logf log2f log10f sinf cosf tanf asinf acosf atanf "
+               "sinhf coshf tanhf fabsf floorf ceilf truncf roundf rintf __expf __logf __sinf __cosf "
+               "__frcp_rn __fsqrt_rn __saturatef").split()
+_MATH_FLOAT2 = "fminf fmaxf powf fmodf atan2f hypotf __fdividef __powf copysignf __fadd_rn __fmul_rn".split()
+_MATH_DOUBLE = "sqrt rsqrt exp exp2 log log2 log10 sin cos tan tanh fabs floor ceil trunc round".split()
+_MATH_DOUBLE2 = "fmin fmax pow fmod atan2 hypot".split()
+
+PRELUDE = f"""
+typedef unsigned long size_t;
+typedef struct {{ unsigned int x, y, z; }} uint3;
+typedef struct {{ unsigned int x, y, z; }} dim3;
+{_VECTOR_TYPES}
+extern uint3 threadIdx; extern uint3 blockIdx; extern dim3 blockDim; extern dim3 gridDim; extern int warpSize;
+void __syncthreads(void); void __syncwarp(unsigned int); void __threadfence(void);
+int __syncthreads_count(int); int __syncthreads_and(int); int __syncthreads_or(int);
+{''.join(f'float {f}(float); ' for f in _MATH_FLOAT)}
+{''.join(f'float {f}(float, float); ' for f in _MATH_FLOAT2)}
+{''.join(f'double {f}(double); ' for f in _MATH_DOUBLE)}
+{''.join(f'double {f}(double, double); ' for f in _MATH_DOUBLE2)}
+float fmaf(float, float, float); double fma(double, double, double); float __fmaf_rn(float, float, float);
+int min(int, int); int max(int, int); int abs(int); unsigned int umin(unsigned int, unsigned int);
+unsigned int umax(unsigned int, unsigned int); int __mul24(int, int); int __popc(unsigned int); int __clz(int);
+float __int_as_float(int); int __float_as_int(float); float __ldg(const float *);
+float atomicAdd(float *, float); int atomicMax(int *, int); int atomicMin(int *, int);
+float __shfl_down_sync(unsigned int, float, int); float __shfl_xor_sync(unsigned int, float, int);
+float __shfl_sync(unsigned int, float, int); float __shfl_up_sync(unsigned int, float, int);
+"""
+
+_BLANKED = {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "__inline__"}
+_FUNCSPEC_ORDER = ["__global__", "__host__", "__device__", "__forceinline__", "__noinline__"]
+
+
+def cuda_to_c(text: str) -> tuple[str, list[str], list[str]]:
+    """Rewrite CUDA-only spellings in one function's text (see module doc).
+    Returns the C text, the CUDA function qualifiers, and `__launch_bounds__` arguments if any."""
+    out = []
+    last = 0
+    qualifiers: list[str] = []
+    launch_bounds: list[str] = []
+    tokens = tokenize(text)
+    skip_until = -1
+    for k, tok in enumerate(tokens):
+        if tok.start < skip_until:
+            continue
+        replacement = None
+        if tok.kind == "ident" and tok.text in _BLANKED:
+            qualifiers.append(tok.text)
+            replacement = " " * len(tok.text)
+        elif tok.kind == "ident" and tok.text == "__shared__":
+            replacement = "_Thread_local"
+        elif tok.kind == "ident" and tok.text in ("__restrict__", "__restrict"):
+            replacement = "restrict".ljust(len(tok.text))
+        elif tok.kind == "ident" and tok.text == "__launch_bounds__":
+            close = _close_paren(tokens, k + 1)
+            launch_bounds = [text[tokens[k + 2].start:tokens[close - 1].end]] if close > k + 2 else []
+            end = tokens[close].end
+            out.append(text[last:tok.start])
+            out.append(re.sub(r"[^\n]", " ", text[tok.start:end]))
+            last = skip_until = end
+            continue
+        if replacement is not None:
+            out.append(text[last:tok.start])
+            out.append(replacement)
+            last = tok.end
+    out.append(text[last:])
+    ordered = [q for q in _FUNCSPEC_ORDER if q in qualifiers]
+    return "".join(out), ordered, launch_bounds
+
+
+def _close_paren(tokens, i: int) -> int:
+    depth = 0
+    for j in range(i, len(tokens)):
+        if tokens[j].text == "(":
+            depth += 1
+        elif tokens[j].text == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(tokens) - 1
+
+
+_PARSE_ERROR = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): (?P<msg>.*)$", re.DOTALL)
+
+
+def parse_c(text: str, filename: str) -> c_ast.FileAST:
+    """Parse C text that carries its own #line markers; errors become CompileErrors in the user's file."""
+    parser = c_parser.CParser()
+    source = f'#line 1 "{PRELUDE_FILE}"\n{PRELUDE}\n{text}'
+    try:
+        return parser.parse(source, filename=filename)
+    except c_parser.ParseError as err:
+        m = _PARSE_ERROR.match(str(err))
+        if m and not m.group("file").startswith("<"):
+            raise CompileError(_describe_parse_error(m.group("msg")),
+                               Location(m.group("file"), int(m.group("line")), int(m.group("col")))) from None
+        raise CompileError(_describe_parse_error(str(err)), Location(filename, 1, 1)) from None
+
+
+def _describe_parse_error(msg: str) -> str:
+    m = re.match(r"before: (.*)", msg.strip())
+    if m:
+        return f"expected expression or statement before '{m.group(1)}'"
+    if "At end of input" in msg:
+        return "unexpected end of input (unterminated block?)"
+    return msg.strip()
+
+
+def restore_cuda_storage(node: c_ast.Node) -> None:
+    """Turn the `_Thread_local` placeholder back into `__shared__`."""
+    for _, child in node.children():
+        restore_cuda_storage(child)
+    if isinstance(node, c_ast.Decl) and "_Thread_local" in node.storage:
+        node.storage = ["__shared__" if s == "_Thread_local" else s for s in node.storage]
+
+
+def prelude_names() -> set[str]:
+    ast = c_parser.CParser().parse(PRELUDE, filename=PRELUDE_FILE)
+    names = set()
+    for ext in ast.ext:
+        if isinstance(ext, c_ast.Decl) and ext.name:
+            names.add(ext.name)
+        elif isinstance(ext, c_ast.Typedef):
+            names.add(ext.name)
+    return names
+
+
+PRELUDE_NAMES = frozenset(prelude_names())

@@ -1,0 +1,246 @@
+"""A light CUDA/C++ token scanner for whole source files.
+
+pycparser only understands C, and a `.cu` file is C++ host code around C-like kernels. The scanner finds
+what the compiler needs in the file without parsing the host code: function definitions with CUDA
+qualifiers (their exact spans, so the output can replace them byte for byte), kernel launch sites
+`k<<<grid, block>>>(args)`, and `#pragma` lines.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>[ \t\r\f\v]+|\\\n)
+  | (?P<nl>\n)
+  | (?P<comment>//[^\n]*|/\*.*?\*/)
+  | (?P<string>(?:u8|[uUL])?R"(?P<delim>[^(\s]*)\(.*?\)(?P=delim)"|(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"|(?:u8|[uUL])?'(?:\\.|[^'\\\n])*')
+  | (?P<number>\.?\d(?:[eEpP][+-]|[\w.'])*)
+  | (?P<ident>[A-Za-z_]\w*)
+  | (?P<punct><<<|>>>|::|->|\+\+|--|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|\.\.\.|[^\s\w])
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+CUDA_FUNCTION_QUALIFIERS = {"__global__", "__device__", "__host__"}
+CXX_ONLY_TOKENS = {"template", "class", "namespace", "new", "delete", "operator", "typename", "auto",
+                   "constexpr", "decltype", "nullptr", "static_cast", "reinterpret_cast", "const_cast",
+                   "dynamic_cast", "this", "using", "try", "catch", "throw", "::"}
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str          # ident, number, string, punct, pp
+    text: str
+    start: int
+    end: int
+    line: int
+    column: int
+
+
+def tokenize(text: str) -> list[Token]:
+    """Tokens of `text`; comments and whitespace dropped, preprocessor lines kept whole as `pp` tokens."""
+    tokens: list[Token] = []
+    pos, line, line_start = 0, 1, 0
+    at_line_start = True
+    n = len(text)
+    while pos < n:
+        if at_line_start:
+            m = re.compile(r"[ \t]*#").match(text, pos)
+            if m:
+                end = pos
+                while True:  # a directive runs to the first newline not escaped by a backslash
+                    nl = text.find("\n", end)
+                    if nl == -1:
+                        end = n
+                        break
+                    if text[nl - 1] == "\\" or _inside_block_comment(text, pos, nl):
+                        end = nl + 1
+                        continue
+                    end = nl
+                    break
+                tokens.append(Token("pp", text[pos:end], pos, end, line, pos - line_start + 1))
+                line += text.count("\n", pos, end)
+                if text.rfind("\n", pos, end) != -1:
+                    line_start = text.rfind("\n", pos, end) + 1
+                pos = end
+                continue
+        m = _TOKEN.match(text, pos)
+        if m is None:  # an unterminated string or comment: take the rest of the line as one token
+            end = text.find("\n", pos)
+            end = n if end == -1 else end
+            tokens.append(Token("bad", text[pos:end], pos, end, line, pos - line_start + 1))
+            pos = end
+            continue
+        kind = m.lastgroup if m.lastgroup != "delim" else "string"
+        if m.group("string") is not None:
+            kind = "string"
+        chunk = m.group(0)
+        if kind == "nl":
+            line += 1
+            line_start = m.end()
+            at_line_start = True
+            pos = m.end()
+            continue
+        if kind not in ("ws", "comment"):
+            tokens.append(Token(kind, chunk, pos, m.end(), line, pos - line_start + 1))
+            at_line_start = False
+        newlines = chunk.count("\n")
+        if newlines:
+            line += newlines
+            line_start = pos + chunk.rfind("\n") + 1
+            if kind == "comment":
+                at_line_start = False
+        pos = m.end()
+    return tokens
+
+
+def _inside_block_comment(text: str, start: int, pos: int) -> bool:
+    opened = text.rfind("/*", start, pos)
+    return opened != -1 and text.find("*/", opened, pos) == -1
+
+
+@dataclass
+class FunctionDefinition:
+    name: str
+    qualifiers: frozenset[str]
+    start: int          # offset of the first token of the definition
+    body_start: int     # offset of its `{`
+    end: int            # offset just past its `}`
+    line: int
+    column: int
+    cxx_constructs: list[str] = field(default_factory=list)
+
+    @property
+    def is_kernel(self) -> bool:
+        return "__global__" in self.qualifiers
+
+
+@dataclass
+class LaunchSite:
+    kernel: str
+    start: int          # offset of the kernel name
+    config_start: int   # offset of `<<<`
+    config_end: int     # offset just past `>>>`
+    config: list[str]   # grid, block[, shared bytes[, stream]] as written
+    line: int
+    column: int
+
+
+def _matching(tokens: list[Token], i: int, open_: str, close: str) -> int:
+    """Index of the token that closes the bracket at tokens[i]."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        t = tokens[j].text
+        if t == open_:
+            depth += 1
+        elif t == close:
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
+def find_functions(text: str, tokens: list[Token] | None = None) -> list[FunctionDefinition]:
+    """Function definitions at namespace scope that carry a CUDA function qualifier."""
+    tokens = tokenize(text) if tokens is None else tokens
+    found: list[FunctionDefinition] = []
+    header: list[int] = []  # indices of the tokens since the last statement boundary
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.kind == "pp":
+            i += 1
+            continue
+        if tok.text in (";", "}"):
+            header = []
+            i += 1
+            continue
+        if tok.text == "{":
+            words = [tokens[j].text for j in header]
+            transparent = words[:1] == ["namespace"] or words[:2] == ["extern", '"C"']
+            if transparent:
+                header = []
+                i += 1
+                continue
+            close = _matching(tokens, i, "{", "}")
+            if close == -1:
+                close = len(tokens) - 1
+            qualifiers = frozenset(w for w in words if w in CUDA_FUNCTION_QUALIFIERS)
+            name = _function_name(tokens, header)
+            if qualifiers and name and words and words[-1] in (")", "const"):
+                first = tokens[header[0]]
+                body = [t.text for t in tokens[header[0]:close + 1]]
+                cxx = sorted({w for w in body if w in CXX_ONLY_TOKENS})
+                if any(tokens[j].text == "&" and _is_reference_param(tokens, j) for j in header):
+                    cxx.append("reference parameter")
+                if "[" in body and any(body[k] == "[" and body[k + 1] in ("=", "&") and body[k + 2] == "]"
+                                       for k in range(len(body) - 2)):
+                    cxx.append("lambda")
+                found.append(FunctionDefinition(name, qualifiers, first.start, tok.start, tokens[close].end,
+                                                first.line, first.column, cxx))
+            header = []
+            i = close + 1
+            continue
+        header.append(i)
+        i += 1
+    return found
+
+
+def _function_name(tokens: list[Token], header: list[int]) -> str | None:
+    depth = 0
+    for k, j in enumerate(header):
+        t = tokens[j]
+        if t.text == "(":
+            if depth == 0 and k > 0:
+                prev = tokens[header[k - 1]]
+                if prev.kind == "ident" and prev.text not in ("__launch_bounds__", "__align__"):
+                    return prev.text
+            depth += 1
+        elif t.text == ")":
+            depth -= 1
+    return None
+
+
+def _is_reference_param(tokens: list[Token], j: int) -> bool:
+    prev, nxt = tokens[j - 1], tokens[j + 1] if j + 1 < len(tokens) else None
+    return prev.kind == "ident" and nxt is not None and nxt.kind == "ident"
+
+
+def find_launch_sites(text: str, tokens: list[Token] | None = None) -> list[LaunchSite]:
+    tokens = tokenize(text) if tokens is None else tokens
+    sites = []
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.kind != "ident" or tokens[i + 1].text != "<<<":
+            continue
+        close = next((j for j in range(i + 2, len(tokens)) if tokens[j].text == ">>>"), -1)
+        if close == -1:
+            continue
+        config, depth, part_start = [], 0, i + 2
+        for j in range(i + 2, close + 1):
+            t = tokens[j].text
+            if t in "([{":
+                depth += 1
+            elif t in ")]}":
+                depth -= 1
+            if (t == "," and depth == 0) or j == close:
+                config.append(text[tokens[part_start].start:tokens[j - 1].end].strip())
+                part_start = j + 1
+        sites.append(LaunchSite(tok.text, tok.start, tokens[i + 1].start, tokens[close].end, config,
+                                tok.line, tok.column))
+    return sites
+
+
+_GVALUE = re.compile(r"#\s*pragma\s+gCompiler\s+gValue\s+(\w+)\s+(\S+)")
+
+
+def find_gvalue_pragmas(tokens: list[Token]) -> dict[str, str]:
+    """`#pragma gCompiler gValue NAME VALUE` (the original compiler's way to give a symbol a value)."""
+    values = {}
+    for tok in tokens:
+        if tok.kind == "pp":
+            m = _GVALUE.match(tok.text.strip())
+            if m:
+                values[m.group(1)] = m.group(2)
+    return values

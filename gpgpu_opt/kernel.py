@@ -1,0 +1,88 @@
+"""The kernel model: a `__global__` function as pycparser c_ast plus what the passes need to know."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+
+from pycparser import c_ast
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    base_type: str          # 'float', 'int', 'unsigned int', 'float2', ...
+    is_pointer: bool
+    is_const: bool          # a pointer to const data (or a const scalar)
+    is_restrict: bool
+
+    @property
+    def is_array(self) -> bool:
+        return self.is_pointer
+
+
+def _param_from_decl(decl: c_ast.Decl) -> Param:
+    t = decl.type
+    is_pointer = False
+    restrict = False
+    while isinstance(t, (c_ast.PtrDecl, c_ast.ArrayDecl)):
+        is_pointer = True
+        if isinstance(t, c_ast.PtrDecl) and "restrict" in (t.quals or []):
+            restrict = True
+        t = t.type
+    quals = list(getattr(t, "quals", []) or []) + list(decl.quals or [])
+    base = " ".join(t.type.names) if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType) \
+        else "struct"
+    return Param(decl.name, base, is_pointer, "const" in quals, restrict)
+
+
+@dataclass
+class Kernel:
+    name: str
+    funcdef: c_ast.FuncDef
+    source_span: tuple[int, int]        # where the naive kernel is in the user's file
+    source_line: int
+    launch_bounds: list[str] = field(default_factory=list)
+    #: Which block shape and grid the kernel expects, as C expressions of the naive launch's
+    #: global thread space `global_x`, `global_y` (None: unchanged from the naive launch).
+    launch: "LaunchConfig | None" = None
+
+    @classmethod
+    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds) -> "Kernel":
+        return cls(func.decl.name, func, (definition.start, definition.end), definition.line, list(launch_bounds))
+
+    @property
+    def params(self) -> list[Param]:
+        args = self.funcdef.decl.type.args
+        return [_param_from_decl(p) for p in (args.params if args else []) if isinstance(p, c_ast.Decl)]
+
+    @property
+    def arrays(self) -> list[Param]:
+        return [p for p in self.params if p.is_pointer]
+
+    @property
+    def scalars(self) -> list[Param]:
+        return [p for p in self.params if not p.is_pointer]
+
+    @property
+    def body(self) -> c_ast.Compound:
+        return self.funcdef.body
+
+    def copy(self, **changes) -> "Kernel":
+        return replace(self, funcdef=copy.deepcopy(self.funcdef), **changes)
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Block shape and grid of a rewritten kernel, derived from the naive global thread space."""
+    block: tuple[int, int]
+    #: How many naive threads (outputs) one block covers in x and y.
+    outputs_per_block: tuple[int, int]
+    #: A 1-D grid over a fixed number of blocks (reductions) instead of covering the thread space.
+    fixed_grid: tuple[int, int] | None = None
+
+    def grid_expressions(self) -> tuple[str, str]:
+        if self.fixed_grid:
+            return str(self.fixed_grid[0]), str(self.fixed_grid[1])
+        (tx, ty) = self.outputs_per_block
+        return (f"(global_x + {tx - 1}) / {tx}" if tx > 1 else "global_x",
+                f"(global_y + {ty - 1}) / {ty}" if ty > 1 else "global_y")

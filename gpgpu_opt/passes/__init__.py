@@ -1,0 +1,54 @@
+"""Transformation passes, one module each, registered by name: `run(kernel, ctx) -> kernel`.
+
+A pass that cannot prove a transformation safe returns the kernel unchanged and records why with
+`ctx.skip(...)`; the pipeline rolls back a pass that raises or breaks the kernel's sanity checks.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.passes.context import PassContext
+
+PassFunction = Callable[[Kernel, PassContext], Kernel]
+
+#: The paper's order (vectorize before coalesce; merge, prefetch, partition after).
+PIPELINE_ORDER = ["normalize", "vectorize", "coalesce", "merge", "prefetch", "partition"]
+_MODULES = {"normalize": "gpgpu_opt.passes.normalize", "coalesce": "gpgpu_opt.passes.coalesce"}
+
+
+def registered_passes() -> dict[str, PassFunction]:
+    passes = {}
+    for name in PIPELINE_ORDER:
+        module_name = _MODULES.get(name)
+        if module_name is None:
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name == module_name:
+                continue
+            raise
+        passes[name] = module.run
+    return passes
+
+
+def parse_pass_list(text: str | None) -> list[str]:
+    """`--passes` value: 'none', a comma list, or None for the default pipeline. Order follows the
+    paper's pipeline; normalize always runs first when any other pass runs."""
+    available = registered_passes()
+    if text is None:
+        return [p for p in PIPELINE_ORDER if p in available]
+    if text.strip() == "none":
+        return []
+    wanted = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in PIPELINE_ORDER]
+    if unknown:
+        raise ValueError(f"unknown pass '{unknown[0]}' (passes: {', '.join(PIPELINE_ORDER)})")
+    missing = [p for p in wanted if p not in available]
+    if missing:
+        raise ValueError(f"pass '{missing[0]}' is not implemented yet (available: {', '.join(available)})")
+    if wanted and "normalize" not in wanted:
+        wanted.insert(0, "normalize")
+    return [p for p in PIPELINE_ORDER if p in wanted]

@@ -1,0 +1,43 @@
+"""What a pass knows besides the kernel: the target, the naive launch, bindings, and the decision log."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpgpu_opt.diagnostics import Diagnostics, Location
+from gpgpu_opt.targets import Target
+
+
+@dataclass
+class Decision:
+    pass_name: str
+    action: str                 # 'applied' or 'skipped'
+    subject: str                # what it is about, e.g. "A[row * n + k]"
+    reason: str
+    location: Location | None = None
+
+    def as_dict(self) -> dict:
+        d = {"pass": self.pass_name, "action": self.action, "subject": self.subject, "reason": self.reason}
+        if self.location:
+            d["line"] = self.location.line
+        return d
+
+
+@dataclass
+class PassContext:
+    target: Target
+    diagnostics: Diagnostics
+    #: The naive launch's block shape (the kernel's meaning may depend on it) and known sizes.
+    naive_block: tuple[int, int]
+    bindings: dict[str, int] = field(default_factory=dict)
+    kernel_name: str = ""
+    pass_name: str = ""
+    decisions: list[Decision] = field(default_factory=list)
+
+    def applied(self, subject: str, reason: str, location: Location | None = None) -> None:
+        self.decisions.append(Decision(self.pass_name, "applied", subject, reason, location))
+
+    def skip(self, subject: str, reason: str, location: Location | None = None) -> None:
+        """Record a transformation not made, with a `note:` on stderr."""
+        self.decisions.append(Decision(self.pass_name, "skipped", subject, reason, location))
+        self.diagnostics.note(f"{self.pass_name}: {subject}: {reason}", location, kernel=self.kernel_name,
+                              pass_name=self.pass_name)

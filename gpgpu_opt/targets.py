@@ -1,0 +1,70 @@
+"""GPU targets as data. Passes read these fields; they never test the target's name."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    nvcc_arch: str                 # the -arch for nvcc when compiling for this target
+    #: How global memory requests are formed and served.
+    request_threads: int           # threads whose accesses form one request (half-warp 16, warp 32)
+    transaction_bytes: int         # segment (g80/gt200) or sector (fermi and later) size
+    #: 'strict': cc 1.0/1.1 - coalesced only if thread k reads word k of an aligned segment, else one
+    #:           transaction per thread; 'segments': cc 1.2/1.3 - one transaction per distinct segment;
+    #: 'sectors': fermi and later - one per distinct 32-byte sector, warp-uniform reads broadcast.
+    coalescing_rule: str
+    warp_size: int
+    shared_banks: int
+    bank_bytes: int
+    shared_per_block: int          # bytes
+    shared_per_sm: int             # bytes
+    registers_per_sm: int
+    max_registers_per_thread: int
+    register_alloc_unit: int       # registers are allocated per warp in units of this many
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    sm_count: int
+    #: DRAM partitions that camp (width in bytes, count), or None where addresses are hashed.
+    partition_camping: tuple[int, int] | None
+    preferred_vector_bytes: int    # widest per-thread access worth emitting
+    memory_bandwidth_gbs: float
+    memory_latency_cycles: int
+    clock_ghz: float
+
+    @property
+    def words_per_request(self) -> int:
+        return self.request_threads
+
+    @property
+    def has_partition_camping(self) -> bool:
+        return self.partition_camping is not None
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in [
+        Target("g80", "GeForce 8800 GTX (cc 1.0), the paper's GPU", "sm_50", 16, 64, "strict", 32, 16, 4,
+               16 * 1024, 16 * 1024, 8192, 124, 256, 512, 768, 8, 16, (256, 6), 8, 86.4, 500, 1.35),
+        Target("gt200", "GeForce GTX 280 (cc 1.3)", "sm_50", 16, 64, "segments", 32, 16, 4,
+               16 * 1024, 16 * 1024, 16384, 124, 256, 512, 1024, 8, 30, (256, 8), 8, 141.7, 500, 1.3),
+        Target("fermi", "Fermi (sm_20), e.g. GTX 480", "sm_50", 32, 32, "sectors", 32, 32, 4,
+               48 * 1024, 48 * 1024, 32768, 63, 64, 1024, 1536, 8, 15, None, 16, 177.4, 600, 1.4),
+        Target("sm_80", "Ampere A100 (sm_80)", "sm_80", 32, 32, "sectors", 32, 32, 4,
+               48 * 1024, 164 * 1024, 65536, 255, 256, 1024, 2048, 32, 108, None, 16, 1555.0, 600, 1.41),
+        Target("sm_90", "Hopper H100/H200 (sm_90)", "sm_90", 32, 32, "sectors", 32, 32, 4,
+               48 * 1024, 228 * 1024, 65536, 255, 256, 1024, 2048, 32, 132, None, 16, 3350.0, 600, 1.75),
+    ]
+}
+
+DEFAULT_TARGET = "sm_90"
+
+
+def get_target(name: str) -> Target:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise KeyError(f"unknown target '{name}' (known: {', '.join(TARGETS)})") from None
