@@ -112,9 +112,21 @@ def _close_paren(tokens, i: int) -> int:
 _PARSE_ERROR = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): (?P<msg>.*)$", re.DOTALL)
 
 
+class _Parser(c_parser.CParser):
+    """pycparser, with every syntax error placed at the token where parsing stopped."""
+
+    def _parse_error(self, msg, coord):
+        if coord is None or isinstance(coord, str):
+            tok = self._peek()
+            if tok is not None:
+                coord = self._tok_coord(tok)
+                msg = f"{msg} before: {tok.value}" if "before" not in msg else msg
+        super()._parse_error(msg, coord)
+
+
 def parse_c(text: str, filename: str) -> c_ast.FileAST:
     """Parse C text that carries its own #line markers; errors become CompileErrors in the user's file."""
-    parser = c_parser.CParser()
+    parser = _Parser()
     source = f'#line 1 "{PRELUDE_FILE}"\n{PRELUDE}\n{text}'
     try:
         return parser.parse(source, filename=filename)
@@ -127,9 +139,10 @@ def parse_c(text: str, filename: str) -> c_ast.FileAST:
 
 
 def _describe_parse_error(msg: str) -> str:
-    m = re.match(r"before: (.*)", msg.strip())
+    m = re.match(r"(?:Invalid expression )?before: (.*)", msg.strip())
     if m:
-        return f"expected expression or statement before '{m.group(1)}'"
+        what = "expression" if msg.startswith("Invalid expression") else "expression or statement"
+        return f"expected {what} before '{m.group(1)}'"
     if "At end of input" in msg:
         return "unexpected end of input (unterminated block?)"
     return msg.strip()

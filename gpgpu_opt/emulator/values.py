@@ -1,0 +1,346 @@
+"""C types, per-lane values and C-exact arithmetic on numpy arrays.
+
+A value is uniform (a numpy scalar, the same for every lane) or per lane (a numpy array of shape
+(lanes,)). Vector values (`float4`) hold a tuple of components. Arithmetic follows C/C++: integer
+promotions, usual arithmetic conversions, `/` and `%` truncating toward zero, unsigned wraparound,
+float32 staying float32 (both operands are converted to the result type before numpy sees them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pycparser import c_ast
+
+from gpgpu_opt.emulator.errors import UndefinedBehaviorError, UnsupportedConstruct, where
+
+
+@dataclass(frozen=True, eq=False)
+class CType:
+    name: str
+    dtype: np.dtype
+    kind: str          # 'b' bool, 'i' signed, 'u' unsigned, 'f' floating
+    rank: int
+
+    @property
+    def size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in "biu"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, eq=False)
+class VecType:
+    name: str
+    base: CType
+    n: int
+
+    @property
+    def size(self) -> int:
+        return self.base.size * self.n
+
+    @property
+    def align(self) -> int:
+        if self.n == 3:
+            return self.base.size
+        return min(16, self.base.size * self.n)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+BOOL = CType("bool", np.dtype(np.bool_), "b", 0)
+CHAR = CType("char", np.dtype(np.int8), "i", 1)
+UCHAR = CType("unsigned char", np.dtype(np.uint8), "u", 1)
+SHORT = CType("short", np.dtype(np.int16), "i", 2)
+USHORT = CType("unsigned short", np.dtype(np.uint16), "u", 2)
+INT = CType("int", np.dtype(np.int32), "i", 3)
+UINT = CType("unsigned int", np.dtype(np.uint32), "u", 3)
+LONG = CType("long", np.dtype(np.int64), "i", 4)
+ULONG = CType("unsigned long", np.dtype(np.uint64), "u", 4)
+LLONG = CType("long long", np.dtype(np.int64), "i", 5)
+ULLONG = CType("unsigned long long", np.dtype(np.uint64), "u", 5)
+FLOAT = CType("float", np.dtype(np.float32), "f", 10)
+DOUBLE = CType("double", np.dtype(np.float64), "f", 11)
+
+_UNSIGNED_OF = {CHAR: UCHAR, SHORT: USHORT, INT: UINT, LONG: ULONG, LLONG: ULLONG}
+
+_TYPEDEFS = {"size_t": ULONG, "ptrdiff_t": LONG, "uint": UINT, "uint32_t": UINT, "int32_t": INT,
+             "int64_t": LLONG, "uint64_t": ULLONG, "bool": BOOL, "_Bool": BOOL}
+
+VECTOR_TYPES: dict[str, VecType] = {}
+for _base, _prefix in [(FLOAT, "float"), (DOUBLE, "double"), (INT, "int"), (UINT, "uint"), (CHAR, "char"),
+                       (UCHAR, "uchar"), (SHORT, "short"), (USHORT, "ushort"), (LLONG, "longlong")]:
+    for _n in (2, 3, 4):
+        VECTOR_TYPES[f"{_prefix}{_n}"] = VecType(f"{_prefix}{_n}", _base, _n)
+VECTOR_TYPES["dim3"] = VecType("dim3", UINT, 3)
+COMPONENTS = "xyzw"
+
+#: numpy dtype of a kernel argument array -> the C scalar type of its elements
+DTYPE_CTYPES = {np.dtype(np.float32): FLOAT, np.dtype(np.float64): DOUBLE, np.dtype(np.int32): INT,
+                np.dtype(np.uint32): UINT, np.dtype(np.int64): LLONG, np.dtype(np.uint64): ULLONG,
+                np.dtype(np.int8): CHAR, np.dtype(np.uint8): UCHAR, np.dtype(np.int16): SHORT,
+                np.dtype(np.uint16): USHORT, np.dtype(np.bool_): BOOL}
+
+
+def type_from_names(names: list[str], node=None) -> CType | VecType | None:
+    """The type named by an IdentifierType's names (None for void)."""
+    names = [n for n in names if n not in ("const", "volatile", "restrict", "__restrict__")]
+    if len(names) == 1:
+        n = names[0]
+        if n in VECTOR_TYPES:
+            return VECTOR_TYPES[n]
+        if n in _TYPEDEFS:
+            return _TYPEDEFS[n]
+    if names == ["void"]:
+        return None
+    words = set(names)
+    unsigned = "unsigned" in words
+    longs = names.count("long")
+    if "float" in words and len(names) == 1:
+        return FLOAT
+    if "double" in words and longs == 0 and len(names) == 1:
+        return DOUBLE
+    if words <= {"unsigned", "signed", "int", "long", "short", "char"} and words:
+        if "char" in words:
+            return UCHAR if unsigned else CHAR
+        if "short" in words:
+            return USHORT if unsigned else SHORT
+        if longs >= 2:
+            return ULLONG if unsigned else LLONG
+        if longs == 1:
+            return ULONG if unsigned else LONG
+        return UINT if unsigned else INT
+    raise UnsupportedConstruct(f"type '{' '.join(names)}' at {where(node)}")
+
+
+def promote(t: CType) -> CType:
+    """Integer promotion."""
+    if t.kind != "f" and t.rank < INT.rank:
+        return INT
+    return t
+
+
+def common_type(a: CType, b: CType) -> CType:
+    """The usual arithmetic conversions."""
+    if a is DOUBLE or b is DOUBLE:
+        return DOUBLE
+    if a is FLOAT or b is FLOAT:
+        return FLOAT
+    a, b = promote(a), promote(b)
+    if a is b:
+        return a
+    if a.kind == b.kind:
+        return a if a.rank >= b.rank else b
+    u, s = (a, b) if a.kind == "u" else (b, a)
+    if u.rank >= s.rank:
+        return u
+    if s.size > u.size:
+        return s
+    return _UNSIGNED_OF[s]
+
+
+class Value:
+    """A scalar or vector value over the lanes of a batch."""
+    __slots__ = ("ctype", "data")
+
+    def __init__(self, ctype, data):
+        self.ctype = ctype
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Value({self.ctype}, {self.data!r})"
+
+
+def cast_data(data, dtype: np.dtype):
+    if isinstance(data, np.ndarray):
+        return data if data.dtype == dtype else data.astype(dtype)
+    if isinstance(data, np.generic) and data.dtype == dtype:
+        return data
+    return np.asarray(data).astype(dtype)[()]
+
+
+def truth(data):
+    """C truth of scalar data: a bool array or numpy bool scalar."""
+    if isinstance(data, np.ndarray):
+        return data if data.dtype == np.bool_ else data != 0
+    return np.bool_(data != 0)
+
+
+def convert(v: Value, t, node=None) -> Value:
+    """Convert a value to type `t` (as by assignment or a cast)."""
+    if v.ctype is t:
+        return v
+    if isinstance(t, VecType) or isinstance(v.ctype, VecType):
+        if isinstance(t, VecType) and isinstance(v.ctype, VecType) and t.n == v.ctype.n:
+            return Value(t, tuple(cast_data(c, t.base.dtype) for c in v.data))
+        raise UnsupportedConstruct(f"conversion from {v.ctype} to {t} at {where(node)}")
+    if not isinstance(t, CType) or not isinstance(v.ctype, CType):
+        raise UnsupportedConstruct(f"conversion from {v.ctype} to {t} at {where(node)}")
+    if t is BOOL:
+        return Value(BOOL, truth(v.data))
+    return Value(t, cast_data(v.data, t.dtype))
+
+
+def uniform(t: CType, x) -> Value:
+    return Value(t, t.dtype.type(x))
+
+
+def parse_constant(node: c_ast.Constant) -> Value:
+    """A C literal: integer literal types follow C's 'first type that fits' rules."""
+    text = node.value
+    kind = node.type
+    if kind == "char":
+        body = text[1:-1]
+        if body.startswith("\\"):
+            escapes = {"n": 10, "t": 9, "0": 0, "\\": 92, "'": 39, '"': 34, "r": 13}
+            if body[1:] not in escapes:
+                raise UnsupportedConstruct(f"character literal {text} at {where(node)}")
+            return uniform(CHAR, escapes[body[1:]])
+        return uniform(CHAR, ord(body))
+    if kind == "string":
+        raise UnsupportedConstruct(f"string literal at {where(node)}")
+    low = text.lower()
+    is_hex = low.startswith("0x")
+    if kind in ("float", "double", "long double") or (not is_hex and ("." in low or "e" in low)) \
+            or (is_hex and "p" in low):
+        if low.endswith("f"):
+            return Value(FLOAT, np.float32(float.fromhex(low[:-1]) if is_hex else np.float64(low[:-1])))
+        if low.endswith("l"):
+            low = low[:-1]
+        return Value(DOUBLE, np.float64(float.fromhex(low) if is_hex else float(low)))
+    digits = low.rstrip("ul")
+    suffix = low[len(digits):]
+    if digits.startswith("0x"):
+        value = int(digits, 16)
+    elif digits.startswith("0b"):
+        value = int(digits, 2)
+    elif len(digits) > 1 and digits.startswith("0"):
+        value = int(digits, 8)
+    else:
+        value = int(digits)
+    unsigned = "u" in suffix
+    longs = suffix.count("l")
+    decimal = not (is_hex or (len(digits) > 1 and digits.startswith("0")))
+    candidates = {0: [INT, UINT, LONG, ULONG, LLONG, ULLONG], 1: [LONG, ULONG, LLONG, ULLONG],
+                  2: [LLONG, ULLONG]}[min(longs, 2)]
+    if unsigned:
+        candidates = [t for t in candidates if t.kind == "u"]
+    elif decimal:
+        candidates = [t for t in candidates if t.kind == "i"] or candidates
+    for t in candidates:
+        info = np.iinfo(t.dtype)
+        if info.min <= value <= info.max:
+            return uniform(t, value)
+    raise UnsupportedConstruct(f"integer literal {text} too large at {where(node)}")
+
+
+def _active_any(bits, mask) -> bool:
+    if mask is not None:
+        bits = bits & mask
+    return bool(np.any(bits))
+
+
+def arith(op: str, a: Value, b: Value, mask, node) -> Value:
+    """A binary arithmetic, bitwise or comparison operator on scalar values."""
+    if not isinstance(a.ctype, CType) or not isinstance(b.ctype, CType):
+        raise UnsupportedConstruct(f"operator '{op}' on {a.ctype} and {b.ctype} at {where(node)}")
+    if op in ("<<", ">>"):
+        t = promote(a.ctype)
+        if t.is_float or promote(b.ctype).is_float:
+            raise UnsupportedConstruct(f"shift of a floating value at {where(node)}")
+        x = cast_data(a.data, t.dtype)
+        y = cast_data(b.data, t.dtype)
+        return Value(t, np.left_shift(x, y) if op == "<<" else np.right_shift(x, y))
+    t = common_type(a.ctype, b.ctype)
+    x = cast_data(a.data, t.dtype)
+    y = cast_data(b.data, t.dtype)
+    if op == "+":
+        return Value(t, x + y)
+    if op == "-":
+        return Value(t, x - y)
+    if op == "*":
+        return Value(t, x * y)
+    if op in ("/", "%"):
+        if t.is_float:
+            if op == "%":
+                raise UnsupportedConstruct(f"'%' on floating operands at {where(node)}")
+            return Value(t, x / y)
+        zero = y == 0
+        if _active_any(zero, mask):
+            raise UndefinedBehaviorError(f"integer {'division' if op == '/' else 'modulo'} by zero at {where(node)}")
+        if np.any(zero):
+            y = np.where(zero, t.dtype.type(1), y)
+        r = np.fmod(x, y)                      # C remainder: sign of the dividend
+        if op == "%":
+            return Value(t, cast_data(r, t.dtype))
+        return Value(t, cast_data((x - r) // y, t.dtype))
+    if op == "&":
+        return Value(t, np.bitwise_and(x, y))
+    if op == "|":
+        return Value(t, np.bitwise_or(x, y))
+    if op == "^":
+        return Value(t, np.bitwise_xor(x, y))
+    if op == "<":
+        return Value(BOOL, x < y)
+    if op == ">":
+        return Value(BOOL, x > y)
+    if op == "<=":
+        return Value(BOOL, x <= y)
+    if op == ">=":
+        return Value(BOOL, x >= y)
+    if op == "==":
+        return Value(BOOL, x == y)
+    if op == "!=":
+        return Value(BOOL, x != y)
+    raise UnsupportedConstruct(f"operator '{op}' at {where(node)}")
+
+
+def unary(op: str, a: Value, node) -> Value:
+    if not isinstance(a.ctype, CType):
+        raise UnsupportedConstruct(f"operator '{op}' on {a.ctype} at {where(node)}")
+    if op == "!":
+        return Value(BOOL, np.logical_not(truth(a.data)))
+    t = promote(a.ctype)
+    x = cast_data(a.data, t.dtype)
+    if op == "-":
+        return Value(t, np.negative(x))
+    if op == "+":
+        return Value(t, x)
+    if op == "~":
+        if t.is_float:
+            raise UnsupportedConstruct(f"'~' on a floating value at {where(node)}")
+        return Value(t, np.invert(x))
+    raise UnsupportedConstruct(f"operator '{op}' at {where(node)}")
+
+
+def select(cond, a, b):
+    """Per-lane choice between two data (cond a bool array or scalar)."""
+    if not isinstance(cond, np.ndarray):
+        return a if cond else b
+    return np.where(cond, a, b)
+
+
+def select_value(cond, a: Value, b: Value) -> Value:
+    """`cond ? a : b` on values of the same type."""
+    if isinstance(a.ctype, VecType):
+        return Value(a.ctype, tuple(select(cond, x, y) for x, y in zip(a.data, b.data)))
+    r = select(cond, a.data, b.data)
+    if isinstance(r, np.ndarray) and r.dtype != a.ctype.dtype:
+        r = r.astype(a.ctype.dtype)
+    return Value(a.ctype, r)
+
+
+def zero_value(t, n_lanes: int | None = None) -> Value:
+    """An uninitialised variable: NaN for floating types (so stray reads are visible), 0 otherwise."""
+    if isinstance(t, VecType):
+        return Value(t, tuple(zero_value(t.base).data for _ in range(t.n)))
+    return Value(t, t.dtype.type(np.nan if t.is_float else 0))

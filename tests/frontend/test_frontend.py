@@ -1,0 +1,134 @@
+"""Front end: whole files, macros, shorthand, C++ pass-through, launch sites, and bad input."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from pycparser import c_ast
+
+from gpgpu_opt.codegen import kernel_source
+from gpgpu_opt.diagnostics import CompileError, Diagnostics
+from gpgpu_opt.frontend import load_program
+from tests.conftest import INPUTS
+
+
+def write(tmp_path, text, name="k.cu"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_whole_program_with_header_several_kernels_and_launch_sites():
+    prog = load_program(str(INPUTS / "mm.cu"))
+    assert [k.name for k in prog.kernels] == ["mm", "scale_matrix"]
+    assert {s.kernel for s in prog.launch_sites} >= {"mm", "scale_matrix"}
+    site = next(s for s in prog.launch_sites if s.kernel == "mm")
+    assert len(site.config) == 2
+
+
+def test_macros_defines_and_2d_views_are_expanded(tmp_path):
+    path = write(tmp_path, """
+        #define A(y,x) A[(y)*W+(x)]
+        __global__ void k(float *A, float *B) { B[threadIdx.x] = A(1, threadIdx.x); }
+    """)
+    prog = load_program(path, defines={"W": "64"})
+    text = kernel_source(prog.kernels[0].funcdef)
+    assert "A[1 * 64 + threadIdx.x]" in text
+
+
+def test_shorthand_names_become_real_locals(tmp_path):
+    path = write(tmp_path, """
+        #pragma gCompiler gValue segSize 1024
+        __global__ void k(float *A, float *C) { C[idy * 16 + idx] = A[tidx] + segSize; }
+    """)
+    text = kernel_source(load_program(path).kernels[0].funcdef)
+    assert "const int idx = blockIdx.x * blockDim.x + threadIdx.x;" in text
+    assert "const int idy = blockIdx.y * blockDim.y + threadIdx.y;" in text
+    assert "const int segSize = 1024;" in text
+
+
+def test_user_definitions_win_over_shorthand(tmp_path):
+    path = write(tmp_path, """
+        __global__ void k(float *A) { int idx = threadIdx.x * 2; A[idx] = 0.0f; }
+    """)
+    text = kernel_source(load_program(path).kernels[0].funcdef)
+    assert "blockIdx" not in text
+
+
+def test_cuda_qualifiers_round_trip(tmp_path):
+    path = write(tmp_path, """
+        __device__ float sq(float v) { return v * v; }
+        __global__ void __launch_bounds__(256) k(const float * __restrict__ A, float *B) {
+            __shared__ float tile[16][17];
+            tile[threadIdx.y][threadIdx.x] = A[threadIdx.x];
+            __syncthreads();
+            B[threadIdx.x] = sq(tile[threadIdx.x][threadIdx.y]);
+        }
+    """)
+    prog = load_program(path)
+    k = prog.kernels[0]
+    assert k.launch_bounds == ["256"]
+    assert "sq" in prog.device_functions
+    text = kernel_source(k.funcdef)
+    assert "__global__ void k(const float * __restrict__ A, float *B)" in text
+    assert "__shared__ float tile[16][17];" in text
+    shared = [d for d in k.funcdef.body.block_items if isinstance(d, c_ast.Decl)]
+    assert shared[0].storage == ["__shared__"]
+
+
+def test_cxx_kernel_is_passed_through_with_a_note(tmp_path):
+    path = write(tmp_path, """
+        template <typename T> __global__ void t(T *a) { a[0] = T(1); }
+        __global__ void k(float *a) { a[threadIdx.x] = 1.0f; }
+    """)
+    diags = Diagnostics(quiet=True)
+    prog = load_program(path, diagnostics=diags)
+    assert [k.name for k in prog.kernels] == ["k"]
+    assert prog.passed_through == ["t"]
+    assert "passed through unchanged" in str(diags.notes[0])
+    assert str(diags.notes[0]).startswith(f"{path}:2:1: note:")
+
+
+@pytest.mark.parametrize("source, line, col, message", [
+    ("__global__ void k(float *a) {\n  a[0] = 1.0f +;\n}\n", 2, 16, "error: expected expression"),
+    ("__global__ void k(float *a) {\n  a[0] = b;\n}\n", 2, 10, "error: use of undeclared identifier 'b'"),
+    ("__global__ void k(float *a) {\n  if (a[0] > 0) {\n    a[1] = 2.0f;\n}\n", 1, 29, "error: expected '}'"),
+    ("int main() { return 0; }\n", 1, 1, "error: no __global__ kernel"),
+])
+def test_bad_input_is_a_compiler_style_error(tmp_path, source, line, col, message):
+    path = write(tmp_path, source)
+    with pytest.raises(CompileError) as info:
+        load_program(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}:{line}:{col}: "), text
+    assert message in text
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(CompileError, match="no such file"):
+        load_program(str(tmp_path / "nope.cu"))
+
+
+@pytest.mark.parametrize("source", [
+    "__global__ void k(float *a) {\n  a[0] = 1.0f +;\n}\n",
+    "__global__ void k(float *a) {\n  a[0] = b;\n}\n",
+    "__global__ void k(float *a) {\n  a[0] = 1.0f;\n",
+    "int main() { return 0; }\n",
+])
+@pytest.mark.parametrize("command", ["compile", "analyze"])
+def test_cli_bad_input_exits_nonzero_and_writes_nothing(tmp_path, source, command):
+    path = write(tmp_path, source)
+    out = tmp_path / "out.cu"
+    args = [sys.executable, "-m", "gpgpu_opt", command, path] + (["-o", str(out)] if command == "compile" else [])
+    proc = subprocess.run(args, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stderr.startswith(f"{path}:") and ": error: " in proc.stderr
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["k.cu"]
+
+
+def test_cli_missing_file(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(tmp_path / "x.cu"), "-o",
+                           str(tmp_path / "o.cu")], capture_output=True, text=True)
+    assert proc.returncode != 0 and "no such file" in proc.stderr
+    assert not (tmp_path / "o.cu").exists()
