@@ -134,6 +134,35 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
         _write_atomically(report, json.dumps(rep, indent=2) + "\n")
 
 
+@app.command()
+def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
+           passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
+           size: Optional[List[str]] = typer.Option(None, "--size", help="scalar parameter value, NAME=VAL"),
+           global_: Optional[str] = typer.Option(None, "--global", help="naive thread space X[,Y]"),
+           seed: int = typer.Option(1, "--seed", help="random seed for the inputs"),
+           against: Optional[str] = typer.Option(None, "--against", help="check this hand-written file instead"),
+           define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
+           bind: Optional[List[str]] = BindOpt) -> None:
+    """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
+    from gpgpu_opt.verify_command import run_verify
+
+    try:
+        tgt = _target(target)
+        diagnostics = Diagnostics()
+        program = load_program(file, _defines(define), include, diagnostics)
+        sizes = _bindings(size)
+        space = None
+        if global_:
+            parts = [int(v, 0) for v in global_.split(",")]
+            space = (parts[0], parts[1] if len(parts) > 1 else 1)
+        ok = run_verify(program, tgt, passes, sizes, space, seed, against, diagnostics, _bindings(bind),
+                        _defines(define), include)
+    except (CompileError, ValueError) as err:
+        _fail(err)
+        return
+    raise typer.Exit(0 if ok else 1)
+
+
 def _write_atomically(path: str, text: str) -> None:
     """Nothing half-written: write a temporary file beside the target, then rename it."""
     directory = os.path.dirname(os.path.abspath(path))

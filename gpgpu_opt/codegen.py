@@ -18,8 +18,8 @@ class CudaGenerator(c_generator.CGenerator):
     def visit_PtrDecl(self, n):
         return self._generate_type(n, emit_declname=False)
 
-    def _generate_type(self, n, modifiers=None, emit_declname=True):
-        text = super()._generate_type(n, modifiers or [], emit_declname)
+    def _generate_type(self, n, modifiers=None, emit_declname=True, **options):
+        text = super()._generate_type(n, modifiers or [], emit_declname, **options)
         if self.cuda_spellings:
             text = text.replace("* restrict ", "* __restrict__ ").replace("*restrict ", "*__restrict__ ")
             text = text.replace(" restrict ", " __restrict__ ")

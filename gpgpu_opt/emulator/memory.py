@@ -86,13 +86,13 @@ class Memory:
     def site_str(self, site: int) -> str:
         return self.sites[site]
 
-    def tracker(self, buf: Buffer, nwords: int, track_reads: bool) -> RaceTracker:
+    def tracker(self, buf: Buffer, nwords: int, track_reads: bool, id_dtype=np.int32) -> RaceTracker:
         if buf.space == "global":
             describe = self.geom.describe_gid
         else:
             describe = lambda lane: self.batch.describe_lane(lane)  # noqa: E731
         return RaceTracker(nwords, self.geom, track_reads, describe, buf.describe_word, self.site_str,
-                           buf.label, self.kernel)
+                           buf.label, self.kernel, id_dtype, per_block_words=buf.space != "global")
 
     # ---------------------------------------------------------------- addressing
     def _where_lane(self, lanes, k) -> str:

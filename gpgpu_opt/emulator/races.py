@@ -1,29 +1,30 @@
-"""The race detector: per memory word, the last writer and the readers since the last ordering point.
+"""The race detector: per memory word, the last writer and the readers since the word's newest ordering
+point, kept as the smallest and largest reader thread id.
 
-Thread ids are `block * tpb + linear thread id` (global ids for global memory, lane numbers of the batch
-for shared memory). Two accesses by different threads are ordered when both are in the same block and
-a `__syncthreads()` lies between them (the block's barrier epoch differs), or both are in the same warp
-and a `__syncwarp()` lies between them (the warp epoch differs). Anything else that touches a word
-written by another thread, or writes a word read by another thread, is a race. Accesses from different
-blocks are never ordered within a launch. Atomics are not tracked.
-
-The reader record of a word keeps the readers since its newest epoch: one reader id (>= 0), or
-MULTI_WARP (several readers, all in one warp), MULTI_BLOCK (several warps of one block) or
-MULTI_GRID (several blocks), plus one reader `ref` to name in messages. Everything is vectorised."""
+Thread ids are `block * tpb + linear thread id` (global ids for global memory, lane numbers of the
+batch for shared memory), so ids of one warp or one block form a contiguous range: readers
+{min..max} all lie in one warp (block) iff min and max do. Two accesses by different threads are
+ordered when both are in the same block with a `__syncthreads()` between them (the block's barrier
+epoch differs), or both are in the same warp with a `__syncwarp()` between them (the warp epoch
+differs). A read of a word last written by another thread, or a write of a word read or written by
+another thread, without such ordering is a race. Accesses from different blocks are never ordered
+within a launch. Atomics are not tracked. Everything is vectorised over the accessing lanes."""
 from __future__ import annotations
 
 import numpy as np
 
 from gpgpu_opt.emulator.errors import RaceError
 
-NONE, MULTI_WARP, MULTI_BLOCK, MULTI_GRID = -1, -2, -3, -4
-
 
 class RaceTracker:
     def __init__(self, nwords: int, geom, track_reads: bool, describe_id, describe_word, site_str,
-                 label: str, kernel: str, id_dtype=np.int64):
-        self.tpb = geom.tpb
+                 label: str, kernel: str, id_dtype=np.int32, per_block_words: bool = False):
+        self.tpb = tpb = geom.tpb
         self.geom = geom
+        #: shared memory: every word belongs to one block, so accesses to it are always in one block
+        self.same_block = per_block_words
+        self._bshift = tpb.bit_length() - 1 if tpb & (tpb - 1) == 0 else None
+        self._wshift = tpb % 32 == 0
         self.track_reads = track_reads
         self.describe_id = describe_id
         self.describe_word = describe_word
@@ -37,26 +38,47 @@ class RaceTracker:
         self.wr_site = np.zeros(nwords, np.int32)
         self.scratch = np.zeros(nwords, np.int64)
         if track_reads:
-            self.rd_kind = np.full(nwords, NONE, id_dtype)
-            self.rd_ref = np.full(nwords, -1, id_dtype)
+            self.big = np.iinfo(id_dtype).max
+            self.rd_min = np.full(nwords, self.big, id_dtype)
+            self.rd_max = np.full(nwords, -1, id_dtype)
             self.rd_bep = np.zeros(nwords, np.int32)
             self.rd_wep = np.zeros(nwords, np.int32)
             self.rd_site = np.zeros(nwords, np.int32)
-            self.flags = np.zeros(nwords, np.int8)
 
     # ---------------------------------------------------------------- helpers
-    def _ordered(self, prev, prev_bep, prev_wep, ids, e, f):
-        """Whether earlier accesses by `prev` are ordered before accesses by `ids` now."""
-        same_blk = prev // self.tpb == ids // self.tpb
-        same_warp = self.geom.warp_key(prev) == self.geom.warp_key(ids)
-        return same_blk & ((prev_bep < e) | (same_warp & (prev_wep < f)))
+    def blk(self, ids):
+        return ids >> self._bshift if self._bshift is not None else ids // self.tpb
+
+    def warp(self, ids):
+        return ids >> 5 if self._wshift else self.geom.warp_key(ids)
+
+    def _unordered(self, prev_lo, prev_hi, prev_bep, prev_wep, ids, e, f):
+        """Which accesses now (ids, epochs e, f) are not ordered after the earlier accesses of the
+        threads prev_lo..prev_hi (at epochs prev_bep, prev_wep)."""
+        if self.same_block:
+            ok = prev_bep < e
+            sb = True
+        else:
+            b = self.blk(ids)
+            sb = (self.blk(prev_lo) == b) & (self.blk(prev_hi) == b) if prev_hi is not prev_lo else \
+                self.blk(prev_lo) == b
+            ok = sb & (prev_bep < e)
+        if ok.all():
+            return None
+        r = np.flatnonzero(~ok)
+        wm = self.warp(prev_lo[r])
+        wok = (wm == self.warp(ids[r])) & (prev_wep[r] < f[r])
+        if prev_hi is not prev_lo:
+            wok &= wm == self.warp(prev_hi[r])
+        if sb is not True:
+            wok &= sb[r]
+        if wok.all():
+            return None
+        return r[np.flatnonzero(~wok)]
 
     def _race(self, word, me, verb, site, other, other_verb, other_site, multi=False):
         cross = int(other) // self.tpb != int(me) // self.tpb
-        if int(other) == int(me):
-            who = "another thread"
-        else:
-            who = ("threads such as " if multi else "") + self.describe_id(int(other))
+        who = ("threads such as " if multi else "") + self.describe_id(int(other))
         why = "they are in different blocks, which no barrier orders" if cross else \
             "no __syncthreads() (or __syncwarp() within a warp) lies between the two accesses"
         raise RaceError(f"kernel '{self.kernel}': race on {self.label}{self.describe_word(int(word))}: "
@@ -71,10 +93,10 @@ class RaceTracker:
         if not cand.any():
             return
         j = np.flatnonzero(cand)
-        wj = w[j]
-        ok = self._ordered(wid[j], self.wr_bep[wj], self.wr_wep[wj], ids[j], e[j], f[j])
-        if not ok.all():
-            k = j[int(np.argmin(ok))]
+        wj, widj = w[j], wid[j]
+        bad = self._unordered(widj, widj, self.wr_bep[wj], self.wr_wep[wj], ids[j], e[j], f[j])
+        if bad is not None:
+            k = j[bad[0]]
             self._race(w[k], ids[k], verb, site, wid[k], "wrote", self.wr_site[w[k]])
 
     # ---------------------------------------------------------------- accesses
@@ -82,54 +104,24 @@ class RaceTracker:
         self._check_writer(w, ids, e, f, site, "reads")
         if not self.track_reads:
             return
-        n = len(w)
-        pos = np.arange(n)
-        self.scratch[w] = pos
-        win = self.scratch[w]
-        dup = win != pos
-        lvl = None
-        if dup.any():
-            fl = self.flags
-            dl = np.flatnonzero(dup)
-            fl[w[dl]] = 1
-            wk = self.geom.warp_key(ids)
-            dw = dl[wk[dl] != wk[win[dl]]]
-            if dw.size:
-                fl[w[dw]] = 3
-                db = dw[ids[dw] // self.tpb != ids[win[dw]] // self.tpb]
-                if db.size:
-                    fl[w[db]] = 7
-            u = np.flatnonzero(~dup)
-            w, ids, e, f = w[u], ids[u], e[u], f[u]
-            lvl = fl[w]
-            fl[w] = 0
-        rk = self.rd_kind[w]
-        rr = self.rd_ref[w]
-        rb = self.rd_bep[w]
-        rwe = self.rd_wep[w]
-        if lvl is None:
-            newk = ids
-            lvl3 = lvl7 = False
-        else:
-            newk = np.where(lvl == 0, ids, np.where(lvl == 1, MULTI_WARP, np.where(lvl == 3, MULTI_BLOCK, MULTI_GRID)))
-            lvl3, lvl7 = lvl == 3, lvl == 7
-        same_blk = rr // self.tpb == ids // self.tpb
-        fresh = (rk == NONE) | ((rk != MULTI_GRID) & same_blk & (rb < e))
-        cross = ~fresh & ((rk == MULTI_GRID) | ~same_blk | lvl7)
-        sb = ~fresh & ~cross
-        same_warp = self.geom.warp_key(rr) == self.geom.warp_key(ids)
-        mw = sb & ((rk == MULTI_BLOCK) | ~same_warp | lvl3)
-        ws = sb & ~mw
-        wfresh = ws & (rwe < f)
-        wmerge = ws & ~wfresh
-        merged = np.where((newk == ids) & (rk == ids), ids, MULTI_WARP)
-        renew = fresh | wfresh
-        kind = np.where(renew, newk, np.where(cross, MULTI_GRID, np.where(mw, MULTI_BLOCK, merged)))
-        del wmerge
-        self.rd_kind[w] = kind
-        self.rd_ref[w] = np.where(renew, ids, rr)
-        self.rd_bep[w] = np.where(fresh, e, rb)
-        self.rd_wep[w] = np.where(renew, f, np.maximum(rwe, f))
+        rmin = self.rd_min[w]
+        rmax = self.rd_max[w]
+        has = rmin <= rmax
+        if has.any():
+            # Reads ordered before this access (same block, older epoch) are forgotten.
+            j = np.flatnonzero(has)
+            keep = self._unordered(rmin[j], rmax[j], self.rd_bep[w[j]], self.rd_wep[w[j]], ids[j], e[j], f[j])
+            stale = np.ones(len(j), np.bool_)
+            if keep is not None:
+                stale[keep] = False
+            sw = w[j[stale]]
+            if sw.size:
+                self.rd_min[sw] = self.big
+                self.rd_max[sw] = -1
+        np.minimum.at(self.rd_min, w, ids.astype(self.rd_min.dtype, copy=False))
+        np.maximum.at(self.rd_max, w, ids.astype(self.rd_max.dtype, copy=False))
+        self.rd_bep[w] = e
+        self.rd_wep[w] = f
         self.rd_site[w] = site
 
     def write(self, w, ids, e, f, site: int) -> None:
@@ -143,21 +135,18 @@ class RaceTracker:
             self._race(w[k], ids[k], "writes", site, ids[win[k]], "writes", site)
         self._check_writer(w, ids, e, f, site, "writes")
         if self.track_reads:
-            rk = self.rd_kind[w]
-            has = rk != NONE
-            if has.any():
-                j = np.flatnonzero(has)
-                wj, idj, rkj = w[j], ids[j], rk[j]
-                rr = self.rd_ref[wj]
-                same_blk = rr // self.tpb == idj // self.tpb
-                ordered_b = same_blk & (self.rd_bep[wj] < e[j])
-                same_warp = self.geom.warp_key(rr) == self.geom.warp_key(idj)
-                race = (rkj == MULTI_GRID) | ~same_blk | (~ordered_b & (
-                    (rkj == MULTI_BLOCK) | ~same_warp | ((self.rd_wep[wj] >= f[j]) & (rkj != idj))))
-                if race.any():
-                    k = int(np.argmax(race))
-                    self._race(wj[k], idj[k], "writes", site, rr[k], "read", self.rd_site[wj[k]],
-                               multi=bool(rkj[k] < 0))
+            rmin = self.rd_min[w]
+            rmax = self.rd_max[w]
+            others = (rmin <= rmax) & ~((rmin == ids) & (rmax == ids))
+            if others.any():
+                j = np.flatnonzero(others)
+                wj = w[j]
+                bad = self._unordered(rmin[j], rmax[j], self.rd_bep[wj], self.rd_wep[wj], ids[j], e[j], f[j])
+                if bad is not None:
+                    k = j[bad[0]]
+                    lo, hi = int(rmin[k]), int(rmax[k])
+                    other = lo if lo != int(ids[k]) else hi
+                    self._race(w[k], ids[k], "writes", site, other, "read", self.rd_site[w[k]], multi=lo != hi)
         self.wr_id[w] = ids
         self.wr_bep[w] = e
         self.wr_wep[w] = f

@@ -1,0 +1,354 @@
+"""CUDA builtin functions (a mixin of the Interpreter): math, barriers, warp shuffles and votes,
+`__ldg`, atomics, vector constructors; and calls of `__device__` helpers."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pycparser import c_ast
+
+from gpgpu_opt.emulator.errors import DivergentBarrierError, UndefinedBehaviorError, UnsupportedConstruct, where
+from gpgpu_opt.emulator.masks import m_bits
+from gpgpu_opt.emulator.memory import PtrValue
+from gpgpu_opt.emulator.threads import WARP
+from gpgpu_opt.emulator.values import (BOOL, DOUBLE, FLOAT, INT, UINT, VECTOR_TYPES, CType, Value, cast_data,
+                                       common_type, convert, promote)
+
+
+def _round_half_away(x):
+    r = np.trunc(x)
+    frac = x - r
+    return (r + np.where(np.abs(frac) >= 0.5, np.sign(x), 0)).astype(x.dtype if isinstance(x, np.ndarray)
+                                                                     else type(x))
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+#: name (without the float 'f' suffix) -> (numpy function, number of arguments)
+_MATH = {
+    "sqrt": (np.sqrt, 1), "rsqrt": (lambda x: x.dtype.type(1) / np.sqrt(x) if isinstance(x, np.ndarray)
+                                     else type(x)(1) / np.sqrt(x), 1),
+    "cbrt": (np.cbrt, 1), "exp": (np.exp, 1), "exp2": (np.exp2, 1), "expm1": (np.expm1, 1),
+    "exp10": (lambda x: np.power(np.asarray(10, x.dtype), x), 1), "log": (np.log, 1), "log2": (np.log2, 1),
+    "log10": (np.log10, 1), "log1p": (np.log1p, 1), "sin": (np.sin, 1), "cos": (np.cos, 1), "tan": (np.tan, 1),
+    "asin": (np.arcsin, 1), "acos": (np.arccos, 1), "atan": (np.arctan, 1), "sinh": (np.sinh, 1),
+    "cosh": (np.cosh, 1), "tanh": (np.tanh, 1), "fabs": (np.abs, 1), "floor": (np.floor, 1),
+    "ceil": (np.ceil, 1), "trunc": (np.trunc, 1), "round": (_round_half_away, 1), "rint": (np.rint, 1),
+    "nearbyint": (np.rint, 1), "erf": (lambda x: _erf(x).astype(x.dtype), 1),
+    "erfc": (lambda x: _erfc(x).astype(x.dtype), 1),
+    "fmin": (np.fmin, 2), "fmax": (np.fmax, 2), "pow": (np.power, 2), "fmod": (np.fmod, 2),
+    "atan2": (np.arctan2, 2), "hypot": (np.hypot, 2), "copysign": (np.copysign, 2),
+    "fdim": (lambda x, y: np.maximum(x - y, x.dtype.type(0)), 2),
+}
+_FLOAT_ALIASES = {"__expf": "exp", "__logf": "log", "__sinf": "sin", "__cosf": "cos", "__tanf": "tan",
+                  "__exp10f": "exp10", "__log2f": "log2", "__log10f": "log10", "__powf": "pow",
+                  "__fsqrt_rn": "sqrt"}
+_ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicMax": "max", "atomicMin": "min", "atomicAnd": "and",
+            "atomicOr": "or", "atomicXor": "xor", "atomicExch": "exch", "atomicCAS": "cas", "atomicInc": "inc",
+            "atomicDec": "dec"}
+_NOOPS = {"__threadfence", "__threadfence_block", "__threadfence_system"}
+
+
+def _math_name(name: str):
+    """(base math name, forced float version?) or None."""
+    if name in _FLOAT_ALIASES:
+        return _FLOAT_ALIASES[name], True
+    if name in _MATH:
+        return name, False
+    if name.endswith("f") and name[:-1] in _MATH:
+        return name[:-1], True
+    return None
+
+
+class Builtins:
+    def call(self, node: c_ast.FuncCall, mask):
+        if not isinstance(node.name, c_ast.ID):
+            raise UnsupportedConstruct(f"call through a function pointer at {where(node)}")
+        name = node.name.name
+        args = list(node.args.exprs) if node.args else []
+        if name in self.device_functions:
+            return self.call_device(name, args, mask, node)
+        if name == "__syncthreads":
+            self.barrier(mask, node)
+            return None
+        if name in ("__syncthreads_count", "__syncthreads_and", "__syncthreads_or"):
+            return self.barrier_reduce(name, args, mask, node)
+        if name == "__syncwarp":
+            member = self.ev(args[0], mask) if args else Value(UINT, np.uint32(0xFFFFFFFF))
+            self.warp_sync(member, mask, node, "__syncwarp")
+            self.batch.wep[m_bits(mask, self.batch.N)] += 1
+            return None
+        if name in _NOOPS:
+            return None
+        if name.startswith("__shfl"):
+            return self.shuffle(name, args, mask, node)
+        if name in ("__ballot_sync", "__all_sync", "__any_sync"):
+            return self.vote(name, args, mask, node)
+        if name == "__ldg":
+            p = self.ev(args[0], mask)
+            if not isinstance(p, PtrValue):
+                raise UnsupportedConstruct(f"__ldg of a non-pointer at {where(node)}")
+            return self.mem.load(p.buffer, p.offset, p.view, mask, node)
+        if name in _ATOMICS:
+            return self.atomic(name, args, mask, node)
+        if name.startswith("make_") and name[5:] in VECTOR_TYPES:
+            t = VECTOR_TYPES[name[5:]]
+            if len(args) != t.n:
+                raise UnsupportedConstruct(f"{name} with {len(args)} arguments at {where(node)}")
+            vals = [convert(self._scalar_arg(a, mask, node), t.base, node) for a in args]
+            return Value(t, tuple(v.data for v in vals))
+        vals = [self._scalar_arg(a, mask, node) for a in args]
+        return self.math(name, vals, node)
+
+    def _scalar_arg(self, a, mask, node) -> Value:
+        v = self.ev(a, mask)
+        if not isinstance(v, Value) or not isinstance(v.ctype, CType):
+            raise UnsupportedConstruct(f"non-scalar argument at {where(node)}")
+        return v
+
+    # ---------------------------------------------------------------- math
+    def math(self, name: str, vals: list[Value], node) -> Value:
+        m = _math_name(name)
+        if m is not None:
+            base, force_float = m
+            fn, nargs = _MATH[base]
+            if len(vals) != nargs:
+                raise UnsupportedConstruct(f"{name} with {len(vals)} arguments at {where(node)}")
+            use_float = force_float or (any(v.ctype is FLOAT for v in vals)
+                                        and not any(v.ctype is DOUBLE for v in vals))
+            t = FLOAT if use_float else DOUBLE
+            data = [cast_data(v.data, t.dtype) for v in vals]
+            return Value(t, cast_data(fn(*data), t.dtype))
+        if name in ("fmaf", "__fmaf_rn", "fma", "__fma_rn"):
+            if len(vals) != 3:
+                raise UnsupportedConstruct(f"{name} with {len(vals)} arguments at {where(node)}")
+            as_float = name in ("fmaf", "__fmaf_rn") or (any(v.ctype is FLOAT for v in vals)
+                                                          and not any(v.ctype is DOUBLE for v in vals))
+            if as_float:   # exact product in double, one rounding of the sum to double, then to float
+                a, b, c = (cast_data(cast_data(v.data, FLOAT.dtype), DOUBLE.dtype) for v in vals)
+                return Value(FLOAT, cast_data(a * b + c, FLOAT.dtype))
+            a, b, c = (cast_data(v.data, DOUBLE.dtype) for v in vals)
+            return Value(DOUBLE, a * b + c)
+        if name in ("__fdividef", "__fdiv_rn", "__fadd_rn", "__fmul_rn", "__fsub_rn"):
+            a, b = (cast_data(v.data, FLOAT.dtype) for v in vals)
+            op = {"__fdividef": np.divide, "__fdiv_rn": np.divide, "__fadd_rn": np.add, "__fmul_rn": np.multiply,
+                  "__fsub_rn": np.subtract}[name]
+            return Value(FLOAT, cast_data(op(a, b), FLOAT.dtype))
+        if name in ("__frcp_rn",):
+            return Value(FLOAT, cast_data(np.float32(1) / cast_data(vals[0].data, FLOAT.dtype), FLOAT.dtype))
+        if name == "__saturatef":
+            return Value(FLOAT, cast_data(np.clip(cast_data(vals[0].data, FLOAT.dtype), 0, 1), FLOAT.dtype))
+        if name in ("min", "max", "umin", "umax", "llmin", "llmax"):
+            t = common_type(vals[0].ctype, vals[1].ctype)
+            if name.startswith("u"):
+                t = UINT
+            a, b = (cast_data(v.data, t.dtype) for v in vals)
+            fn = np.minimum if "min" in name else np.maximum
+            if t.is_float:
+                fn = np.fmin if "min" in name else np.fmax
+            return Value(t, fn(a, b))
+        if name in ("abs", "labs", "llabs"):
+            t = promote(vals[0].ctype)
+            return Value(t, np.abs(cast_data(vals[0].data, t.dtype)))
+        if name in ("__mul24", "__umul24"):
+            t = INT if name == "__mul24" else UINT
+            a, b = (cast_data(v.data, t.dtype) for v in vals)
+            return Value(t, a * b)
+        if name in ("__popc", "__popcll"):
+            x = cast_data(vals[0].data, UINT.dtype if name == "__popc" else np.dtype(np.uint64))
+            return Value(INT, cast_data(_popcount(np.asarray(x, np.uint64)), INT.dtype))
+        if name == "__clz":
+            x = cast_data(vals[0].data, UINT.dtype).astype(np.uint64)
+            bits = np.where(x == 0, 0, np.floor(np.log2(np.maximum(x, 1).astype(np.float64))) + 1)
+            return Value(INT, cast_data(32 - bits, INT.dtype))
+        if name in ("__float_as_int", "__float_as_uint", "__int_as_float", "__uint_as_float"):
+            src = FLOAT if name.startswith("__float") else (INT if "__int" in name else UINT)
+            dst = {"__float_as_int": INT, "__float_as_uint": UINT}.get(name, FLOAT)
+            x = np.asarray(cast_data(vals[0].data, src.dtype))
+            return Value(dst, x.view(dst.dtype)[()] if x.ndim == 0 else x.view(dst.dtype))
+        if name in ("__float2int_rn", "__float2int_rz", "__float2int_rd", "__float2int_ru"):
+            x = cast_data(vals[0].data, FLOAT.dtype)
+            f = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}[name[-2:]]
+            return Value(INT, cast_data(f(x), INT.dtype))
+        if name in ("__int2float_rn", "__uint2float_rn"):
+            return Value(FLOAT, cast_data(vals[0].data, FLOAT.dtype))
+        if name in ("isnan", "isinf", "isfinite", "signbit", "__isnanf", "__isinff"):
+            fn = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit,
+                  "__isnanf": np.isnan, "__isinff": np.isinf}[name]
+            return Value(BOOL, fn(vals[0].data))
+        raise UnsupportedConstruct(f"call of '{name}' (not a CUDA builtin the emulator knows, nor a __device__ "
+                                   f"function of the program) at {where(node)}")
+
+    # ---------------------------------------------------------------- barriers
+    def barrier(self, mask, node) -> None:
+        b = self.batch
+        if mask is False:
+            return
+        if mask is None and not b.exited.any():
+            b.bep += 1
+            self.stats.barriers += b.nblocks
+            return
+        arrived = m_bits(mask, b.N)
+        alive = ~b.exited
+        n_arr = b.per_block(arrived)
+        n_alive = b.per_block(alive)
+        bad = (n_arr > 0) & (n_arr != n_alive)
+        if bad.any():
+            slot = int(np.argmax(bad))
+            tpb = self.geom.tpb
+            sl = slice(slot * tpb, (slot + 1) * tpb)
+            missing = int(np.argmax(alive[sl] & ~arrived[sl])) + slot * tpb
+            first = int(np.argmax(arrived[sl])) + slot * tpb
+            raise DivergentBarrierError(
+                f"kernel '{self.kernel_name}': __syncthreads() at {where(node)} is reached by {int(n_arr[slot])} of "
+                f"the {int(n_alive[slot])} running threads of block "
+                f"{self.batch.describe_lane(first).split(' thread')[0][6:]}: e.g. "
+                f"{b.describe_lane(first)} reaches it but {b.describe_lane(missing)} does not")
+        reached = n_arr > 0
+        b.bep += np.repeat(reached, self.geom.tpb).astype(np.int32)
+        self.stats.barriers += int(reached.sum())
+
+    def barrier_reduce(self, name, args, mask, node):
+        pred = self._scalar_arg(args[0], mask, node)
+        self.barrier(mask, node)
+        b = self.batch
+        bits = np.broadcast_to(pred.data != 0, (b.N,)) & m_bits(mask, b.N)
+        counts = np.repeat(b.per_block(bits), self.geom.tpb)
+        if name == "__syncthreads_count":
+            return Value(INT, counts.astype(np.int32))
+        if name == "__syncthreads_or":
+            return Value(INT, (counts > 0).astype(np.int32))
+        alive = np.repeat(b.per_block(m_bits(mask, b.N)), self.geom.tpb)
+        return Value(INT, (counts == alive).astype(np.int32))
+
+    # ---------------------------------------------------------------- warps
+    def _warp_bits(self, lanes_bits):
+        """Per lane: the bitmask (uint64) of set lanes in its warp."""
+        b = self.batch
+        wkey = self.geom.warp_key(b.lane)
+        weights = np.left_shift(np.uint64(1), b.lane_in_warp.astype(np.uint64)).astype(np.float64)
+        per = np.bincount(wkey, weights=np.where(lanes_bits, weights, 0), minlength=int(wkey.max()) + 1)
+        return per.astype(np.uint64)[wkey]
+
+    def warp_sync(self, member: Value, mask, node, what: str):
+        """Check that every live lane named in the member mask executes the warp operation."""
+        b = self.batch
+        executing = m_bits(mask, b.N)
+        member_bits = np.broadcast_to(cast_data(member.data, UINT.dtype).astype(np.uint64), (b.N,))
+        exec_bits = self._warp_bits(executing)
+        alive_bits = self._warp_bits(~b.exited)
+        missing = member_bits & alive_bits & ~exec_bits
+        bad = executing & (missing != 0)
+        if bad.any():
+            lane = int(np.argmax(bad))
+            m = int(missing[lane])
+            miss_lane = lane - int(b.lane_in_warp[lane]) + (m & -m).bit_length() - 1
+            raise DivergentBarrierError(
+                f"kernel '{self.kernel_name}': {what} at {where(node)} with member mask "
+                f"{int(member_bits[lane]):#x}: {b.describe_lane(lane)} executes it but "
+                f"{b.describe_lane(miss_lane)} (named in the mask) does not")
+        return executing, member_bits
+
+    def shuffle(self, name, args, mask, node):
+        kind = name.replace("_sync", "").replace("__shfl", "")
+        if kind not in ("", "_up", "_down", "_xor") or len(args) not in (3, 4):
+            raise UnsupportedConstruct(f"{name} at {where(node)}")
+        member = self._scalar_arg(args[0], mask, node)
+        v = self._scalar_arg(args[1], mask, node)
+        sel = cast_data(self._scalar_arg(args[2], mask, node).data, np.dtype(np.int64))
+        w = int(self._scalar_arg(args[3], mask, node).data) if len(args) == 4 else WARP
+        b = self.batch
+        executing, member_bits = self.warp_sync(member, mask, node, name)
+        if not isinstance(v.data, np.ndarray):
+            return v
+        lw = b.lane_in_warp
+        group = (lw // w) * w
+        if kind == "":
+            src = group + sel % w
+        elif kind == "_up":
+            src = lw - sel
+            src = np.where(src < group, lw, src)
+        elif kind == "_down":
+            src = lw + sel
+            src = np.where(src >= group + w, lw, src)
+        else:
+            src = lw ^ sel
+            src = np.where(src >= group + w, lw, src)
+        src_lane = b.lane - lw + src
+        warp_start = b.lane - lw
+        block_end = (b.slot + 1) * self.geom.tpb
+        ok = (src_lane >= warp_start) & (src_lane < block_end)
+        src_lane = np.where(ok, src_lane, b.lane)
+        bad = executing & (~ok | ~executing[src_lane] | b.exited[src_lane])
+        if bad.any():
+            lane = int(np.argmax(bad))
+            raise UndefinedBehaviorError(
+                f"kernel '{self.kernel_name}': {name} at {where(node)}: {b.describe_lane(lane)} reads lane "
+                f"{int(src[lane])} of its warp, which does not exist or is not executing the shuffle")
+        return Value(v.ctype, v.data[src_lane])
+
+    def vote(self, name, args, mask, node):
+        member = self._scalar_arg(args[0], mask, node)
+        pred = self._scalar_arg(args[1], mask, node)
+        b = self.batch
+        executing, member_bits = self.warp_sync(member, mask, node, name)
+        bits = self._warp_bits(executing & np.broadcast_to(pred.data != 0, (b.N,))) & member_bits
+        if name == "__ballot_sync":
+            return Value(UINT, bits.astype(np.uint32))
+        named = self._warp_bits(executing) & member_bits
+        if name == "__any_sync":
+            return Value(INT, (bits != 0).astype(np.int32))
+        return Value(INT, (bits == named).astype(np.int32))
+
+    # ---------------------------------------------------------------- atomics
+    def atomic(self, name, args, mask, node):
+        op = _ATOMICS[name]
+        p = self.ev(args[0], mask)
+        if not isinstance(p, PtrValue):
+            raise UnsupportedConstruct(f"{name} on a non-pointer at {where(node)}")
+        if op == "cas":
+            cmp = self._scalar_arg(args[1], mask, node)
+            val = self._scalar_arg(args[2], mask, node)
+            return self.mem.atomic(op, p.buffer, p.offset, p.view, val, mask, node, compare=cmp)
+        val = self._scalar_arg(args[1], mask, node)
+        return self.mem.atomic(op, p.buffer, p.offset, p.view, val, mask, node)
+
+    # ---------------------------------------------------------------- __device__ functions
+    def call_device(self, name, args, mask, node):
+        if any(f.name == name for f in self.frames):
+            raise UnsupportedConstruct(f"recursive call of '{name}' at {where(node)}")
+        fd = self.device_functions[name]
+        params = fd.decl.type.args.params if fd.decl.type.args else []
+        params = [p for p in params if not (isinstance(p, c_ast.Typename) and _is_void(p))]
+        if len(params) != len(args):
+            raise UnsupportedConstruct(f"call of '{name}' with {len(args)} arguments for {len(params)} "
+                                       f"parameters at {where(node)}")
+        values = [self.ev(a, mask) for a in args]
+        bindings = {}
+        for p, v in zip(params, values):
+            bindings[p.name] = self.bind_param(p, v, node)
+        ret = fd.decl.type.type
+        if isinstance(ret, c_ast.PtrDecl):
+            raise UnsupportedConstruct(f"__device__ function '{name}' returning a pointer at {where(fd)}")
+        rtype = self.decl_type(ret, fd)
+        self.push_frame(name, bindings, rtype)
+        try:
+            self.exec(fd.body, mask)
+            frame = self.frames[-1]
+        finally:
+            self.frames.pop()
+        return frame.retval
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+def _is_void(p) -> bool:
+    t = p.type
+    return isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType) and t.type.names == ["void"]
+

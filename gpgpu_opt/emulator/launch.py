@@ -1,0 +1,209 @@
+"""`run_kernel`: bind the arguments, split the grid into batches of blocks, run each batch in lockstep."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from pycparser import c_ast
+
+from gpgpu_opt.emulator.errors import EmulationError, UnsupportedConstruct, where
+from gpgpu_opt.emulator.expressions import PtrType, Var
+from gpgpu_opt.emulator.interpreter import Interpreter
+from gpgpu_opt.emulator.memory import Buffer, Memory, PtrValue
+from gpgpu_opt.emulator.threads import Batch, Geometry
+from gpgpu_opt.emulator.values import CType, Value, VecType, type_from_names
+
+
+@dataclass
+class EmulationStats:
+    kernel: str = ""
+    threads: int = 0
+    blocks: int = 0
+    batches: int = 0
+    global_loads: int = 0       # per thread and access (a float4 access counts once)
+    global_stores: int = 0
+    shared_loads: int = 0
+    shared_stores: int = 0
+    atomics: int = 0
+    barriers: int = 0           # __syncthreads() executions, counted once per block
+    seconds: float = 0.0
+
+
+def _param_decls(funcdef: c_ast.FuncDef) -> list[c_ast.Decl]:
+    args = funcdef.decl.type.args
+    out = []
+    for p in (args.params if args else []):
+        if isinstance(p, c_ast.Typename):
+            continue                                    # (void)
+        if not isinstance(p, c_ast.Decl):
+            raise UnsupportedConstruct(f"parameter {type(p).__name__} at {where(p)}")
+        out.append(p)
+    return out
+
+
+def _ids(node) -> set[str]:
+    found = set()
+
+    def walk(n):
+        if isinstance(n, c_ast.StructRef):
+            walk(n.name)
+            return
+        if isinstance(n, c_ast.ID):
+            found.add(n.name)
+        for _, child in n.children():
+            walk(child)
+
+    if node is not None:
+        walk(node)
+    return found
+
+
+def written_names(func: c_ast.FuncDef, device_functions: dict, _stack=()) -> set[str]:
+    """Names (parameters, pointer locals) through which `func` may store or do atomics: a conservative
+    over-approximation used to decide which global arrays need read tracking for race detection."""
+    stores: set[str] = set()
+    flows: list[tuple[str, c_ast.Node]] = []     # name = expr: pointer values flow from expr into name
+
+    def walk(n):
+        if isinstance(n, c_ast.Assignment):
+            stores.update(_ids(n.lvalue) if not isinstance(n.lvalue, c_ast.ID) else ())
+            if isinstance(n.lvalue, c_ast.ID):
+                flows.append((n.lvalue.name, n.rvalue))
+        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"):
+            if not isinstance(n.expr, c_ast.ID):
+                stores.update(_ids(n.expr))
+        elif isinstance(n, c_ast.Decl) and n.init is not None and n.name:
+            flows.append((n.name, n.init))
+        elif isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID):
+            name = n.name.name
+            args = n.args.exprs if n.args else []
+            if name.startswith("atomic") and args:
+                stores.update(_ids(args[0]))
+            elif name in device_functions and name not in _stack:
+                callee = device_functions[name]
+                inner = written_names(callee, device_functions, _stack + (name,))
+                for p, a in zip(_param_decls(callee), args):
+                    if p.name in inner:
+                        stores.update(_ids(a))
+        for _, child in n.children():
+            walk(child)
+
+    walk(func.body)
+    changed = True
+    while changed:
+        changed = False
+        for name, expr in flows:
+            if name in stores:
+                new = _ids(expr) - stores
+                if new:
+                    stores |= new
+                    changed = True
+    return stores
+
+
+def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bool, written: set[str]):
+    name = funcdef.decl.name
+    decls = _param_decls(funcdef)
+    names = [d.name for d in decls]
+    missing = [n for n in names if n not in args]
+    extra = [n for n in args if n not in names]
+    if missing or extra:
+        raise EmulationError(f"kernel '{name}': " + (f"missing arguments {missing}" if missing else "") +
+                             ("; " if missing and extra else "") + (f"unknown arguments {extra}" if extra else ""))
+    params: dict[str, Var] = {}
+    buffers: list[tuple[np.ndarray, Buffer]] = []
+    for d in decls:
+        t = d.type
+        value = args[d.name]
+        if isinstance(t, (c_ast.PtrDecl, c_ast.ArrayDecl)):
+            inner = t.type
+            if not (isinstance(inner, c_ast.TypeDecl) and isinstance(inner.type, c_ast.IdentifierType)):
+                raise UnsupportedConstruct(f"kernel '{name}': parameter '{d.name}' of this type at {where(d)}")
+            view = type_from_names(inner.type.names, d)
+            if view is None:
+                raise UnsupportedConstruct(f"kernel '{name}': void * parameter '{d.name}' at {where(d)}")
+            scalar = view.base if isinstance(view, VecType) else view
+            if not isinstance(value, np.ndarray):
+                raise EmulationError(f"kernel '{name}': argument '{d.name}' must be a numpy array")
+            if value.dtype != scalar.dtype:
+                raise EmulationError(f"kernel '{name}': argument '{d.name}' has dtype {value.dtype}, but the "
+                                     f"parameter is {scalar} * (needs {scalar.dtype})")
+            flat = value.reshape(-1)
+            if value.size and not np.shares_memory(flat, value):
+                raise EmulationError(f"kernel '{name}': argument '{d.name}' must be contiguous")
+            buf = next((b for a, b in buffers if a is value), None)
+            if buf is None:
+                for a, b in buffers:
+                    if np.shares_memory(a, value):
+                        raise UnsupportedConstruct(f"kernel '{name}': arguments '{b.name}' and '{d.name}' "
+                                                   f"overlap without being the same array")
+                buf = Buffer(d.name, "global", flat, scalar, flat.size)
+                buffers.append((value, buf))
+            params[d.name] = Var(d.name, PtrType(view), PtrValue(buf, np.int64(0), view, None))
+        else:
+            ctype = type_from_names(t.type.names, d) if isinstance(t, c_ast.TypeDecl) and \
+                isinstance(t.type, c_ast.IdentifierType) else None
+            if not isinstance(ctype, CType):
+                raise UnsupportedConstruct(f"kernel '{name}': parameter '{d.name}' of this type at {where(d)}")
+            params[d.name] = Var(d.name, ctype, Value(ctype, _scalar_arg(name, d.name, ctype, value)))
+    if check_races:
+        id_dtype = np.int32 if geom.total_threads < 2**31 else np.int64
+        for a, buf in buffers:
+            names_of = {n for n in names if args[n] is a}
+            if names_of & written:
+                buf.race = mem.tracker(buf, buf.data.size, track_reads=True, id_dtype=id_dtype)
+            else:
+                buf.read_only = True
+    return params
+
+
+def _scalar_arg(kernel: str, pname: str, ctype: CType, value):
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if ctype.is_float:
+        if not isinstance(value, (int, float, np.integer, np.floating)):
+            raise EmulationError(f"kernel '{kernel}': argument '{pname}' must be a number, got {value!r}")
+        return ctype.dtype.type(value)
+    if isinstance(value, (float, np.floating)) and float(value) != int(value):
+        raise EmulationError(f"kernel '{kernel}': argument '{pname}' is {ctype} but got {value!r}")
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        raise EmulationError(f"kernel '{kernel}': argument '{pname}' must be an integer, got {value!r}")
+    v = int(value)
+    if ctype.kind == "b":
+        return np.bool_(v != 0)
+    info = np.iinfo(ctype.dtype)
+    if not info.min <= v <= info.max:
+        raise EmulationError(f"kernel '{kernel}': argument '{pname}' = {v} does not fit in {ctype}")
+    return ctype.dtype.type(v)
+
+
+def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: dict | None = None,
+               check_races: bool = True, max_threads_per_batch: int = 1 << 16) -> EmulationStats:
+    """Emulate `kernel<<<grid, block>>>(args...)` on the CPU; pointer arguments (numpy arrays) are
+    updated in place. Raises an EmulationError subclass for out-of-bounds or misaligned accesses, races,
+    divergent barriers, undefined behaviour and unsupported constructs."""
+    t0 = time.perf_counter()
+    funcdef = getattr(kernel_or_funcdef, "funcdef", kernel_or_funcdef)
+    if not isinstance(funcdef, c_ast.FuncDef):
+        raise TypeError("run_kernel needs a Kernel or a pycparser FuncDef")
+    name = funcdef.decl.name
+    device_functions = dict(device_functions or {})
+    geom = Geometry(grid, block)
+    stats = EmulationStats(kernel=name)
+    mem = Memory(name, geom, stats, check_races)
+    written = written_names(funcdef, device_functions) if check_races else set()
+    params = _bind_args(funcdef, args, mem, geom, check_races, written)
+    interp = Interpreter(funcdef, device_functions, geom, mem, stats, params)
+    per_batch = max(1, int(max_threads_per_batch) // geom.tpb)
+    with np.errstate(all="ignore"):
+        for first in range(0, geom.nblocks, per_batch):
+            batch = Batch(geom, first, min(per_batch, geom.nblocks - first))
+            interp.run_batch(batch)
+            stats.batches += 1
+    stats.threads = geom.total_threads
+    stats.blocks = geom.nblocks
+    stats.seconds = time.perf_counter() - t0
+    return stats

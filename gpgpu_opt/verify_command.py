@@ -1,0 +1,76 @@
+"""The driver behind `gpgpu-opt verify`: compile, emulate naive and optimized, print a short report."""
+from __future__ import annotations
+
+import re
+
+from gpgpu_opt.diagnostics import CompileError, Diagnostics
+from gpgpu_opt.frontend import load_program
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.launch import evaluate_int
+from gpgpu_opt.passes import parse_pass_list
+from gpgpu_opt.pipeline import compile_program, default_block
+from gpgpu_opt.verify import default_cases, run_case
+
+_LAUNCH_PRAGMA = re.compile(r"#\s*pragma\s+gpgpu_opt\s+launch\s+block\s*\(([^)]*)\)\s*grid\s*\((.*)\)\s*$",
+                            re.MULTILINE)
+
+
+def hand_written_launch(text: str, macros: dict[str, str], case, path: str):
+    """`#pragma gpgpu_opt launch block(BX, BY) grid(GX, GY)` in a hand-optimized file."""
+    m = _LAUNCH_PRAGMA.search(text)
+    if m is None:
+        raise CompileError(f"'{path}' has no '#pragma gpgpu_opt launch block(BX, BY) grid(GX, GY)' line")
+    values = dict(macros)
+    values.update({k: str(v) for k, v in case.sizes.items()})
+    values["global_x"], values["global_y"] = str(case.global_space[0]), str(case.global_space[1])
+    block = [evaluate_int(p, values) for p in m.group(1).split(",")]
+    grid = [evaluate_int(p, values) for p in _split_top(m.group(2))]
+    if None in block or None in grid:
+        raise CompileError(f"{path}: cannot evaluate the launch pragma '{m.group(0).strip()}'")
+    return (block[0], block[1] if len(block) > 1 else 1), (grid[0], grid[1] if len(grid) > 1 else 1)
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return parts
+
+
+def run_verify(program, target, passes, sizes, global_space, seed, against, diagnostics: Diagnostics,
+               bindings, defines, include_dirs) -> bool:
+    pass_names = parse_pass_list(passes)
+    result = compile_program(program, target, pass_names, diagnostics, bindings)
+    hand = load_program(against, defines, include_dirs, diagnostics) if against else None
+    all_ok = True
+    print(f"verify {program.path} (target {target.name}; {'against ' + against if against else 'passes: ' + (', '.join(pass_names) or 'none')})")
+    for kr in result.kernels:
+        naive: Kernel = kr.naive
+        optimized = kr.optimized
+        if hand is not None:
+            try:
+                optimized = hand.kernel(naive.name)
+            except KeyError:
+                continue
+        block = default_block(program, naive)
+        for k, case in enumerate(default_cases(naive, program, sizes, global_space)):
+            launch = hand_written_launch(hand.text, hand.macros, case, against) if hand is not None else None
+            res = run_case(naive, optimized, block, case, seed + k, program.device_functions, launch=launch)
+            sizes_text = ", ".join(f"{n}={v}" for n, v in case.sizes.items()) or "-"
+            status = "ok" if res.ok else "FAIL"
+            print(f"  {naive.name:<14} sizes {sizes_text:<28} threads {case.global_space[0]}x{case.global_space[1]:<6} "
+                  f"{res.elements:>8} elements  max rel err {res.max_rel_error:.2e}  {res.seconds:6.2f}s  {status}")
+            for line in ([res.error] if res.error else []) + res.mismatches:
+                print(f"    {line}")
+            all_ok &= res.ok
+    print("PASS" if all_ok else "FAIL")
+    return all_ok
