@@ -106,6 +106,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
              passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
              report: Optional[str] = typer.Option(None, "--report", help="write a JSON report here"),
              dump_passes: Optional[str] = typer.Option(None, "--dump-passes", help="write each pass's kernel here"),
+             self_check: bool = typer.Option(False, "--self-check", help="emulate a small case after every pass"),
              define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
              bind: Optional[List[str]] = BindOpt) -> None:
     """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
@@ -117,7 +118,8 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
             raise CompileError(str(err)) from None
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics)
-        result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes)
+        result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
+                                 self_check=self_check)
         rep = result.report()
         rep["notes"] = [str(n) for n in diagnostics.notes]
         from gpgpu_opt.nvcc import resource_usage

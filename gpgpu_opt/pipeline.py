@@ -64,9 +64,10 @@ def default_block(program: Program, kernel: Kernel) -> tuple[int, int]:
 
 
 def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
-                    dump_dir: str | None = None) -> tuple[Kernel, list[str]]:
+                    dump_dir: str | None = None, self_check=None) -> tuple[Kernel, list[str]]:
     """Run the passes in order. A pass that raises or leaves a broken kernel is rolled back with a note;
-    the kernel then continues from the last good version."""
+    the kernel then continues from the last good version. `self_check(kernel)` (optional) returns None
+    when the kernel still computes what the naive one does, else why not."""
     passes = registered_passes()
     current = kernel
     ran = []
@@ -76,6 +77,10 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
         try:
             result = passes[name](before, ctx)
             check_kernel(result.funcdef)
+            if self_check is not None and result.funcdef is not current.funcdef:
+                problem = self_check(result)
+                if problem:
+                    raise SanityError(f"self-check failed: {problem}")
         except SanityError as err:
             ctx.skip("kernel", f"rolled back: {err}", Location.of(kernel.funcdef))
             continue
@@ -94,12 +99,17 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
 
 def compile_program(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
                     bindings: dict[str, int] | None = None, dump_dir: str | None = None,
-                    block_override: tuple[int, int] | None = None) -> CompileResult:
+                    block_override: tuple[int, int] | None = None, self_check: bool = False) -> CompileResult:
     results = []
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
         ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name)
-        optimized, ran = optimize_kernel(kernel, ctx, pass_names, dump_dir)
+        checker = None
+        if self_check:
+            from gpgpu_opt.verify import quick_check
+
+            checker = quick_check(program, kernel, block)
+        optimized, ran = optimize_kernel(kernel, ctx, pass_names, dump_dir, checker)
         results.append(KernelResult(kernel, optimized, ctx, ran))
     return CompileResult(program, target, results, assemble(program, results))
 

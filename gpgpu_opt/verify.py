@@ -245,3 +245,17 @@ def infer_global_space(kernel: Kernel, program, sizes: dict[str, int]) -> tuple[
                            "(no bounding guard such as 'if (i < n)', no globalDimX/globalDimY); "
                            "give it with --global X[,Y]")
     return gx, gy
+
+
+def quick_check(program, naive: Kernel, block: tuple[int, int]):
+    """A checker for the pipeline's --self-check: emulate at one small ragged size after every pass."""
+    def check(candidate: Kernel) -> str | None:
+        try:
+            case = default_cases(naive, program, {}, None)[-1]
+        except CompileError as err:
+            return None if "cannot tell how many threads" in err.message else err.message
+        res = run_case(naive, candidate, block, case, 7, program.device_functions)
+        if res.ok:
+            return None
+        return res.error or res.mismatches[0]
+    return check

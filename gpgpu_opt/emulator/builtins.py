@@ -78,6 +78,8 @@ class Builtins:
             member = self.ev(args[0], mask) if args else Value(UINT, np.uint32(0xFFFFFFFF))
             self.warp_sync(member, mask, node, "__syncwarp")
             self.batch.wep[m_bits(mask, self.batch.N)] += 1
+            self.batch.update_epochs()
+            self.mem.syncwarp_seen = True
             return None
         if name in _NOOPS:
             return None
@@ -187,6 +189,7 @@ class Builtins:
             return
         if mask is None and not b.exited.any():
             b.bep += 1
+            b.update_epochs()
             self.stats.barriers += b.nblocks
             return
         arrived = m_bits(mask, b.N)
@@ -207,6 +210,7 @@ class Builtins:
                 f"{b.describe_lane(first)} reaches it but {b.describe_lane(missing)} does not")
         reached = n_arr > 0
         b.bep += np.repeat(reached, self.geom.tpb).astype(np.int32)
+        b.update_epochs()
         self.stats.barriers += int(reached.sum())
 
     def barrier_reduce(self, name, args, mask, node):

@@ -73,6 +73,7 @@ class Memory:
         self.stats = stats
         self.check_races = check_races
         self.batch = None
+        self.syncwarp_seen = False
         self.sites: list[str] = []
         self._site_ids: dict[int, int] = {}
 
@@ -92,7 +93,7 @@ class Memory:
         else:
             describe = lambda lane: self.batch.describe_lane(lane)  # noqa: E731
         return RaceTracker(nwords, self.geom, track_reads, describe, buf.describe_word, self.site_str,
-                           buf.label, self.kernel, id_dtype, per_block_words=buf.space != "global")
+                           buf.label, self.kernel, id_dtype, per_block_words=buf.space != "global", flags=self)
 
     # ---------------------------------------------------------------- addressing
     def _where_lane(self, lanes, k) -> str:
@@ -142,12 +143,12 @@ class Memory:
         base = buf.lane_base if lanes is None else buf.lane_base[lanes]
         return base + o
 
-    def _ids(self, buf: Buffer, lanes, n):
+    def _ids(self, buf: Buffer, lanes):
         b = self.batch
+        ids = b.gid32 if buf.space == "global" else b.lane32
         if lanes is None:
-            lanes = b.lane
-        ids = b.gid[lanes] if buf.space == "global" else lanes
-        return ids, b.bep[lanes], b.wep[lanes]
+            return ids, b.ep, b.bfloor
+        return ids[lanes], b.ep[lanes], b.bfloor[lanes]
 
     def _track(self, buf: Buffer, addr, lanes, node, write: bool):
         if buf.race is None:
@@ -156,12 +157,12 @@ class Memory:
                                            f"the emulator assumed read-only, at {where(node)}")
             return
         n = self.batch.N if lanes is None else len(lanes)
-        ids, e, f = self._ids(buf, lanes, n)
+        ids, ep, bf = self._ids(buf, lanes)
         words = np.broadcast_to(np.asarray(addr, dtype=np.int64), (n,))
         if write:
-            buf.race.write(words, ids, e, f, self.site(node))
+            buf.race.write(words, ids, ep, bf, self.site(node))
         elif buf.race.written or buf.race.track_reads:
-            buf.race.read(words, ids, e, f, self.site(node))
+            buf.race.read(words, ids, ep, bf, self.site(node))
 
     # ---------------------------------------------------------------- accesses
     def load(self, buf: Buffer, off, view, mask, node) -> Value:

@@ -16,15 +16,34 @@ import numpy as np
 from gpgpu_opt.emulator.errors import RaceError
 
 
+_BEP_SHIFT = 40
+_WEP_SHIFT = 16
+_MASK24 = (1 << 24) - 1
+_MASK16 = (1 << 16) - 1
+
+
+def pack_epochs(bep, wep):
+    """Barrier epoch and warp epoch of lanes in one int64 each, with room for a source site in the low
+    16 bits (epochs are kept modulo 2^23 / 2^24, sites modulo 2^16: far beyond what an emulated kernel
+    reaches). Returns (packed, packed with only the barrier epoch kept)."""
+    ep = (bep.astype(np.int64) << _BEP_SHIFT) | ((wep.astype(np.int64) & _MASK24) << _WEP_SHIFT)
+    return ep, ep & ~np.int64((1 << _BEP_SHIFT) - 1)
+
+
+def _wep(p):
+    return (p >> _WEP_SHIFT) & _MASK24
+
+
 class RaceTracker:
     def __init__(self, nwords: int, geom, track_reads: bool, describe_id, describe_word, site_str,
-                 label: str, kernel: str, id_dtype=np.int32, per_block_words: bool = False):
+                 label: str, kernel: str, id_dtype=np.int32, per_block_words: bool = False, flags=None):
         self.tpb = tpb = geom.tpb
         self.geom = geom
         #: shared memory: every word belongs to one block, so accesses to it are always in one block
         self.same_block = per_block_words
         self._bshift = tpb.bit_length() - 1 if tpb & (tpb - 1) == 0 else None
         self._wshift = tpb % 32 == 0
+        self.flags = flags                  # .syncwarp_seen: whether any warp epoch may be non-zero
         self.track_reads = track_reads
         self.describe_id = describe_id
         self.describe_word = describe_word
@@ -32,18 +51,15 @@ class RaceTracker:
         self.label = label
         self.kernel = kernel
         self.written = False
+        self.id_dtype = np.dtype(id_dtype)
         self.wr_id = np.full(nwords, -1, id_dtype)
-        self.wr_bep = np.zeros(nwords, np.int32)
-        self.wr_wep = np.zeros(nwords, np.int32)
-        self.wr_site = np.zeros(nwords, np.int32)
+        self.wr_ep = np.zeros(nwords, np.int64)
         self.scratch = np.zeros(nwords, np.int64)
         if track_reads:
             self.big = np.iinfo(id_dtype).max
             self.rd_min = np.full(nwords, self.big, id_dtype)
             self.rd_max = np.full(nwords, -1, id_dtype)
-            self.rd_bep = np.zeros(nwords, np.int32)
-            self.rd_wep = np.zeros(nwords, np.int32)
-            self.rd_site = np.zeros(nwords, np.int32)
+            self.rd_ep = np.zeros(nwords, np.int64)
 
     # ---------------------------------------------------------------- helpers
     def blk(self, ids):
@@ -52,22 +68,25 @@ class RaceTracker:
     def warp(self, ids):
         return ids >> 5 if self._wshift else self.geom.warp_key(ids)
 
-    def _unordered(self, prev_lo, prev_hi, prev_bep, prev_wep, ids, e, f):
-        """Which accesses now (ids, epochs e, f) are not ordered after the earlier accesses of the
-        threads prev_lo..prev_hi (at epochs prev_bep, prev_wep)."""
+    def _unordered(self, prev_lo, prev_hi, prev_ep, ids, ep, bfloor):
+        """Indices of the accesses now (thread ids, packed epochs ep, bfloor) that are not ordered after
+        the earlier accesses of threads prev_lo..prev_hi (epochs packed in prev_ep); None if all are."""
         if self.same_block:
-            ok = prev_bep < e
             sb = True
+            ok = prev_ep < bfloor
         else:
             b = self.blk(ids)
-            sb = (self.blk(prev_lo) == b) & (self.blk(prev_hi) == b) if prev_hi is not prev_lo else \
-                self.blk(prev_lo) == b
-            ok = sb & (prev_bep < e)
+            sb = self.blk(prev_lo) == b
+            if prev_hi is not prev_lo:
+                sb &= self.blk(prev_hi) == b
+            ok = sb & (prev_ep < bfloor)
         if ok.all():
             return None
         r = np.flatnonzero(~ok)
+        if self.flags is None or not self.flags.syncwarp_seen:
+            return r
         wm = self.warp(prev_lo[r])
-        wok = (wm == self.warp(ids[r])) & (prev_wep[r] < f[r])
+        wok = (wm == self.warp(ids[r])) & (_wep(prev_ep[r]) < _wep(ep[r]))
         if prev_hi is not prev_lo:
             wok &= wm == self.warp(prev_hi[r])
         if sb is not True:
@@ -83,48 +102,50 @@ class RaceTracker:
             "no __syncthreads() (or __syncwarp() within a warp) lies between the two accesses"
         raise RaceError(f"kernel '{self.kernel}': race on {self.label}{self.describe_word(int(word))}: "
                         f"{self.describe_id(int(me))} {verb} it at {self.site_str(site)}, and {who} "
-                        f"{other_verb} it at {self.site_str(int(other_site))}; {why}")
+                        f"{other_verb} it at {self.site_str(int(other_site) & _MASK16)}; {why}")
 
-    def _check_writer(self, w, ids, e, f, site, verb):
+    def _check_writer(self, w, ids, ep, bf, site, verb):
         if not self.written:
             return
         wid = self.wr_id[w]
         cand = (wid >= 0) & (wid != ids)
         if not cand.any():
             return
-        j = np.flatnonzero(cand)
-        wj, widj = w[j], wid[j]
-        bad = self._unordered(widj, widj, self.wr_bep[wj], self.wr_wep[wj], ids[j], e[j], f[j])
+        if cand.all():
+            j, wj, widj, idj, epj, bfj = None, w, wid, ids, ep, bf
+        else:
+            j = np.flatnonzero(cand)
+            wj, widj, idj, epj, bfj = w[j], wid[j], ids[j], ep[j], bf[j]
+        bad = self._unordered(widj, widj, self.wr_ep[wj], idj, epj, bfj)
         if bad is not None:
-            k = j[bad[0]]
-            self._race(w[k], ids[k], verb, site, wid[k], "wrote", self.wr_site[w[k]])
+            k = int(bad[0]) if j is None else int(j[bad[0]])
+            self._race(w[k], ids[k], verb, site, wid[k], "wrote", self.wr_ep[w[k]])
 
     # ---------------------------------------------------------------- accesses
-    def read(self, w, ids, e, f, site: int) -> None:
-        self._check_writer(w, ids, e, f, site, "reads")
+    def read(self, w, ids, ep, bf, site: int) -> None:
+        """Lanes with thread ids `ids` (of the tracker's id dtype) read words `w`."""
+        self._check_writer(w, ids, ep, bf, site, "reads")
         if not self.track_reads:
             return
         rmin = self.rd_min[w]
         rmax = self.rd_max[w]
-        has = rmin <= rmax
-        if has.any():
-            # Reads ordered before this access (same block, older epoch) are forgotten.
-            j = np.flatnonzero(has)
-            keep = self._unordered(rmin[j], rmax[j], self.rd_bep[w[j]], self.rd_wep[w[j]], ids[j], e[j], f[j])
-            stale = np.ones(len(j), np.bool_)
-            if keep is not None:
-                stale[keep] = False
-            sw = w[j[stale]]
-            if sw.size:
-                self.rd_min[sw] = self.big
-                self.rd_max[sw] = -1
-        np.minimum.at(self.rd_min, w, ids.astype(self.rd_min.dtype, copy=False))
-        np.maximum.at(self.rd_max, w, ids.astype(self.rd_max.dtype, copy=False))
-        self.rd_bep[w] = e
-        self.rd_wep[w] = f
-        self.rd_site[w] = site
+        rep = self.rd_ep[w]
+        # Readers ordered before this access (same block, older epoch) are forgotten.
+        keep = self._unordered(rmin, rmax, rep, ids, ep, bf)
+        if keep is None:
+            sw = w
+        else:
+            stale = np.ones(len(w), np.bool_)
+            stale[keep] = False
+            sw = w[stale]
+        if sw.size:
+            self.rd_min[sw] = self.big
+            self.rd_max[sw] = -1
+        np.minimum.at(self.rd_min, w, ids)
+        np.maximum.at(self.rd_max, w, ids)
+        self.rd_ep[w] = ep | (site & _MASK16)
 
-    def write(self, w, ids, e, f, site: int) -> None:
+    def write(self, w, ids, ep, bf, site: int) -> None:
         n = len(w)
         pos = np.arange(n)
         self.scratch[w] = pos
@@ -133,7 +154,7 @@ class RaceTracker:
         if dup.any():
             k = int(np.argmax(dup))
             self._race(w[k], ids[k], "writes", site, ids[win[k]], "writes", site)
-        self._check_writer(w, ids, e, f, site, "writes")
+        self._check_writer(w, ids, ep, bf, site, "writes")
         if self.track_reads:
             rmin = self.rd_min[w]
             rmax = self.rd_max[w]
@@ -141,14 +162,12 @@ class RaceTracker:
             if others.any():
                 j = np.flatnonzero(others)
                 wj = w[j]
-                bad = self._unordered(rmin[j], rmax[j], self.rd_bep[wj], self.rd_wep[wj], ids[j], e[j], f[j])
+                bad = self._unordered(rmin[j], rmax[j], self.rd_ep[wj], ids[j], ep[j], bf[j])
                 if bad is not None:
                     k = j[bad[0]]
                     lo, hi = int(rmin[k]), int(rmax[k])
                     other = lo if lo != int(ids[k]) else hi
-                    self._race(w[k], ids[k], "writes", site, other, "read", self.rd_site[w[k]], multi=lo != hi)
+                    self._race(w[k], ids[k], "writes", site, other, "read", self.rd_ep[w[k]], multi=lo != hi)
         self.wr_id[w] = ids
-        self.wr_bep[w] = e
-        self.wr_wep[w] = f
-        self.wr_site[w] = site
+        self.wr_ep[w] = ep | (site & _MASK16)
         self.written = True

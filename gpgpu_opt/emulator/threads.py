@@ -68,8 +68,16 @@ class Batch:
         self.lane_in_warp = ltid % WARP
         self.bep = np.zeros(n, np.int32)      # barrier epoch of each lane (its block's __syncthreads count)
         self.wep = np.zeros(n, np.int32)      # warp epoch (its warp's __syncwarp count)
+        self.update_epochs()
+        self.gid32 = self.gid.astype(np.int32) if geom.total_threads < 2**31 else self.gid
+        self.lane32 = lane.astype(np.int32)
         self.exited = np.zeros(n, np.bool_)
         self.empty = np.zeros(n, np.bool_)
+
+    def update_epochs(self) -> None:
+        """Recompute the packed epochs (see races.pack_epochs) after bep/wep changed."""
+        from gpgpu_opt.emulator.races import pack_epochs
+        self.ep, self.bfloor = pack_epochs(self.bep, self.wep)
 
     def describe_lane(self, lane: int) -> str:
         return self.geom.describe_gid(int(self.gid[int(lane)]))
