@@ -4,6 +4,24 @@ from __future__ import annotations
 from pycparser import c_ast, c_generator
 
 
+class Comment(c_ast.Node):
+    """A `// text` line among a block's statements (pycparser keeps no comments). Passes insert one per
+    transformation; it has no children and no meaning. Printed as a blank line when CUDA spellings are
+    off (the re-parse in gpgpu_opt.checks), so only put it among a Compound's items."""
+    __slots__ = ("text", "coord", "__weakref__")
+    attr_names = ("text",)
+
+    def __init__(self, text: str, coord=None):
+        self.text = text
+        self.coord = coord
+
+    def children(self):
+        return ()
+
+    def __iter__(self):
+        return iter(())
+
+
 class CudaGenerator(c_generator.CGenerator):
     def __init__(self, cuda_spellings: bool = True):
         super().__init__(reduce_parentheses=True)
@@ -14,6 +32,16 @@ class CudaGenerator(c_generator.CGenerator):
             n = c_ast.Decl(n.name, n.quals, n.align, [s for s in n.storage if s != "__shared__"],
                            [f for f in n.funcspec if not f.startswith("__")], n.type, n.init, n.bitsize, n.coord)
         return super().visit_Decl(n, no_type)
+
+    def visit_Comment(self, n):
+        return f"// {n.text}" if self.cuda_spellings else ""
+
+    def visit_TernaryOp(self, n):
+        def operand(e):
+            text = self._visit_expr(e)
+            return text if isinstance(e, (c_ast.ID, c_ast.Constant, c_ast.ArrayRef, c_ast.StructRef,
+                                          c_ast.FuncCall)) else f"({text})"
+        return f"{operand(n.cond)} ? {operand(n.iftrue)} : {operand(n.iffalse)}"
 
     def visit_PtrDecl(self, n):
         return self._generate_type(n, emit_declname=False)

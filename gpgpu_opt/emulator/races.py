@@ -69,7 +69,7 @@ class RaceTracker:
         return ids >> 5 if self._wshift else self.geom.warp_key(ids)
 
     def _unordered(self, prev_lo, prev_hi, prev_ep, ids, ep, bfloor):
-        """Indices of the accesses now (thread ids, packed epochs ep, bfloor) that are not ordered after
+        """Bool array: which accesses now (thread ids, packed epochs ep, bfloor) are not ordered after
         the earlier accesses of threads prev_lo..prev_hi (epochs packed in prev_ep); None if all are."""
         if self.same_block:
             sb = True
@@ -82,18 +82,18 @@ class RaceTracker:
             ok = sb & (prev_ep < bfloor)
         if ok.all():
             return None
-        r = np.flatnonzero(~ok)
+        bad = ~ok
         if self.flags is None or not self.flags.syncwarp_seen:
-            return r
+            return bad
+        r = np.flatnonzero(bad)
         wm = self.warp(prev_lo[r])
         wok = (wm == self.warp(ids[r])) & (_wep(prev_ep[r]) < _wep(ep[r]))
         if prev_hi is not prev_lo:
             wok &= wm == self.warp(prev_hi[r])
         if sb is not True:
             wok &= sb[r]
-        if wok.all():
-            return None
-        return r[np.flatnonzero(~wok)]
+        bad[r[wok]] = False
+        return bad if bad.any() else None
 
     def _race(self, word, me, verb, site, other, other_verb, other_site, multi=False):
         cross = int(other) // self.tpb != int(me) // self.tpb
@@ -111,14 +111,12 @@ class RaceTracker:
         cand = (wid >= 0) & (wid != ids)
         if not cand.any():
             return
-        if cand.all():
-            j, wj, widj, idj, epj, bfj = None, w, wid, ids, ep, bf
-        else:
-            j = np.flatnonzero(cand)
-            wj, widj, idj, epj, bfj = w[j], wid[j], ids[j], ep[j], bf[j]
-        bad = self._unordered(widj, widj, self.wr_ep[wj], idj, epj, bfj)
-        if bad is not None:
-            k = int(bad[0]) if j is None else int(j[bad[0]])
+        un = self._unordered(wid, wid, self.wr_ep[w], ids, ep, bf)
+        if un is None:
+            return
+        bad = cand & un
+        if bad.any():
+            k = int(np.argmax(bad))
             self._race(w[k], ids[k], verb, site, wid[k], "wrote", self.wr_ep[w[k]])
 
     # ---------------------------------------------------------------- accesses
@@ -132,13 +130,8 @@ class RaceTracker:
         rep = self.rd_ep[w]
         # Readers ordered before this access (same block, older epoch) are forgotten.
         keep = self._unordered(rmin, rmax, rep, ids, ep, bf)
-        if keep is None:
-            sw = w
-        else:
-            stale = np.ones(len(w), np.bool_)
-            stale[keep] = False
-            sw = w[stale]
-        if sw.size:
+        sw = w if keep is None else None if keep.all() else w[~keep]
+        if sw is not None and sw.size:
             self.rd_min[sw] = self.big
             self.rd_max[sw] = -1
         np.minimum.at(self.rd_min, w, ids)
@@ -160,11 +153,10 @@ class RaceTracker:
             rmax = self.rd_max[w]
             others = (rmin <= rmax) & ~((rmin == ids) & (rmax == ids))
             if others.any():
-                j = np.flatnonzero(others)
-                wj = w[j]
-                bad = self._unordered(rmin[j], rmax[j], self.rd_ep[wj], ids[j], ep[j], bf[j])
-                if bad is not None:
-                    k = j[bad[0]]
+                un = self._unordered(rmin, rmax, self.rd_ep[w], ids, ep, bf)
+                bad = None if un is None else others & un
+                if bad is not None and bad.any():
+                    k = int(np.argmax(bad))
                     lo, hi = int(rmin[k]), int(rmax[k])
                     other = lo if lo != int(ids[k]) else hi
                     self._race(w[k], ids[k], "writes", site, other, "read", self.rd_ep[w[k]], multi=lo != hi)

@@ -1,0 +1,192 @@
+"""The GPU run harness: a standalone CUDA program (templates/run_harness.cu.j2) that runs one kernel's naive
+and optimized versions on the same random inputs, checks every output element, and times both (and,
+on request, a library reference: cuBLAS sgemm/sgemv or a device-to-device copy).
+
+The generated program needs only nvcc (and cuBLAS for the cuBLAS references); no Python on the GPU machine.
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.accesses import collect_accesses
+from gpgpu_opt.codegen import kernel_source
+from gpgpu_opt.diagnostics import CompileError
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.templating import render
+from gpgpu_opt.verify import Case, array_extents, infer_global_space, optimized_launch
+
+#: Element types the harness can fill, with their sizes and fill functions.
+_TYPES = {
+    "float": (4, "fill_real"), "double": (8, "fill_real"),
+    "int": (4, "fill_int"), "unsigned int": (4, "fill_int"), "unsigned": (4, "fill_int"),
+    "long": (8, "fill_int"), "unsigned long": (8, "fill_int"), "long long": (8, "fill_int"),
+    "short": (2, "fill_int"), "unsigned short": (2, "fill_int"),
+    "char": (1, "fill_int"), "unsigned char": (1, "fill_int"),
+}
+
+#: Reference kinds and the names they may be asked for by.
+REFERENCE_ALIASES = {"sgemm": "sgemm", "mm": "sgemm", "sgemv_t": "sgemv_t", "mv": "sgemv_t",
+                     "sgemv_n": "sgemv_n", "tmv": "sgemv_n", "copy": "copy", "transpose": "copy"}
+
+TOLERANCE = 1e-4
+
+
+def renamed_source(kernel: Kernel, new_name: str) -> str:
+    """The kernel printed under another name (a deep copy is renamed; the kernel itself is untouched)."""
+    func = copy.deepcopy(kernel.funcdef)
+    func.decl.name = new_name
+    node = func.decl.type
+    while not isinstance(node, c_ast.TypeDecl):
+        node = node.type
+    node.declname = new_name
+    text = kernel_source(func)
+    if kernel.launch_bounds:
+        text = text.replace("__global__", f"__global__ __launch_bounds__({', '.join(kernel.launch_bounds)})", 1)
+    return text
+
+
+def _array_roles(kernel: Kernel) -> dict[str, tuple[bool, bool]]:
+    reads, writes = set(), set()
+    for access in collect_accesses(kernel):
+        (writes if access.mode == "write" else reads).add(access.array)
+    roles = {}
+    for p in kernel.arrays:
+        written = p.name in writes
+        read = p.name in reads or not written
+        roles[p.name] = (read, written)
+    return roles
+
+
+def _literal(value, ctype: str) -> str:
+    if ctype == "float":
+        return f"{float(value)!r}f"
+    if ctype == "double":
+        return repr(float(value))
+    return str(int(value))
+
+
+def _reference(kind: str, arrays: list[dict], global_space: tuple[int, int], kernel_name: str) -> dict:
+    inputs = [a for a in arrays if a["read"] and not a["written"]]
+    outputs = [a for a in arrays if a["written"]]
+    gx, gy = global_space
+
+    def fail(why: str):
+        raise CompileError(f"kernel '{kernel_name}': cannot use the '{kind}' reference: {why}")
+
+    if len(outputs) != 1:
+        fail(f"it writes {len(outputs)} arrays, the reference one")
+    out = outputs[0]
+    if out["read"]:
+        fail(f"its output '{out['name']}' is also read")
+    ref = {"kind": kind, "out": out["name"], "ctype": out["ctype"], "count": out["extent"], "cublas": kind != "copy"}
+    if kind == "copy":
+        src = next((a for a in inputs if a["extent"] >= out["extent"] and a["ctype"] == out["ctype"]), None)
+        if src is None:
+            fail(f"no input array as large as '{out['name']}'")
+        ref.update(src=src["name"], label="copy",
+                   description=f"cudaMemcpyDeviceToDevice of {out['extent']} elements ({src['name']} -> scratch), "
+                               "the same bytes read and written as the kernel")
+        return ref
+    if out["ctype"] != "float" or any(a["ctype"] != "float" for a in inputs):
+        fail("cuBLAS references are float32 only")
+    if len(inputs) < 2:
+        fail(f"it reads {len(inputs)} arrays, the reference two")
+    a, b = inputs[0], inputs[1]
+    if kind == "sgemm":
+        m, n = gy, gx
+        k = a["extent"] // m
+        if a["extent"] != m * k or b["extent"] != k * n or out["extent"] != m * n:
+            fail(f"extents {a['extent']}, {b['extent']}, {out['extent']} are not M*K, K*N, M*N "
+                 f"for the thread space {gx}x{gy} (x = column, y = row of {out['name']})")
+        ref.update(A=a["name"], B=b["name"], M=m, N=n, K=k, label="cublasSgemm",
+                   description=f"cublasSgemm, row-major {out['name']} ({m}x{n}) = {a['name']} ({m}x{k}) "
+                               f"{b['name']} ({k}x{n}), default (FP32) math mode")
+        return ref
+    if gy != 1:
+        fail("a matrix-vector reference needs a 1-D thread space")
+    rows_out = gx
+    other = a["extent"] // rows_out
+    if a["extent"] != rows_out * other or b["extent"] != other or out["extent"] != rows_out:
+        fail(f"extents {a['extent']}, {b['extent']}, {out['extent']} do not fit a {rows_out}-element result")
+    if kind == "sgemv_t":
+        ref.update(A=a["name"], x=b["name"], rows=rows_out, cols=other, label="cublasSgemv",
+                   description=f"cublasSgemv CUBLAS_OP_T: {out['name']} = {a['name']} ({rows_out}x{other}, "
+                               f"row-major) {b['name']}")
+    else:
+        ref.update(A=a["name"], x=b["name"], rows=other, cols=rows_out, label="cublasSgemv",
+                   description=f"cublasSgemv CUBLAS_OP_N: {out['name']} = {a['name']}^T {b['name']}, "
+                               f"{a['name']} {other}x{rows_out} row-major")
+    return ref
+
+
+def generate_harness(program, compile_result, kernel_name: str, sizes: dict, global_space=None,
+                     flops: float = 0, reference: str | None = None, runs: int = 30, warmup: int = 3,
+                     seed: int = 1) -> str:
+    """The .cu text of the run harness for one kernel of a compiled program.
+
+    `sizes` gives the kernel's scalar parameters (float scalars default to 0.75); `global_space` the naive
+    launch's thread space (x, y), inferred like `verify` does when None; `flops` the work of one launch (0:
+    GFLOP/s prints 0); `reference`: None, 'sgemm'/'mm', 'sgemv_t'/'mv', 'sgemv_n'/'tmv' or 'copy'/'transpose'."""
+    result = next((k for k in compile_result.kernels if k.naive.name == kernel_name), None)
+    if result is None:
+        raise CompileError(f"no kernel '{kernel_name}' in '{program.path}' "
+                           f"(kernels: {', '.join(k.naive.name for k in compile_result.kernels)})")
+    if runs < 1 or warmup < 0:
+        raise ValueError("runs must be >= 1 and warmup >= 0")
+    naive, optimized = result.naive, result.optimized
+    sizes = dict(sizes or {})
+    if global_space is None:
+        global_space = infer_global_space(naive, program, sizes)
+    global_space = (int(global_space[0]), int(global_space[1]) if len(global_space) > 1 else 1)
+    naive_block = tuple(result.context.naive_block)
+    naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]))
+    opt_block, opt_grid = optimized_launch(optimized, naive_block, Case(sizes, global_space))
+
+    extents = array_extents(naive, sizes, naive_block, global_space)
+    roles = _array_roles(naive)
+    arrays = []
+    for p in naive.arrays:
+        if p.base_type not in _TYPES:
+            raise CompileError(f"kernel '{kernel_name}': the harness cannot fill '{p.name}' of type '{p.base_type}'")
+        read, written = roles[p.name]
+        size, fill = _TYPES[p.base_type]
+        arrays.append({"name": p.name, "ctype": p.base_type, "extent": int(extents[p.name]), "read": read,
+                       "written": written, "fill": fill, "item": size,
+                       "role": "in-out" if read and written else "output" if written else "input"})
+    if not any(a["written"] for a in arrays):
+        raise CompileError(f"kernel '{kernel_name}' writes no array: nothing to check")
+    scalars = []
+    for p in naive.scalars:
+        if p.name in sizes:
+            value = sizes[p.name]
+        elif p.base_type in ("float", "double"):
+            value = 0.75
+        else:
+            raise CompileError(f"kernel '{kernel_name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
+        scalars.append({"name": p.name, "ctype": p.base_type, "value": _literal(value, p.base_type)})
+    by_name = {a["name"]: a for a in arrays}
+    call_args = ", ".join(f"d_{p.name}" if p.name in by_name else f"s_{p.name}" for p in naive.params)
+    total_bytes = sum(a["extent"] * a["item"] * (2 if a["read"] and a["written"] else 1) for a in arrays)
+
+    ref = None
+    if reference:
+        kind = REFERENCE_ALIASES.get(reference)
+        if kind is None:
+            raise ValueError(f"unknown reference '{reference}' (known: {', '.join(REFERENCE_ALIASES)})")
+        ref = _reference(kind, arrays, global_space, kernel_name)
+
+    sizes_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "sizes fixed in the source"
+    return render("run_harness.cu.j2", name=kernel_name, source=program.path, sizes_text=sizes_text,
+                  global_space=global_space, naive_block=naive_block, naive_grid=naive_grid,
+                  opt_block=tuple(opt_block), opt_grid=tuple(opt_grid),
+                  passes_text=", ".join(result.passes_run) or "none",
+                  device_functions=[kernel_source(f) for f in program.device_functions.values()],
+                  naive_source=renamed_source(naive, f"{kernel_name}_naive"),
+                  opt_source=renamed_source(optimized, f"{kernel_name}_opt"),
+                  scalars=scalars, arrays=arrays, call_args=call_args, total_bytes=total_bytes,
+                  flops=repr(float(flops)), flops_text=f"{float(flops):.6g}" if flops else "0 (not given)",
+                  tolerance=TOLERANCE, runs=int(runs), warmup=int(warmup), seed=int(seed),
+                  recheck=not any(a["read"] and a["written"] for a in arrays), reference=ref)
