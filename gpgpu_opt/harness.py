@@ -179,7 +179,7 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
         ref = _reference(kind, arrays, global_space, kernel_name)
 
     sizes_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "sizes fixed in the source"
-    return render("run_harness.cu.j2", name=kernel_name, source=program.path, sizes_text=sizes_text,
+    return render("run_harness.cu.j2", kernel=kernel_name, source=program.path, sizes_text=sizes_text,
                   global_space=global_space, naive_block=naive_block, naive_grid=naive_grid,
                   opt_block=tuple(opt_block), opt_grid=tuple(opt_grid),
                   passes_text=", ".join(result.passes_run) or "none",

@@ -54,7 +54,8 @@ class RaceTracker:
         self.id_dtype = np.dtype(id_dtype)
         self.wr_id = np.full(nwords, -1, id_dtype)
         self.wr_ep = np.zeros(nwords, np.int64)
-        self.scratch = np.zeros(nwords, np.int64)
+        self.nwords = nwords
+        self.scratch = None                 # lane positions, for finding two lanes storing to one word
         if track_reads:
             self.big = np.iinfo(id_dtype).max
             self.rd_min = np.full(nwords, self.big, id_dtype)
@@ -140,7 +141,9 @@ class RaceTracker:
 
     def write(self, w, ids, ep, bf, site: int) -> None:
         n = len(w)
-        pos = np.arange(n)
+        pos = np.arange(n, dtype=np.int32)
+        if self.scratch is None:
+            self.scratch = np.zeros(self.nwords, np.int32)
         self.scratch[w] = pos
         win = self.scratch[w]
         dup = win != pos

@@ -1,4 +1,9 @@
-"""normalize: integer constant folding, and promotion of a global accumulator in a loop to a register.
+"""normalize: integer constant folding, global loads hoisted out of larger expressions into temporaries
+(the paper's one-access-per-statement form), and promotion of a global accumulator in a loop to a register.
+
+`sum += A[i] * B[i];` becomes `const float A_val = A[i]; const float B_val = B[i]; sum += A_val * B_val;`.
+Loads under `&&`, `||` or `?:` stay where they are (they may not execute), and so do loads in statements
+with other side effects (calls, increments) whose order relative to the load could matter.
 
 `for (k...) C[e] += f;` becomes `float C_acc = C[e]; for (k...) C_acc += f; C[e] = C_acc;` when that is
 safe: `e` does not change in the loop, C is not otherwise touched there, nothing C might alias is read or
@@ -26,7 +31,102 @@ _FOLDABLE = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b:
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     transform(kernel.body, _fold)
     _promote_accumulators(kernel, ctx)
+    _hoist_loads(kernel, ctx)
     return kernel
+
+
+_PURE_CALLS = {"sqrtf", "rsqrtf", "expf", "exp2f", "logf", "log2f", "sinf", "cosf", "tanhf", "fabsf", "floorf",
+               "ceilf", "fminf", "fmaxf", "powf", "fmaf", "min", "max", "abs", "sqrt", "exp", "log", "fabs",
+               "fmin", "fmax", "pow", "fma", "make_float2", "make_float4", "__fdividef", "__expf", "truncf",
+               "roundf"}
+
+
+def _hoist_loads(kernel: Kernel, ctx: PassContext) -> None:
+    arrays = {p.name: p for p in kernel.arrays}
+    taken = {n.name for n in walk(kernel.body) if isinstance(n, c_ast.Decl) and n.name} | \
+        {p.name for p in kernel.params}
+    printer = CudaGenerator()
+
+    def loads_of(expr) -> list[c_ast.ArrayRef]:
+        found = []
+
+        def visit(n):
+            if isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in arrays:
+                found.append(n)
+                return  # a load inside a subscript is part of this one (an indirect access)
+            if isinstance(n, c_ast.BinaryOp) and n.op in ("&&", "||"):
+                visit(n.left)  # only the left operand always runs
+                return
+            if isinstance(n, c_ast.TernaryOp):
+                visit(n.cond)
+                return
+            if isinstance(n, c_ast.UnaryOp) and n.op in ("&", "sizeof"):
+                return
+            for _, child in n.children():
+                visit(child)
+        visit(expr)
+        return found
+
+    def has_side_effects(expr) -> bool:
+        for n in walk(expr):
+            if isinstance(n, c_ast.Assignment) or (isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")):
+                return True
+            if isinstance(n, c_ast.FuncCall) and not (isinstance(n.name, c_ast.ID) and n.name.name in _PURE_CALLS):
+                return True
+        return False
+
+    def hoist(stmt) -> list:
+        if isinstance(stmt, c_ast.Assignment):
+            expr = stmt.rvalue
+        elif isinstance(stmt, c_ast.Decl) and stmt.init is not None and isinstance(stmt.type, c_ast.TypeDecl):
+            expr = stmt.init
+        else:
+            return [stmt]
+        if has_side_effects(expr) or (isinstance(stmt, c_ast.Assignment) and has_side_effects(stmt.lvalue)):
+            return [stmt]
+        loads = [l for l in loads_of(expr) if l is not expr]
+        if not loads:
+            return [stmt]
+        temporaries: dict[str, str] = {}
+        decls = []
+        for load in loads:
+            text = printer.visit(load)
+            if text not in temporaries:
+                name = _fresh(f"{load.name.name}_val", taken)
+                temporaries[text] = name
+                elem = arrays[load.name.name].base_type
+                decls.append(c_ast.Decl(name, ["const"], [], [], [],
+                                        c_ast.TypeDecl(name, ["const"], None, c_ast.IdentifierType(elem.split())),
+                                        copy.deepcopy(load), None, load.coord))
+
+        def replace(n):
+            if isinstance(n, c_ast.ArrayRef) and any(n is l for l in loads):
+                return c_ast.ID(temporaries[printer.visit(n)], n.coord)
+            return None
+        if isinstance(stmt, c_ast.Assignment):
+            stmt.rvalue = transform(stmt.rvalue, replace)
+        else:
+            stmt.init = transform(stmt.init, replace)
+        return decls + [stmt]
+
+    def visit(node):
+        if isinstance(node, c_ast.Compound):
+            items = []
+            for item in node.block_items or []:
+                visit(item)
+                items.extend(hoist(item))
+            node.block_items = items
+            return
+        for attr in ("iftrue", "iffalse", "stmt"):
+            child = getattr(node, attr, None)
+            if child is None:
+                continue
+            visit(child)
+            replaced = hoist(child)
+            if len(replaced) > 1:
+                setattr(node, attr, c_ast.Compound(replaced, child.coord))
+
+    visit(kernel.body)
 
 
 def _int(node) -> int | None:

@@ -1,0 +1,384 @@
+"""Shared-memory staging for the coalesce pass: the shape of a staged tile, its bank-conflict padding,
+the cooperative loader that fills it, and the shared-memory read that replaces the global one.
+
+A staged read `A[e]` is looked at over one *tile step*: the threads of one block and, when the subscript
+depends on a loop, `U` consecutive iterations of that loop (the loop is unrolled by `U`). Over a tile
+step the subscript varies with at most three variables: `x` (threadIdx.x), `y` (threadIdx.y) and `u`
+(the iteration within the step). At most one of them may move along a row of the array (a small constant
+stride: the tile's *columns*) and at most one may jump between rows (a symbolic or large stride, the
+*pitch*: the tile's *rows*). The tile is then `R x C` elements; the loader has consecutive threads read
+consecutive columns of one row, which is what makes the global read coalesced whatever the naive access
+pattern was.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, is_opaque
+from gpgpu_opt.codegen import CudaGenerator
+from gpgpu_opt.frontend.cuda_c import cuda_to_c, parse_c, restore_cuda_storage
+from gpgpu_opt.templating import render
+
+
+class Unsupported(Exception):
+    """The access (or kernel) is outside what the pass can stage safely; the message says why."""
+
+
+_BUILTIN_AST = {}
+for _name, _table in (("threadIdx", TID), ("blockIdx", BID), ("blockDim", BDIM), ("gridDim", GDIM)):
+    for _axis, _sym in _table.items():
+        _BUILTIN_AST[_sym] = (_name, _axis)
+
+_ORDER = {"blockIdx": 0, "threadIdx": 2, "blockDim": 1, "gridDim": 1}
+
+
+def builtin(name: str, axis: str) -> c_ast.StructRef:
+    return c_ast.StructRef(c_ast.ID(name), ".", c_ast.ID(axis))
+
+
+def const(value: int) -> c_ast.Constant:
+    return c_ast.Constant("int", str(int(value)))
+
+
+def add(a: c_ast.Node | None, b: c_ast.Node | None) -> c_ast.Node:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(b, c_ast.Constant) and b.value == "0":
+        return a
+    if isinstance(a, c_ast.Constant) and a.value == "0":
+        return b
+    return c_ast.BinaryOp("+", a, b)
+
+
+def mul(a: c_ast.Node, k: int) -> c_ast.Node:
+    if k == 1:
+        return a
+    if isinstance(a, c_ast.Constant) and a.value == "0":
+        return a
+    return c_ast.BinaryOp("*", a, const(k))
+
+
+def conj(clauses: list[c_ast.Node]) -> c_ast.Node | None:
+    out = None
+    for c in clauses:
+        out = c if out is None else c_ast.BinaryOp("&&", out, c)
+    return out
+
+
+def text(node: c_ast.Node) -> str:
+    return CudaGenerator().visit(node)
+
+
+# -- sympy -> c_ast ---------------------------------------------------------------------------------
+def _terms_of(node: c_ast.Node, sign: int, out: list) -> None:
+    """Flatten a +/- chain so that substituting a sum into a sum needs no parentheses."""
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+        _terms_of(node.left, sign, out)
+        _terms_of(node.right, sign if node.op == "+" else -sign, out)
+    else:
+        out.append((sign, node))
+
+
+def _symbol_key(sym) -> tuple:
+    if sym in _BUILTIN_AST:
+        name, axis = _BUILTIN_AST[sym]
+        return (_ORDER[name], axis)
+    return (3, str(sym))
+
+
+def sym_to_ast(expr: sympy.Expr, names: dict | None = None) -> c_ast.Node:
+    """An integer sympy polynomial as C: `blockIdx.x * 16 + rr`, terms ordered block, thread, others,
+    constant last. `names` maps symbols to the C expressions they stand for."""
+    names = names or {}
+    expr = sympy.expand(expr)
+    terms: list[tuple[tuple, int, list]] = []
+    for term in sympy.Add.make_args(expr):
+        coeff, rest = term.as_coeff_Mul()
+        if not coeff.is_Integer:
+            raise Unsupported(f"non-integer term {term}")
+        factors = [] if rest == 1 else list(sympy.Mul.make_args(rest))
+        syms = []
+        for f in factors:
+            if isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp > 0 and isinstance(f.base, sympy.Symbol):
+                syms.extend([f.base] * int(f.exp))
+            elif isinstance(f, sympy.Symbol):
+                syms.append(f)
+            else:
+                raise Unsupported(f"cannot print {f} as an index")
+        syms.sort(key=_symbol_key)
+        key = min((_symbol_key(s) for s in syms), default=(9,))
+        terms.append((key, int(coeff), syms))
+    terms.sort(key=lambda t: t[0])
+    flat: list[tuple[int, c_ast.Node]] = []
+    for _, coeff, syms in terms:
+        if not syms:
+            flat.append((1 if coeff >= 0 else -1, const(abs(coeff))))
+            continue
+        asts = [_symbol_ast(s, names) for s in syms]
+        if len(asts) == 1 and abs(coeff) == 1:
+            _terms_of(asts[0], 1 if coeff > 0 else -1, flat)
+            continue
+        node = asts[0]
+        for a in asts[1:]:
+            node = c_ast.BinaryOp("*", node, a)
+        flat.append((1 if coeff > 0 else -1, mul(node, abs(coeff))))
+    if not flat:
+        return const(0)
+    positives = [t for t in flat if t[0] > 0]
+    first = positives[0] if positives else None
+    node = first[1] if first else c_ast.UnaryOp("-", flat[0][1])
+    rest = [t for t in flat if t is not (first if first else flat[0])]
+    for sign, t in rest:
+        node = c_ast.BinaryOp("+" if sign > 0 else "-", node, t)
+    return node
+
+
+def _symbol_ast(sym, names: dict) -> c_ast.Node:
+    if sym in names:
+        import copy
+        return copy.deepcopy(names[sym])
+    if sym in _BUILTIN_AST:
+        return builtin(*_BUILTIN_AST[sym])
+    if is_opaque(sym):
+        raise Unsupported(f"'{sym.name[1:]}' has no value the pass can see")
+    return c_ast.ID(sym.name)
+
+
+# -- tile shapes ------------------------------------------------------------------------------------
+@dataclass
+class Dim:
+    kind: str            # 'x', 'y' (thread axes) or 'u' (iteration within the tile step)
+    coef: sympy.Expr     # elements per unit of the variable (for 'u': per iteration, the step included)
+    extent: int = 0      # values per tile step (block dimension, or the unroll factor U)
+
+
+@dataclass
+class Shape:
+    row: Dim | None
+    col: Dim | None
+
+    def unroll_factor(self, width: int) -> int:
+        """Iterations per tile step for this access alone: W / gcd(m, W) for a column stride m (so that a
+        step reads whole segments), W when the iteration moves between rows."""
+        if self.col is not None and self.col.kind == "u":
+            m = int(self.col.coef)
+            return width // math.gcd(m, width)
+        return width
+
+
+def classify(index: sympy.Expr, block: tuple[int, int], anchor_sym, anchor_step: int, width: int) -> Shape:
+    """Row/column roles of x, y and the anchor loop's iteration in `index` (bdim already substituted)."""
+    rows, cols = [], []
+    candidates = [("x", TID["x"], block[0], 1), ("y", TID["y"], block[1], 1)]
+    if anchor_sym is not None:
+        candidates.append(("u", anchor_sym, None, anchor_step))
+    for kind, sym, extent, scale in candidates:
+        if extent == 1:
+            continue  # threadIdx is 0 along an axis of extent 1: the address does not vary with it
+        c = sympy.expand(sympy.expand(index).coeff(sym) * scale)
+        if c == 0:
+            continue
+        if c.free_symbols & (set(TID.values()) | ({anchor_sym} if anchor_sym is not None else set())):
+            raise Unsupported("the subscript is not affine in the thread index and the loop iterator")
+        if c.is_Integer and 0 < int(c) < width:
+            cols.append(Dim(kind, c, extent or 0))
+        elif c.is_Integer and int(c) < 0:
+            raise Unsupported("the subscript decreases with the thread index or the iteration")
+        else:
+            if c.is_Integer is False and c.could_extract_minus_sign():
+                raise Unsupported("the subscript decreases with the thread index or the iteration")
+            rows.append(Dim(kind, c, extent or 0))
+    if len(rows) > 1:
+        raise Unsupported("the subscript jumps between rows in more than one dimension")
+    if len(cols) > 1:
+        raise Unsupported("the subscript moves along a row in more than one dimension (a halo; not staged)")
+    return Shape(rows[0] if rows else None, cols[0] if cols else None)
+
+
+@dataclass
+class Tile:
+    name: str
+    elem_type: str
+    elem_bytes: int
+    shape: Shape
+    rows: int
+    cols: int
+    pad: int = 0
+
+    @property
+    def two_d(self) -> bool:
+        return self.rows > 1
+
+    @property
+    def bytes(self) -> int:
+        return self.rows * (self.cols + self.pad) * self.elem_bytes
+
+    def declaration(self) -> str:
+        dims = f"[{self.rows}][{self.cols + self.pad}]" if self.two_d else f"[{self.cols}]"
+        return render("coalesce_tile.cu.j2", elem_type=self.elem_type, name=self.name, dims=dims).strip()
+
+
+def tile_extent(shape: Shape, unroll: int) -> tuple[int, int]:
+    for d in (shape.row, shape.col):
+        if d is not None and d.kind == "u":
+            d.extent = unroll
+    rows = shape.row.extent if shape.row else 1
+    if shape.col is None:
+        cols = 1
+    elif shape.col.kind == "u":
+        cols = int(shape.col.coef) * unroll      # whole segments: lcm(m, W) elements for U = W/gcd(m, W)
+    else:
+        cols = int(shape.col.coef) * (shape.col.extent - 1) + 1
+    return rows, cols
+
+
+# -- the cooperative loader ---------------------------------------------------------------------------
+@dataclass
+class Loader:
+    """Which tile element each thread loads in each pass: `row`/`col` as C text over the loop variables
+    `row_var`/`col_var` (when there are several passes) and the thread index."""
+    row: str
+    col: str
+    row_loop: tuple[str, int, int] | None = None      # (variable, rows, rows per pass)
+    col_loop: tuple[str, int, int] | None = None      # (variable, columns, columns per pass)
+    guard: str | None = None                           # threads (or passes) that load nothing
+    lanes: list = field(default_factory=list)          # [(row, col)] of the first pass, by linear thread id
+
+
+def plan_loader(rows: int, cols: int, block: tuple[int, int], row_var: str, col_var: str) -> Loader:
+    bx, by = block
+    n = bx * by
+    tid = "threadIdx.x" if by == 1 else "(threadIdx.y * %d + threadIdx.x)" % bx
+    lanes = list(range(n))
+    if cols >= n:
+        # One row per pass; the block sweeps the row in chunks of n consecutive columns.
+        col = tid.strip("()") if cols == n else f"{col_var} + {tid}"
+        col_loop = None if cols == n else (col_var, cols, n)
+        guard = None if cols % n == 0 else f"{col_var} + {tid} < {cols}"
+        row_loop = None if rows == 1 else (row_var, rows, 1)
+        row = "0" if rows == 1 else row_var
+        return Loader(row, col, row_loop, col_loop, guard, [(0, t) for t in lanes])
+    # Several rows per pass: cols consecutive threads per row.
+    per_pass = n // cols
+    if by > 1 and cols == bx:
+        in_row, row_in_pass = "threadIdx.x", "threadIdx.y"
+    elif by == 1:
+        in_row, row_in_pass = f"threadIdx.x % {cols}", f"threadIdx.x / {cols}"
+    else:
+        in_row, row_in_pass = f"{tid} % {cols}", f"{tid} / {cols}"
+    guards = []
+    if n % cols:
+        guards.append(f"{tid} < {per_pass * cols}")
+    if rows <= per_pass:
+        row = row_in_pass
+        if rows < per_pass:
+            guards.append(f"{row_in_pass} < {rows}" if rows > 1 else f"{row_in_pass} == 0")
+        row_loop = None
+    else:
+        row = f"{row_var} + {row_in_pass}"
+        row_loop = (row_var, rows, per_pass)
+        if rows % per_pass:
+            guards.append(f"{row_var} + {row_in_pass} < {rows}")
+    return Loader(row, in_row, row_loop, None, " && ".join(guards) or None,
+                  [(t // cols, t % cols) for t in lanes[:per_pass * cols]])
+
+
+# -- bank conflicts -------------------------------------------------------------------------------------
+def _degree(addresses: list[int], banks: int, words_per_elem: int) -> int:
+    per_bank: dict[int, set[int]] = {}
+    for a in set(addresses):
+        for w in range(words_per_elem):
+            word = a * words_per_elem + w
+            per_bank.setdefault(word % banks, set()).add(word)
+    return max((len(v) for v in per_bank.values()), default=1)
+
+
+def choose_padding(tile: Tile, block: tuple[int, int], loader: Loader, banks: int, bank_bytes: int,
+                   group: int) -> tuple[int, int, int]:
+    """Smallest padding of the rows that makes the reads (first) and the loader's writes (second) free
+    of bank conflicts, judged per request group of `group` threads. Returns (pad, read, write degree)."""
+    if not tile.two_d:
+        return 0, 1, 1
+    words = max(1, tile.elem_bytes // bank_bytes)
+    bx, by = block
+    n = bx * by
+    best = None
+    for pad in range(0, banks + 1):
+        stride = tile.cols + pad
+        read_deg = write_deg = 1
+        for g0 in range(0, min(n, 8 * group), group):
+            lanes = range(g0, min(n, g0 + group))
+            reads = []
+            for t in lanes:
+                r, c = read_coords(tile.shape, t % bx, t // bx)
+                reads.append(r * stride + c)
+            read_deg = max(read_deg, _degree(reads, banks, words))
+            writes = [loader.lanes[t][0] * stride + loader.lanes[t][1] for t in lanes if t < len(loader.lanes)]
+            if writes:
+                write_deg = max(write_deg, _degree(writes, banks, words))
+        key = (read_deg, write_deg, pad)
+        if best is None or key < best:
+            best = key
+    return best[2], best[0], best[1]
+
+
+def read_coords(shape: Shape, tx: int, ty: int) -> tuple[int, int]:
+    """Tile row and column that thread (tx, ty) reads in the first iteration of a step."""
+    value = {"x": tx, "y": ty, "u": 0}
+    row = value[shape.row.kind] if shape.row else 0
+    col = int(shape.col.coef) * value[shape.col.kind] if shape.col else 0
+    return row, col
+
+
+def read_ref(tile: Tile, iter_name: str | None, chunk_name: str | None, step: int) -> c_ast.ArrayRef:
+    """`tile[row][col]` as the reading thread sees it (inside the unrolled loop for loop-index forms)."""
+    def coordinate(dim: Dim | None, scale: int) -> c_ast.Node:
+        if dim is None:
+            return const(0)
+        if dim.kind in ("x", "y"):
+            return mul(builtin("threadIdx", dim.kind), scale)
+        offset = c_ast.BinaryOp("-", c_ast.ID(iter_name), c_ast.ID(chunk_name))
+        if dim is tile.shape.row:
+            return offset if step == 1 else c_ast.BinaryOp("/", offset, const(step))
+        per_iter = scale // step if scale % step == 0 else None
+        if per_iter is None:
+            raise Unsupported("the column stride is not a multiple of the loop step")
+        return mul(offset, per_iter)
+
+    col = coordinate(tile.shape.col, int(tile.shape.col.coef) if tile.shape.col else 1)
+    ref = c_ast.ArrayRef(c_ast.ID(tile.name), col)
+    if tile.two_d:
+        row = coordinate(tile.shape.row, 1)
+        ref = c_ast.ArrayRef(c_ast.ArrayRef(c_ast.ID(tile.name), row), col)
+    return ref
+
+
+ZERO = {"float": "0.0f", "double": "0.0"}
+
+
+def loader_statements(tile: Tile, loader: Loader, load: c_ast.Node, predicate: c_ast.Node | None) -> list:
+    index = f"[{loader.row}][{loader.col}]" if tile.two_d else f"[{loader.col}]"
+    return parse_statements(render(
+        "coalesce_load.cu.j2", tile=tile.name, index=index, row_loop=loader.row_loop, col_loop=loader.col_loop,
+        guard=loader.guard, load=text(load), predicate=text(predicate) if predicate is not None else None,
+        zero=ZERO.get(tile.elem_type, "0")))
+
+
+# -- parsing generated snippets -------------------------------------------------------------------------
+def parse_statements(source: str) -> list[c_ast.Node]:
+    """Statements of a generated CUDA snippet, parsed as the body of a dummy function."""
+    c_text, _, _ = cuda_to_c("void __coalesce_snippet(void)\n{\n" + source + "\n}\n")
+    func = parse_c(c_text, "<coalesce>").ext[-1]
+    restore_cuda_storage(func)
+    return list(func.body.block_items or [])
+
+
+def parse_expr(source: str) -> c_ast.Node:
+    stmt = parse_statements(f"__e({source});")[0]
+    return stmt.args.exprs[0]
