@@ -145,6 +145,15 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]))
     opt_block, opt_grid = optimized_launch(optimized, naive_block, Case(sizes, global_space))
 
+    scalars = []
+    for p in naive.scalars:
+        if p.name in sizes:
+            value = sizes[p.name]
+        elif p.base_type in ("float", "double"):
+            value = 0.75
+        else:
+            raise CompileError(f"kernel '{kernel_name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
+        scalars.append({"name": p.name, "ctype": p.base_type, "value": _literal(value, p.base_type)})
     extents = array_extents(naive, sizes, naive_block, global_space)
     roles = _array_roles(naive)
     arrays = []
@@ -158,15 +167,6 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
                        "role": "in-out" if read and written else "output" if written else "input"})
     if not any(a["written"] for a in arrays):
         raise CompileError(f"kernel '{kernel_name}' writes no array: nothing to check")
-    scalars = []
-    for p in naive.scalars:
-        if p.name in sizes:
-            value = sizes[p.name]
-        elif p.base_type in ("float", "double"):
-            value = 0.75
-        else:
-            raise CompileError(f"kernel '{kernel_name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
-        scalars.append({"name": p.name, "ctype": p.base_type, "value": _literal(value, p.base_type)})
     by_name = {a["name"]: a for a in arrays}
     call_args = ", ".join(f"d_{p.name}" if p.name in by_name else f"s_{p.name}" for p in naive.params)
     total_bytes = sum(a["extent"] * a["item"] * (2 if a["read"] and a["written"] else 1) for a in arrays)
