@@ -143,6 +143,10 @@ def make_arguments(kernel: Kernel, sizes: dict[str, int], extents: dict[str, int
     return args
 
 
+def _largest_divisor(n: int, at_most: int) -> int:
+    return next(d for d in range(min(n, at_most), 0, -1) if n % d == 0)
+
+
 def written_arrays(kernel: Kernel) -> set[str]:
     return {a.array for a in collect_accesses(kernel) if a.mode == "write"}
 
@@ -174,7 +178,10 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
             if not read:
                 inputs[name][:] = np.nan  # poisoned: an element nobody writes stays NaN in both
     runs = {}
-    naive_grid = (math.ceil(gx / naive_block[0]), math.ceil(gy / naive_block[1]))
+    # An unguarded naive kernel only works when its launch covers the thread space exactly, so the naive
+    # block is narrowed to a divisor of the space (a guarded kernel computes the same either way).
+    naive_block = (_largest_divisor(gx, naive_block[0]), _largest_divisor(gy, naive_block[1]))
+    naive_grid = (gx // naive_block[0], gy // naive_block[1])
     for label, kernel, (block, grid) in (
             ("naive", naive, (naive_block, naive_grid)),
             ("optimized", optimized, launch or optimized_launch(optimized, naive_block, case))):

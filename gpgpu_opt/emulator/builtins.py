@@ -191,6 +191,9 @@ class Builtins:
             b.bep += 1
             b.update_epochs()
             self.stats.barriers += b.nblocks
+            for buf in self.shared.values():
+                if buf.race is not None:
+                    buf.race.barrier()
             return
         arrived = m_bits(mask, b.N)
         alive = ~b.exited
@@ -211,6 +214,10 @@ class Builtins:
         reached = n_arr > 0
         b.bep += np.repeat(reached, self.geom.tpb).astype(np.int32)
         b.update_epochs()
+        if reached[n_alive > 0].all():
+            for buf in self.shared.values():
+                if buf.race is not None:
+                    buf.race.barrier()
         self.stats.barriers += int(reached.sum())
 
     def barrier_reduce(self, name, args, mask, node):

@@ -11,7 +11,7 @@ from pycparser import c_ast
 from gpgpu_opt.emulator.errors import OutOfBoundsError, UndefinedBehaviorError, UnsupportedConstruct, where
 from gpgpu_opt.emulator.masks import m_and, m_andnot, m_any
 from gpgpu_opt.emulator.memory import PtrValue, width
-from gpgpu_opt.emulator.values import (BOOL, COMPONENTS, INT, UINT, ULONG, CType, Value, VecType, arith,
+from gpgpu_opt.emulator.values import (BOOL, COMPONENTS, INT, LONG, UINT, ULONG, CType, Value, VecType, arith,
                                        cast_data, common_type, convert, parse_constant, select, select_value,
                                        truth, type_from_names, unary)
 
@@ -288,11 +288,13 @@ class Expressions:
             e = node.expr
             if isinstance(e, c_ast.ArrayRef):
                 r = self.array_ref(e, mask)
-                if isinstance(r, PtrValue):
-                    return PtrValue(r.buffer, r.offset, r.view, None)
                 return PtrValue(r.buffer, r.offset, r.view, None)
             if isinstance(e, c_ast.UnaryOp) and e.op == "*":
                 return self.ev(e.expr, mask)
+            if isinstance(e, c_ast.ID):
+                var = self.lookup(e.name)
+                if var is not None and var.ctype == "shared":
+                    return var.value
             v = self.ev(e, mask) if isinstance(e, c_ast.ID) else None
             if isinstance(v, PtrValue) and v.dims:
                 return PtrValue(v.buffer, v.offset, v.view, None)
@@ -332,7 +334,6 @@ class Expressions:
         if isinstance(a, PtrValue) or isinstance(b, PtrValue):
             if isinstance(a, PtrValue) and isinstance(b, PtrValue):
                 if op == "-" and a.buffer is b.buffer:
-                    from gpgpu_opt.emulator.values import LONG
                     return Value(LONG, cast_data((a.offset - b.offset) // width(a.view), np.dtype(np.int64)))
                 raise UnsupportedConstruct(f"pointer {op} pointer at {where(node)}")
             if isinstance(b, PtrValue):

@@ -7,12 +7,16 @@ import numpy as np
 from pycparser import c_ast
 
 from gpgpu_opt.emulator.builtins import Builtins
-from gpgpu_opt.emulator.errors import UnsupportedConstruct, where
+from gpgpu_opt.emulator.errors import EmulationError, UnsupportedConstruct, where
 from gpgpu_opt.emulator.expressions import Expressions, PtrType, Var
 from gpgpu_opt.emulator.masks import m_and, m_andnot, m_bits, m_norm, m_or
 from gpgpu_opt.emulator.memory import Buffer, PtrValue, width
 from gpgpu_opt.emulator.values import (CType, Value, VecType, arith, convert, select_value, type_from_names,
                                        zero_value)
+
+
+#: A loop still running after this many iterations is reported instead of hanging the emulator.
+MAX_LOOP_ITERATIONS = 1 << 24
 
 
 class LoopCtx:
@@ -113,6 +117,8 @@ class Interpreter(Expressions, Builtins):
         return mask
 
     def exec_Compound(self, node, mask):
+        if mask is False:
+            return False
         scopes = self.frames[-1].scopes
         scopes.append({})
         try:
@@ -128,6 +134,9 @@ class Interpreter(Expressions, Builtins):
         return mask
 
     def exec_Pragma(self, node, mask):
+        return mask
+
+    def exec_Comment(self, node, mask):     # gpgpu_opt.codegen.Comment: a `//` line inserted by a pass
         return mask
 
     def exec_If(self, node, mask):
@@ -150,8 +159,13 @@ class Interpreter(Expressions, Builtins):
         done = False
         active = mask
         check = cond_first
+        iterations = 0
         try:
             while True:
+                iterations += 1
+                if iterations > MAX_LOOP_ITERATIONS:
+                    raise EmulationError(f"kernel '{self.kernel_name}': loop at {where(node)} still running after "
+                                         f"{MAX_LOOP_ITERATIONS} iterations (an infinite loop?)")
                 if check and cond is not None:
                     c = self._truth(self.ev(cond, active), node)
                     done = m_or(done, m_andnot(active, c))

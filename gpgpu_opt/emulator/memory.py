@@ -74,6 +74,7 @@ class Memory:
         self.check_races = check_races
         self.batch = None
         self.syncwarp_seen = False
+        self._last_mask = self._last_lanes = None
         self.sites: list[str] = []
         self._site_ids: dict[int, int] = {}
 
@@ -134,7 +135,12 @@ class Memory:
     def _active(self, off, mask):
         if mask is None:
             return None, off
-        lanes = np.flatnonzero(mask)
+        if mask is self._last_mask:         # masks are never modified in place
+            lanes = self._last_lanes
+        else:
+            lanes = np.flatnonzero(mask)
+            if mask is not False:
+                self._last_mask, self._last_lanes = mask, lanes
         return lanes, (off[lanes] if isinstance(off, np.ndarray) else off)
 
     def _addr(self, buf: Buffer, o, lanes):

@@ -56,6 +56,8 @@ class RaceTracker:
         self.wr_ep = np.zeros(nwords, np.int64)
         self.nwords = nwords
         self.scratch = None                 # lane positions, for finding two lanes storing to one word
+        self.pending: list = []             # reads not yet merged into the reader record
+        self.pending_lanes = 0
         if track_reads:
             self.big = np.iinfo(id_dtype).max
             self.rd_min = np.full(nwords, self.big, id_dtype)
@@ -122,10 +124,30 @@ class RaceTracker:
 
     # ---------------------------------------------------------------- accesses
     def read(self, w, ids, ep, bf, site: int) -> None:
-        """Lanes with thread ids `ids` (of the tracker's id dtype) read words `w`."""
+        """Lanes with thread ids `ids` (of the tracker's id dtype) read words `w`. Checked against the
+        writers now; merged into the reader record lazily (before the next write), since most reads of
+        shared memory are followed by a barrier, which makes them irrelevant."""
         self._check_writer(w, ids, ep, bf, site, "reads")
         if not self.track_reads:
             return
+        self.pending.append((w, ids, ep, bf, site))
+        self.pending_lanes += len(w)
+        if self.pending_lanes > (1 << 22):
+            self.flush()
+
+    def barrier(self) -> None:
+        """Every block owning this tracker's words passed a __syncthreads(): pending reads are ordered
+        before everything that follows."""
+        if self.same_block:
+            self.pending.clear()
+            self.pending_lanes = 0
+
+    def flush(self) -> None:
+        pending, self.pending, self.pending_lanes = self.pending, [], 0
+        for entry in pending:
+            self._record_reads(*entry)
+
+    def _record_reads(self, w, ids, ep, bf, site: int) -> None:
         rmin = self.rd_min[w]
         rmax = self.rd_max[w]
         rep = self.rd_ep[w]
@@ -152,6 +174,8 @@ class RaceTracker:
             self._race(w[k], ids[k], "writes", site, ids[win[k]], "writes", site)
         self._check_writer(w, ids, ep, bf, site, "writes")
         if self.track_reads:
+            if self.pending:
+                self.flush()
             rmin = self.rd_min[w]
             rmax = self.rd_max[w]
             others = (rmin <= rmax) & ~((rmin == ids) & (rmax == ids))

@@ -54,6 +54,11 @@ float __int_as_float(int); int __float_as_int(float); float __ldg(const float *)
 float atomicAdd(float *, float); int atomicMax(int *, int); int atomicMin(int *, int);
 float __shfl_down_sync(unsigned int, float, int); float __shfl_xor_sync(unsigned int, float, int);
 float __shfl_sync(unsigned int, float, int); float __shfl_up_sync(unsigned int, float, int);
+unsigned int __ballot_sync(unsigned int, int); int __all_sync(unsigned int, int); int __any_sync(unsigned int, int);
+int atomicSub(int *, int); int atomicExch(int *, int); int atomicCAS(int *, int, int); int atomicAnd(int *, int);
+int atomicOr(int *, int); int atomicXor(int *, int); unsigned int atomicInc(unsigned int *, unsigned int);
+unsigned int atomicDec(unsigned int *, unsigned int); void __threadfence_block(void);
+float erff(float); float erfcf(float); int isnan(double); int isinf(double); float ldexpf(float, int);
 """
 
 _BLANKED = {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "__inline__"}

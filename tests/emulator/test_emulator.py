@@ -701,3 +701,137 @@ __global__ void with_goto(int *o) { if (threadIdx.x) goto done; o[0] = 1; done: 
         with pytest.raises(UnsupportedConstruct) as e:
             run(prog, (1,), (4,), name=name, o=np.zeros(4, np.int32))
         assert ".cu:" in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------------ more builtins
+def test_3d_launch_coordinates(cu):
+    prog = cu("""
+__global__ void k(int *out) {
+    int bx = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    int g = bx * (blockDim.x * blockDim.y * blockDim.z) + t;
+    out[g] = threadIdx.z * 1000000 + threadIdx.y * 10000 + threadIdx.x * 100 + blockIdx.z * 10 + blockIdx.y;
+}
+""")
+    grid, block = (2, 3, 2), (4, 2, 3)
+    out = np.full(12 * 24, -1, np.int32)
+    run_kernel(prog.kernels[0], grid, block, dict(out=out), max_threads_per_batch=50)
+    ref = []
+    for bz in range(2):
+        for by in range(3):
+            for bx in range(2):
+                for tz in range(3):
+                    for ty in range(2):
+                        for tx in range(4):
+                            ref.append(tz * 1000000 + ty * 10000 + tx * 100 + bz * 10 + by)
+    assert out.tolist() == ref
+
+
+def test_shared_scalar_votes_ldg(cu):
+    prog = cu("""
+__global__ void k(const float *x, int *out, unsigned int *ballots) {
+    __shared__ int count;
+    int t = threadIdx.x;
+    if (t == 0) count = 0;
+    __syncthreads();
+    int positive = __ldg(&x[t]) > 0.0f;
+    int n = __syncthreads_count(positive);
+    if (positive) atomicAdd(&count, 1);
+    __syncthreads();
+    ballots[t] = __popc(positive << (t % 32));
+    out[t] = n * 1000 + count;
+}
+""")
+    x = rand(64)
+    out, ballots = np.zeros(64, np.int32), np.zeros(64, np.uint32)
+    run(prog, (1,), (64,), x=x, out=out, ballots=ballots)
+    npos = int((x > 0).sum())
+    assert out.tolist() == [npos * 1001] * 64
+    assert ballots.tolist() == (x > 0).astype(np.uint32).tolist()
+
+
+def parse_c_kernel(src: str):
+    """A kernel parsed by pycparser alone (for builtins the front end's prelude does not declare)."""
+    from pycparser import c_ast, c_parser
+    ast = c_parser.CParser().parse(src, filename="direct.cu")
+    return [e for e in ast.ext if isinstance(e, c_ast.FuncDef)][-1]
+
+
+def test_warp_votes():
+    k = parse_c_kernel("""
+typedef struct { unsigned int x, y, z; } uint3;
+extern uint3 threadIdx;
+unsigned int __ballot_sync(unsigned int, int); int __all_sync(unsigned int, int); int __any_sync(unsigned int, int);
+void votes(const float *x, int *out, unsigned int *ballots) {
+    int t = threadIdx.x;
+    int positive = x[t] > 0.0f;
+    ballots[t] = __ballot_sync(0xffffffff, positive);
+    out[t] = 100 * __all_sync(0xffffffff, t < 64) + 200 * __any_sync(0xffffffff, t == 40);
+    if (t < 16) out[t] += __any_sync(0xffff, 1);
+}
+""")
+    x = rand(64)
+    out, ballots = np.zeros(64, np.int32), np.zeros(64, np.uint32)
+    run_kernel(k, (1,), (64,), dict(x=x, out=out, ballots=ballots))
+    bits = [int(sum(1 << i for i in range(32) if x[w * 32 + i] > 0)) for w in range(2)]
+    assert ballots.tolist() == [bits[t // 32] for t in range(64)]
+    assert out.tolist() == [100 + 200 * (t >= 32) + (t < 16) for t in range(64)]
+
+
+def test_math_overloads_and_fma(cu):
+    prog = cu("""
+__global__ void k(const float *x, float *f, double *d) {
+    int i = threadIdx.x;
+    float v = x[i];
+    f[i] = sqrt(v * v) + fmaf(v, 3.0f, 1.0f) + expf(v) + __fdividef(v, 7.0f) + rsqrtf(4.0f);
+    d[i] = sqrt((double) v) + exp(1.0) + fabs(-2.0) + fmin(1.0, (double) v);
+}
+""")
+    x = rand(32, 0.1, 2.0)
+    f, d = nans(32), nans(32, np.float64)
+    run(prog, (1,), (32,), x=x, f=f, d=d)
+    f32 = np.float32
+    fma = (x.astype(np.float64) * 3 + 1).astype(np.float32)
+    ref = np.sqrt(x * x) + fma + np.exp(x) + x / f32(7) + f32(0.5)
+    assert np.array_equal(f, ref)
+    assert np.array_equal(d, np.sqrt(x.astype(np.float64)) + np.e + 2.0 + np.minimum(1.0, x.astype(np.float64)))
+
+
+def test_more_unsupported(cu):
+    prog = cu("""
+__global__ void dyn(float *o) { extern __shared__ float s[]; s[threadIdx.x] = 1.0f; o[0] = s[0]; }
+__global__ void ptr_select(float *a, float *b) { float *p = threadIdx.x < 2 ? a : b; p[0] = 1.0f; }
+""")
+    with pytest.raises(UnsupportedConstruct, match="'s'"):
+        run(prog, (1,), (4,), name="dyn", o=nans(4))
+    k = parse_c_kernel("float erfinvf(float); void unknown_call(float *o) { o[0] = erfinvf(0.5f); }")
+    with pytest.raises(UnsupportedConstruct, match="erfinvf.*direct.cu:1"):
+        run_kernel(k, (1,), (1,), dict(o=nans(1)))
+    with pytest.raises(UnsupportedConstruct, match="different arrays"):
+        run(prog, (1,), (4,), name="ptr_select", a=nans(4), b=nans(4))
+
+
+def test_uniform_loop_inside_divergent_branch(cu):
+    prog = cu("""
+__global__ void k(const int *n, int *out) {
+    int i = threadIdx.x, s = 0, k = 0;
+    if (i % 2 == 0) {
+        while (k < n[0]) { s += k; k++; }
+    } else {
+        k = 100;
+        while (k > n[i]) k -= 7;
+    }
+    out[i] = s * 1000 + k;
+}
+""")
+    n = RNG.integers(0, 50, 16).astype(np.int32)
+    out = np.zeros(16, np.int32)
+    run(prog, (1,), (16,), n=n, out=out)
+    for i in range(16):
+        if i % 2 == 0:
+            assert out[i] == sum(range(n[0])) * 1000 + n[0]
+        else:
+            k = 100
+            while k > n[i]:
+                k -= 7
+            assert out[i] == k
