@@ -78,13 +78,28 @@ def global_space_from_guards(kernel: Kernel, sizes: dict[str, int]) -> tuple[int
 
 def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, int],
                   global_space: tuple[int, int]) -> dict[str, int]:
-    """Elements each array needs: the largest subscript over the naive thread space and loop ranges + 1."""
-    grid = (math.ceil(global_space[0] / block[0]), math.ceil(global_space[1] / block[1]))
+    """Elements each array needs: the largest subscript over the naive thread space and loop ranges + 1.
+    Subscripts are bounded in terms of the global thread coordinates where they only use those, so the
+    arrays are no larger than what the naive kernel can touch (an optimized kernel reading past that is
+    caught as out of bounds)."""
+    block = (_largest_divisor(global_space[0], block[0]), _largest_divisor(global_space[1], block[1]))
+    grid = (global_space[0] // block[0], global_space[1] // block[1])
+    gsym = {a: sympy.Symbol(f"global.{a}", integer=True, nonnegative=True) for a in "xy"}
     ranges = {TID["x"]: (0, block[0] - 1), TID["y"]: (0, block[1] - 1), TID["z"]: (0, 0),
-              BID["x"]: (0, grid[0] - 1), BID["y"]: (0, grid[1] - 1), BID["z"]: (0, 0)}
+              BID["x"]: (0, grid[0] - 1), BID["y"]: (0, grid[1] - 1), BID["z"]: (0, 0),
+              gsym["x"]: (0, global_space[0] - 1), gsym["y"]: (0, global_space[1] - 1)}
     fixed = {BDIM["x"]: block[0], BDIM["y"]: block[1], BDIM["z"]: 1, GDIM["x"]: grid[0], GDIM["y"]: grid[1],
              GDIM["z"]: 1}
     fixed.update({sympy.Symbol(k, integer=True): v for k, v in sizes.items()})
+
+    def in_global_terms(expr):
+        expr = sympy.expand(expr.subs(fixed))
+        for a in "xy":
+            trial = sympy.expand(expr.subs(TID[a], gsym[a] - BID[a] * fixed[BDIM[a]]))
+            if BID[a] not in trial.free_symbols:
+                expr = trial
+        return expr
+
     extents: dict[str, int] = {}
     for access in collect_accesses(kernel):
         if access.index is None:
@@ -92,18 +107,18 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, int],
                                f"'{access.index_text}' is not affine", access.location)
         local = dict(ranges)
         for loop in access.loops:
-            lo = _bound(loop.start.subs(fixed), local, max_=False)
+            lo = _bound(in_global_terms(loop.start), local, max_=False)
             end = loop.end_exclusive
             if end is None:
                 if loop.multiplicative and loop.bound is not None:
-                    hi = _bound(loop.bound.subs(fixed), local, max_=True)
+                    hi = _bound(in_global_terms(loop.bound), local, max_=True)
                 else:
                     raise CompileError(f"cannot size array '{access.array}': loop '{loop.var}' has no "
                                        "analysable bound", access.location)
             else:
-                hi = _bound(end.subs(fixed), local, max_=True) - 1
+                hi = _bound(in_global_terms(end), local, max_=True) - 1
             local[iterator_symbol(loop.var)] = (lo, hi)
-        top = _bound(access.index.subs(fixed), local, max_=True)
+        top = _bound(in_global_terms(access.index), local, max_=True)
         extents[access.array] = max(extents.get(access.array, 1), top + 1)
     for p in kernel.arrays:
         extents.setdefault(p.name, 1)

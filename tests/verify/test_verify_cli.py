@@ -40,7 +40,7 @@ PLANTED = {
     "off-by-one staging index": (GOOD_MM.replace("A[row * n + ka]", "A[row * n + ka + 1]"), None),
     "dropped remainder": (GOOD_MM.replace("k0 < n;", "k0 + 16 <= n;"), "differ"),
     "out-of-bounds write": (GOOD_MM.replace("    if (row < n && col < n)\n        C[row * n + col] = sum;",
-                                            "    C[row * n + col] = sum;"), ("out of bounds", "race")),
+                                            "    C[row * n + col] = sum;"), "out-of-bounds"),
 }
 
 
