@@ -15,5 +15,5 @@ def environment() -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
-def render(name: str, **values) -> str:
+def render(name: str, /, **values) -> str:
     return environment().get_template(name).render(**values)

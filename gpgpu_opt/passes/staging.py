@@ -12,15 +12,17 @@ pattern was.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
 import sympy
-from pycparser import c_ast
+from pycparser import c_ast, c_parser
 
-from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, is_opaque
+from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, is_opaque, iterator_symbol, param_symbol, to_sympy
+from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.codegen import CudaGenerator
-from gpgpu_opt.frontend.cuda_c import cuda_to_c, parse_c, restore_cuda_storage
+from gpgpu_opt.frontend.cuda_c import cuda_to_c, restore_cuda_storage
 from gpgpu_opt.templating import render
 
 
@@ -141,7 +143,6 @@ def sym_to_ast(expr: sympy.Expr, names: dict | None = None) -> c_ast.Node:
 
 def _symbol_ast(sym, names: dict) -> c_ast.Node:
     if sym in names:
-        import copy
         return copy.deepcopy(names[sym])
     if sym in _BUILTIN_AST:
         return builtin(*_BUILTIN_AST[sym])
@@ -221,7 +222,7 @@ class Tile:
 
     def declaration(self) -> str:
         dims = f"[{self.rows}][{self.cols + self.pad}]" if self.two_d else f"[{self.cols}]"
-        return render("coalesce_tile.cu.j2", elem_type=self.elem_type, name=self.name, dims=dims).strip()
+        return render("coalesce_tile.cu.j2", elem_type=self.elem_type, tile_name=self.name, dims=dims).strip()
 
 
 def tile_extent(shape: Shape, unroll: int) -> tuple[int, int]:
@@ -266,7 +267,9 @@ def plan_loader(rows: int, cols: int, block: tuple[int, int], row_var: str, col_
         return Loader(row, col, row_loop, col_loop, guard, [(0, t) for t in lanes])
     # Several rows per pass: cols consecutive threads per row.
     per_pass = n // cols
-    if by > 1 and cols == bx:
+    if cols == 1:
+        in_row, row_in_pass = "0", tid.strip("()")
+    elif by > 1 and cols == bx:
         in_row, row_in_pass = "threadIdx.x", "threadIdx.y"
     elif by == 1:
         in_row, row_in_pass = f"threadIdx.x % {cols}", f"threadIdx.x / {cols}"
@@ -370,13 +373,155 @@ def loader_statements(tile: Tile, loader: Loader, load: c_ast.Node, predicate: c
         zero=ZERO.get(tile.elem_type, "0")))
 
 
+# -- another thread's view: witnesses and predicates --------------------------------------------------
+_WSYM = {k: sympy.Symbol(f"_w_{k}", integer=True) for k in ("x", "y", "u")}
+_BUILTIN_NAMES = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
+
+
+class Witness:
+    """Copies a subscript or condition as another thread (and iteration) of the block would evaluate it:
+    threadIdx axes and the loop iterator are replaced, and so are the locals that depend on them."""
+
+    def __init__(self, info, env: dict, block, axes: dict, iters: dict, visible: set[str],
+                 allowed: set[str]):
+        self.info, self.env, self.block = info, env, block
+        self.axes = axes          # 'x'/'y' -> c_ast (None: unchanged)
+        self.iters = iters        # iterator name -> c_ast
+        self.visible = visible
+        self.allowed = allowed
+        sym_map = {}
+        names = {}
+        for axis, node in axes.items():
+            if node is None:
+                continue
+            if isinstance(node, c_ast.Constant) and node.type == "int":
+                sym_map[TID[axis]] = sympy.Integer(int(node.value))
+            else:
+                sym_map[TID[axis]] = _WSYM[axis]
+                names[_WSYM[axis]] = node
+        for k, (name, node) in enumerate(iters.items()):
+            s = sympy.Symbol(f"_w_it{k}", integer=True)
+            sym_map[iterator_symbol(name)] = s
+            names[s] = node
+        self.sym_map, self.names = sym_map, names
+
+    def __call__(self, node: c_ast.Node) -> c_ast.Node:
+        out = self._copy(node)
+        stray = ids_in(out) - self.visible - self.allowed - _BUILTIN_NAMES - set(self.info.params)
+        if stray:
+            raise Unsupported(f"'{sorted(stray)[0]}' is not available where the tile is loaded")
+        return out
+
+    def _copy(self, node):
+        if isinstance(node, c_ast.StructRef) and isinstance(node.name, c_ast.ID) and node.name.name == "threadIdx":
+            repl = self.axes.get(node.field.name)
+            return copy.deepcopy(repl) if repl is not None else copy.deepcopy(node)
+        if isinstance(node, c_ast.StructRef):
+            return copy.deepcopy(node)
+        if isinstance(node, c_ast.ID):
+            return self._id(node)
+        if isinstance(node, c_ast.ArrayRef):
+            raise Unsupported("a condition on the access reads memory")
+        if isinstance(node, (c_ast.FuncCall, c_ast.Assignment)) or \
+                isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
+            raise Unsupported("a condition on the access calls a function or has side effects")
+        new = copy.copy(node)
+        for attr in node.__slots__:
+            if attr in ("coord", "__weakref__"):
+                continue
+            value = getattr(node, attr, None)
+            if isinstance(value, c_ast.Node):
+                setattr(new, attr, self._copy(value))
+            elif isinstance(value, list) and value and isinstance(value[0], c_ast.Node):
+                setattr(new, attr, [self._copy(v) for v in value])
+        return new
+
+    def _id(self, node: c_ast.ID) -> c_ast.Node:
+        name = node.name
+        if name in self.iters:
+            return copy.deepcopy(self.iters[name])
+        if name in self.info.scalars and name not in self.info.decl_counts:
+            return copy.deepcopy(node)
+        if name in self.info.params:
+            return copy.deepcopy(node)
+        if name in self.env and self.info.decl_counts.get(name, 0) <= 1:
+            d = self.env[name]
+            if any(s.name.startswith("?") for s in d.free_symbols):
+                raise Unsupported(f"the value of '{name}' changes in the kernel")
+            if d == iterator_symbol(name) or d == param_symbol(name):
+                if name in self.visible:
+                    return copy.deepcopy(node)
+                raise Unsupported(f"'{name}' is not available where the tile is loaded")
+            d = d.subs({BDIM["x"]: self.block[0], BDIM["y"]: self.block[1], BDIM["z"]: 1})
+            if not (d.free_symbols & set(self.sym_map)) and name in self.visible:
+                return copy.deepcopy(node)
+            return sym_to_ast(d.subs(self.sym_map), self.names)
+        if name in self.visible and name not in self.info.assigned and name not in self.info.thread_vars:
+            return copy.deepcopy(node)
+        raise Unsupported(f"the value of '{name}' at another thread or iteration is not known")
+
+
+def check_monotone(clause: c_ast.Node, env: dict, unpinned: list[str], block) -> None:
+    """A guard clause on a thread axis the tile does not index must be an upper bound on it (`x < n`):
+    then the block's first thread along that axis reads whatever any other thread there reads."""
+    if not unpinned:
+        return
+    dep = depends_on(clause, env, unpinned)
+    if not dep:
+        return
+    if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
+        raise Unsupported(f"the guard '{text(clause)}' is not an upper bound on the thread index")
+    try:
+        lhs, rhs = to_sympy(clause.left, env), to_sympy(clause.right, env)
+    except NotAffine:
+        raise Unsupported(f"the guard '{text(clause)}' cannot be analysed") from None
+    d = sympy.expand(rhs - lhs if clause.op in ("<", "<=") else lhs - rhs)
+    d = d.subs({BDIM["x"]: block[0], BDIM["y"]: block[1]})
+    for axis in dep:
+        c = d.coeff(TID[axis])
+        if not (c.is_number and c <= 0):
+            raise Unsupported(f"the guard '{text(clause)}' is not an upper bound on the thread index")
+
+
+def depends_on(node: c_ast.Node, env: dict, axes: list[str]) -> list[str]:
+    found = set()
+    for n in walk(node):
+        if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name == "threadIdx" \
+                and n.field.name in axes:
+            found.add(n.field.name)
+        elif isinstance(n, c_ast.ID) and n.name in env:
+            for axis in axes:
+                if TID[axis] in env[n.name].free_symbols:
+                    found.add(axis)
+    return sorted(found)
+
+
+def fold(clause: c_ast.Node):
+    """Constant comparisons (`0 < 3` from a loop that always runs) fold to True/False."""
+    if isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=", "==", "!=") \
+            and all(isinstance(s, c_ast.Constant) and s.type == "int" for s in (clause.left, clause.right)):
+        try:
+            l, r = (int(s.value.rstrip("uUlL"), 0) for s in (clause.left, clause.right))
+        except ValueError:
+            return clause
+        return {"<": l < r, "<=": l <= r, ">": l > r, ">=": l >= r, "==": l == r, "!=": l != r}[clause.op]
+    return clause
+
+
 # -- parsing generated snippets -------------------------------------------------------------------------
 def parse_statements(source: str) -> list[c_ast.Node]:
-    """Statements of a generated CUDA snippet, parsed as the body of a dummy function."""
+    """Statements of a generated CUDA snippet, parsed as the body of a dummy function (without the CUDA
+    prelude: snippets only use the builtin scalar types and the index builtins)."""
     c_text, _, _ = cuda_to_c("void __coalesce_snippet(void)\n{\n" + source + "\n}\n")
-    func = parse_c(c_text, "<coalesce>").ext[-1]
+    try:
+        func = c_parser.CParser().parse(_SNIPPET_PRELUDE + c_text, "<coalesce>").ext[-1]
+    except c_parser.ParseError as err:
+        raise Unsupported(f"internal: generated code does not parse ({err})") from None
     restore_cuda_storage(func)
     return list(func.body.block_items or [])
+
+
+_SNIPPET_PRELUDE = "typedef unsigned long size_t;\n"
 
 
 def parse_expr(source: str) -> c_ast.Node:
