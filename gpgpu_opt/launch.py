@@ -48,11 +48,34 @@ def _dim3_values(expr: str, host_text: str, macros: dict[str, str]) -> tuple[int
 
 
 def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
-    """The block shape of the kernel's launch sites in the file, when they agree and can be evaluated."""
+    """The block shape the kernel is launched with: a `#pragma gpgpu_opt launch` line right before it (a
+    file gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated."""
+    start = kernel.source_span[0]
+    before = [p for p in pragma_launches(program.text) if p[0] < start
+              and not program.text[program.text.index("\n", p[0]):start].strip()]
+    if before:
+        values = [evaluate_int(v, program.macros) for v in before[-1][1].split(",")]
+        if values and None not in values:
+            return values[0], values[1] if len(values) > 1 else 1
     shapes = {_dim3_values(site.config[1], program.text, program.macros)
               for site in program.launch_sites if site.kernel == kernel.name and len(site.config) >= 2}
     shapes.discard(None)
     return shapes.pop() if len(shapes) == 1 else None
+
+
+_LAUNCH_PRAGMA = re.compile(r"#\s*pragma\s+gpgpu_opt\s+launch\s+block\s*\(([^)]*)\)\s*grid\s*\((.*)\)\s*$",
+                            re.MULTILINE)
+
+
+def launch_pragma(kernel: Kernel) -> str:
+    """The line that states an optimized kernel's launch, read back by `verify --against` and `analyze`."""
+    gx, gy = kernel.launch.grid_expressions()
+    return f"#pragma gpgpu_opt launch block({kernel.launch.block[0]}, {kernel.launch.block[1]}) grid({gx}, {gy})"
+
+
+def pragma_launches(text: str) -> list[tuple[int, str, str]]:
+    """Every `#pragma gpgpu_opt launch` line: (offset, block text, grid text)."""
+    return [(m.start(), m.group(1), m.group(2)) for m in _LAUNCH_PRAGMA.finditer(text)]
 
 
 def launch_helper(kernel: Kernel) -> str:

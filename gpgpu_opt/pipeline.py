@@ -121,7 +121,8 @@ def assemble(program: Program, results: list[KernelResult]) -> str:
     edits: list[tuple[int, int, str]] = []
     for r in results:
         start, end = r.naive.source_span
-        edits.append((start, end, kernel_source(r.optimized.funcdef).rstrip("\n")))
+        pragma = launch.launch_pragma(r.optimized) + "\n" if r.rewritten else ""
+        edits.append((start, end, pragma + kernel_source(r.optimized.funcdef).rstrip("\n")))
     rewritten = [r for r in results if r.rewritten]
     if rewritten:
         first = min(r.naive.source_span[0] for r in rewritten)

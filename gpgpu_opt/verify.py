@@ -126,6 +126,9 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, int],
 
 
 def _bound(expr: sympy.Expr, ranges: dict, max_: bool) -> int:
+    if isinstance(expr, (sympy.Min, sympy.Max)):
+        parts = [_bound(a, ranges, max_) for a in expr.args]
+        return min(parts) if isinstance(expr, sympy.Min) else max(parts)
     expr = sympy.expand(expr)
     if expr.is_number:
         return int(expr)

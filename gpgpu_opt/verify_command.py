@@ -6,27 +6,26 @@ import re
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch import evaluate_int
+from gpgpu_opt.launch import evaluate_int, pragma_launches
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_program, default_block
 from gpgpu_opt.verify import default_cases, run_case
 
-_LAUNCH_PRAGMA = re.compile(r"#\s*pragma\s+gpgpu_opt\s+launch\s+block\s*\(([^)]*)\)\s*grid\s*\((.*)\)\s*$",
-                            re.MULTILINE)
-
-
-def hand_written_launch(text: str, macros: dict[str, str], case, path: str):
-    """`#pragma gpgpu_opt launch block(BX, BY) grid(GX, GY)` in a hand-optimized file."""
-    m = _LAUNCH_PRAGMA.search(text)
-    if m is None:
+def hand_written_launch(text: str, macros: dict[str, str], case, path: str, kernel: Kernel):
+    """`#pragma gpgpu_opt launch block(BX, BY) grid(GX, GY)` in a hand-optimized file: the last one before
+    the kernel, else the file's only one."""
+    found = pragma_launches(text)
+    before = [p for p in found if p[0] < kernel.source_span[0]]
+    if not found:
         raise CompileError(f"'{path}' has no '#pragma gpgpu_opt launch block(BX, BY) grid(GX, GY)' line")
+    _, block_text, grid_text = before[-1] if before else found[0]
     values = dict(macros)
     values.update({k: str(v) for k, v in case.sizes.items()})
     values["global_x"], values["global_y"] = str(case.global_space[0]), str(case.global_space[1])
-    block = [evaluate_int(p, values) for p in m.group(1).split(",")]
-    grid = [evaluate_int(p, values) for p in _split_top(m.group(2))]
+    block = [evaluate_int(p, values) for p in block_text.split(",")]
+    grid = [evaluate_int(p, values) for p in _split_top(grid_text)]
     if None in block or None in grid:
-        raise CompileError(f"{path}: cannot evaluate the launch pragma '{m.group(0).strip()}'")
+        raise CompileError(f"{path}: cannot evaluate the launch pragma 'block({block_text}) grid({grid_text})'")
     return (block[0], block[1] if len(block) > 1 else 1), (grid[0], grid[1] if len(grid) > 1 else 1)
 
 
@@ -63,7 +62,7 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
                 continue
         block = default_block(program, naive)
         for k, case in enumerate(default_cases(naive, program, sizes, global_space)):
-            launch = hand_written_launch(hand.text, hand.macros, case, against) if hand is not None else None
+            launch = hand_written_launch(hand.text, hand.macros, case, against, optimized) if hand is not None else None
             res = run_case(naive, optimized, block, case, seed + k, program.device_functions, launch=launch)
             sizes_text = ", ".join(f"{n}={v}" for n, v in case.sizes.items()) or "-"
             status = "ok" if res.ok else "FAIL"

@@ -7,7 +7,7 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.loops import Loop, _assigned_names, canonical_loop
-from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, is_affine,
+from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, is_affine, is_quasi_affine,
                                          iterator_symbol, opaque, param_symbol, to_sympy)
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
@@ -196,7 +196,7 @@ def classify(access: Access) -> None:
         return
     loop_syms = set(access.loop_symbols)
     variables = list(THREAD_SYMBOLS | BLOCK_SYMBOLS | loop_syms)
-    if not is_affine(expr, variables):
+    if not is_affine(expr, variables) and not is_quasi_affine(expr, variables):
         access.kind = "unresolved"
         access.why_unresolved = access.why_unresolved or "not affine in thread ids and loop iterators"
         return

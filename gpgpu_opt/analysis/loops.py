@@ -64,15 +64,12 @@ def canonical_loop(node: c_ast.For, env: dict) -> Loop | None:
         var, start_node = init.lvalue.name, init.rvalue
     if var is None or start_node is None or not isinstance(node.cond, c_ast.BinaryOp):
         return None
-    cond = node.cond
-    flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
-    if cond.op not in flip:
+    clauses = _conjuncts(node.cond)
+    bounds = [_comparison(c, var) for c in clauses]
+    if not bounds or any(b is None for b in bounds) or len({b[0] for b in bounds}) != 1:
         return None
-    if isinstance(cond.left, c_ast.ID) and cond.left.name == var:
-        comparison, bound_node = cond.op, cond.right
-    elif isinstance(cond.right, c_ast.ID) and cond.right.name == var:
-        comparison, bound_node = flip[cond.op], cond.left
-    else:
+    comparison = bounds[0][0]
+    if len(bounds) > 1 and comparison not in ("<", "<="):
         return None
     step, multiplicative = _step(node.next, var)
     if step is None or var in _assigned_names(node.stmt):
@@ -82,10 +79,31 @@ def canonical_loop(node: c_ast.For, env: dict) -> Loop | None:
     except NotAffine:
         return None
     try:
-        bound = to_sympy(bound_node, env)
+        values = [to_sympy(b[1], env) for b in bounds]
+        bound = values[0] if len(values) == 1 else sympy.Min(*values)  # `i < a && i < b`
     except NotAffine:
         bound = None
     return Loop(node, var, start, bound, comparison, step, multiplicative)
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+
+
+def _conjuncts(cond):
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
+        return _conjuncts(cond.left) + _conjuncts(cond.right)
+    return [cond]
+
+
+def _comparison(cond, var: str):
+    """('<', bound) for `var < bound` (or `bound > var`), else None."""
+    if not isinstance(cond, c_ast.BinaryOp) or cond.op not in _FLIP:
+        return None
+    if isinstance(cond.left, c_ast.ID) and cond.left.name == var:
+        return cond.op, cond.right
+    if isinstance(cond.right, c_ast.ID) and cond.right.name == var:
+        return _FLIP[cond.op], cond.left
+    return None
 
 
 def _step(nxt: c_ast.Node, var: str) -> tuple[int | None, bool]:

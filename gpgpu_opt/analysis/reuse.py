@@ -50,9 +50,12 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
     subs, _ = substitutions(access, block, bindings)
     expr = access.index
     reuse: list[dict] = []
-    for loop in access.loops:
-        c = coefficient(expr, iterator_symbol(loop.var))
-        if c == 0:
+    for depth, loop in enumerate(access.loops):
+        # An inner loop that starts where this one is (a tiled `for (c = c0; ...)`) reads new elements.
+        inner_starts = set()
+        for inner in access.loops[depth + 1:]:
+            inner_starts |= inner.start.free_symbols
+        if iterator_symbol(loop.var) not in expr.free_symbols | inner_starts:
             reuse.append({"kind": "temporal", "scope": "loop", "loop": loop.var,
                           "description": f"the same element in every iteration of loop '{loop.var}'"})
     if access.loops:
@@ -74,10 +77,10 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
         t0 = (0, 0)
         t1 = (1, 0) if axis == "x" else (0, 1)
         c_num = c.subs(subs)
-        if c == 0:
+        if TID[axis] not in expr.free_symbols:
             reuse.append({"kind": "shared", "scope": "threads", "dimension": axis,
                           "description": f"threads of a block that differ in {axis} read the same element"})
-        elif axis == "y" and c_num.is_number and abs(int(c_num)) * access.element_bytes < target.transaction_bytes:
+        elif axis == "y" and c != 0 and c_num.is_number and abs(int(c_num)) * access.element_bytes < target.transaction_bytes:
             reuse.append({"kind": "spatial", "scope": "threads", "dimension": axis,
                           "description": f"neighbouring threads in y read neighbouring elements of the same "
                                          f"{target.transaction_bytes}-byte segment in other requests"})
@@ -86,8 +89,7 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
                           "description": f"neighbouring threads in {axis} read the same elements in other "
                                          "iterations"})
     for axis in axes:
-        c = coefficient(expr, BID[axis])
-        if c == 0:
+        if BID[axis] not in expr.free_symbols:
             reuse.append({"kind": "shared", "scope": "blocks", "dimension": axis,
                           "description": f"neighbouring blocks in {axis} read the same elements"})
             continue

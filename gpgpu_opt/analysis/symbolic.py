@@ -106,6 +106,21 @@ def is_affine(expr: sympy.Expr, variables) -> bool:
     return poly.total_degree() <= 1
 
 
+def is_quasi_affine(expr: sympy.Expr, variables) -> bool:
+    """Affine up to integer division and remainder by constants (`tid.x / 32`, `tid.x % 32`)."""
+    if any(is_opaque(s) for s in expr.free_symbols):
+        return False
+    replaced = expr
+    for node in list(sympy.preorder_traversal(expr)):
+        if isinstance(node, (sympy.floor, sympy.Mod)):
+            inner = node.args[0] if isinstance(node, sympy.floor) else node.args[0]
+            divisor_ok = isinstance(node, sympy.floor) or node.args[1].is_Integer
+            if not divisor_ok or not is_quasi_affine(inner, variables):
+                return False
+            replaced = replaced.subs(node, sympy.Symbol("_q", integer=True))
+    return is_affine(replaced, variables)
+
+
 def coefficient(expr: sympy.Expr, var: sympy.Symbol) -> sympy.Expr:
     return sympy.expand(expr).coeff(var)
 
