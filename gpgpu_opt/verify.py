@@ -46,12 +46,22 @@ def global_space_from_guards(kernel: Kernel, sizes: dict[str, int]) -> tuple[int
     gy = BID["y"] * BDIM["y"] + TID["y"]
     found: dict[str, int] = {}
 
-    def clauses(cond):
-        if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
-            yield from clauses(cond.left)
-            yield from clauses(cond.right)
+    def clauses(cond, op="&&"):
+        if isinstance(cond, c_ast.BinaryOp) and cond.op == op:
+            yield from clauses(cond.left, op)
+            yield from clauses(cond.right, op)
         else:
             yield cond
+
+    def record(lhs_node, rhs_node, inclusive):
+        try:
+            lhs, rhs = to_sympy(lhs_node, env), to_sympy(rhs_node, env)
+        except NotAffine:
+            return
+        if rhs.is_number:
+            for axis, g in (("x", gx), ("y", gy)):
+                if sympy.expand(lhs - g) == 0:
+                    found[axis] = int(rhs) + (1 if inclusive else 0)
 
     def visit(items):
         for stmt in items:
@@ -60,18 +70,14 @@ def global_space_from_guards(kernel: Kernel, sizes: dict[str, int]) -> tuple[int
                     env[stmt.name] = to_sympy(stmt.init, env)
                 except NotAffine:
                     pass
-            if isinstance(stmt, c_ast.If):
+            if isinstance(stmt, c_ast.If) and isinstance(stmt.iftrue, c_ast.Return):
+                for clause in clauses(stmt.cond, "||"):  # `if (x >= n) return;`
+                    if isinstance(clause, c_ast.BinaryOp) and clause.op in (">=", ">"):
+                        record(clause.left, clause.right, clause.op == ">")
+            elif isinstance(stmt, c_ast.If):
                 for clause in clauses(stmt.cond):
                     if isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<="):
-                        try:
-                            lhs, rhs = to_sympy(clause.left, env), to_sympy(clause.right, env)
-                        except NotAffine:
-                            continue
-                        if rhs.is_number:
-                            bound = int(rhs) + (1 if clause.op == "<=" else 0)
-                            for axis, g in (("x", gx), ("y", gy)):
-                                if sympy.expand(lhs - g) == 0:
-                                    found[axis] = bound
+                        record(clause.left, clause.right, clause.op == "<=")
     visit(kernel.body.block_items or [])
     return found.get("x"), found.get("y")
 

@@ -1,0 +1,46 @@
+/* conv.cu -- naive 2-D convolution with a FILTER x FILTER (16x16) filter on a pre-padded input:
+ * out[y][x] = sum_{j,i < FILTER} in[y+j][x+i] * filt[j][i]; in is (height+FILTER-1) x (width+FILTER-1).
+ * 2-D launch, one thread per output pixel: x in 0..width-1, y in 0..height-1 (e.g. 16x16 blocks). */
+
+#define FILTER 16
+
+// gpgpu-opt: launch configuration of the optimized 'conv': blocks of 16x1 threads,
+// each covering 16x1 threads of the naive launch (one thread per output).
+static dim3 conv_block(dim3 naive_grid, dim3 naive_block)
+{
+    return dim3(16, 1);
+}
+
+static dim3 conv_grid(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    return dim3((global_x + 15) / 16, global_y);
+}
+
+#pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
+__global__ void conv(const float *in, const float *filt, float *out, int width, int height) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    __shared__ float tile_filt[16];
+    float sum = 0.0f;
+    for (int j = 0; j < 16; j++) {
+        // coalesce: 'i' loop unrolled by 16 around the staged tiles
+        for (int i0 = 0; i0 < 16; i0 += 16) {
+            // coalesce: stage filt[j * 16 + i] in tile_filt (16: filt's segment in this step of 'i')
+            tile_filt[threadIdx.x] = (blockIdx.x * 16 < width && y < height && i0 + threadIdx.x < 16) ? filt[j * 16 + i0 + threadIdx.x] : 0.0f;
+            __syncthreads();
+            if (x < width && y < height) {
+                #pragma unroll
+                for (int i = i0; i < i0 + 16; i++) {
+                    const float in_val = in[(y + j) * (width + 16 - 1) + (x + i)];
+                    const float filt_val = tile_filt[i - i0];
+                    sum += in_val * filt_val;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    if (x < width && y < height)
+        out[y * width + x] = sum;
+}

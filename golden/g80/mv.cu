@@ -1,0 +1,45 @@
+/* mv.cu -- naive matrix-vector product y = A x, A is rows x cols row-major.
+ * 1-D launch, one thread per row: x = r (0..rows-1), y = 1; e.g. 256-thread blocks,
+ * grid (rows+255)/256. */
+
+// gpgpu-opt: launch configuration of the optimized 'mv': blocks of 16x1 threads,
+// each covering 16x1 threads of the naive launch (one thread per output).
+static dim3 mv_block(dim3 naive_grid, dim3 naive_block)
+{
+    return dim3(16, 1);
+}
+
+static dim3 mv_grid(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    return dim3((global_x + 15) / 16, global_y);
+}
+
+#pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
+__global__ void mv(const float *A, const float *x, float *y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ float tile_A[16][17];
+    __shared__ float tile_x[16];
+    float sum = 0;
+    // coalesce: 'c' loop unrolled by 16 around the staged tiles (the last step may be partial)
+    for (int c0 = 0; c0 < cols; c0 += 16) {
+        // coalesce: stage A[r * cols + c] in tile_A (16x16: rows of A read by the block in this step of 'c')
+        #pragma unroll
+        for (int rr = 0; rr < 16; rr++)
+            tile_A[rr][threadIdx.x] = (blockIdx.x * 16 + rr < rows && c0 + threadIdx.x < cols) ? A[(blockIdx.x * 16 + rr) * cols + c0 + threadIdx.x] : 0.0f;
+        // coalesce: stage x[c] in tile_x (16: x's segment in this step of 'c')
+        tile_x[threadIdx.x] = (blockIdx.x * 16 < rows && c0 + threadIdx.x < cols) ? x[c0 + threadIdx.x] : 0.0f;
+        __syncthreads();
+        if (r < rows) {
+            for (int c = c0; c < c0 + 16 && c < cols; c++) {
+                const float A_val = tile_A[threadIdx.x][c - c0];
+                const float x_val = tile_x[c - c0];
+                sum += A_val * x_val;
+            }
+        }
+        __syncthreads();
+    }
+    if (r < rows)
+        y[r] = sum;
+}
