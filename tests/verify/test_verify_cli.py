@@ -95,18 +95,23 @@ def test_swapped_vector_components_are_caught(tmp_path):
 VERIFIABLE = ["mm.cu", "mv.cu", "transpose.cu", "conv.cu", "demosaic.cu", "reduction.cu", "strsm.cu"]
 
 
+PASS_PREFIXES = ["normalize", "normalize,coalesce"]  # every prefix of the pipeline as passes land
+
+
+@pytest.mark.parametrize("passes", PASS_PREFIXES)
 @pytest.mark.parametrize("target", ["g80", "sm_90"])
 @pytest.mark.parametrize("name", VERIFIABLE)
-def test_every_input_verifies(name, target):
+def test_every_input_verifies(name, target, passes):
     extra = ["--global", "1024"] if name == "reduction.cu" else []  # its thread space is not in the kernel
-    proc = verify([f"inputs/{name}", "--target", target, *extra])
+    proc = verify([f"inputs/{name}", "--target", target, "--passes", passes, *extra])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS" in proc.stdout
 
 
+@pytest.mark.parametrize("passes", PASS_PREFIXES)
 @pytest.mark.parametrize("target", ["g80", "sm_90"])
 @pytest.mark.parametrize("name, width", [("tmv.cu", "WIDTH_A"), ("vv.cu", "WIDTH_C"), ("imregionmax.cu", "WIDTH_C")])
-def test_dialect_inputs_verify_at_a_small_size(tmp_path, name, width, target):
+def test_dialect_inputs_verify_at_a_small_size(tmp_path, name, width, target, passes):
     """The dialect files fix their sizes with #define (4096): verify a copy at 48 (a multiple of 16)."""
     text = (ROOT / "inputs" / name).read_text()
     small = tmp_path / name
@@ -115,7 +120,7 @@ def test_dialect_inputs_verify_at_a_small_size(tmp_path, name, width, target):
     text = text.replace("#define HEIGHT_C 4096", "#define HEIGHT_C 48")
     small.write_text(text)
     space = "48" if name == "tmv.cu" else "48,48"
-    proc = verify([str(small), "--target", target, "--global", space])
+    proc = verify([str(small), "--target", target, "--global", space, "--passes", passes])
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
