@@ -7,50 +7,34 @@ from typing import Callable
 from pycparser import c_ast
 
 
-def transform(node: c_ast.Node, fn: Callable[[c_ast.Node], c_ast.Node | None]) -> c_ast.Node:
+def transform(node: c_ast.Node, fn: Callable[[c_ast.Node], c_ast.Node | None], *,
+              skip_member_names: bool = False) -> c_ast.Node:
     """Rebuild `node` bottom-up: every child is transformed first, then `fn` may return a replacement
-    (or None to keep the node). Works in place on the children lists and attributes."""
-    for attr in node.__slots__:
-        if attr in ("coord", "__weakref__"):
-            continue
-        value = getattr(node, attr, None)
-        if isinstance(value, c_ast.Node):
-            setattr(node, attr, transform(value, fn))
-        elif isinstance(value, list) and value and isinstance(value[0], c_ast.Node):
-            setattr(node, attr, [transform(v, fn) for v in value])
-    replacement = fn(node)
-    return node if replacement is None else replacement
-
-
-def substitute(node: c_ast.Node, mapping: dict[str, c_ast.Node]) -> c_ast.Node:
-    """A deep copy of `node` with every ID in `mapping` replaced by (a copy of) its expression.
-    Member names (`v.x`) are not IDs of variables and are left alone."""
-    node = copy.deepcopy(node)
-
-    def replace(n: c_ast.Node):
-        if isinstance(n, c_ast.StructRef):
-            return None
-        if isinstance(n, c_ast.ID) and n.name in mapping:
-            return copy.deepcopy(mapping[n.name])
-        return None
-
-    return _transform_skipping_fields(node, replace)
-
-
-def _transform_skipping_fields(node, fn):
-    if isinstance(node, c_ast.StructRef):
-        node.name = _transform_skipping_fields(node.name, fn)
+    (or None to keep the node). Works in place on the children lists and attributes. With
+    `skip_member_names`, the field of `v.x` is not visited (it names a member, not a variable)."""
+    if skip_member_names and isinstance(node, c_ast.StructRef):
+        node.name = transform(node.name, fn, skip_member_names=True)
         return node
     for attr in node.__slots__:
         if attr in ("coord", "__weakref__"):
             continue
         value = getattr(node, attr, None)
         if isinstance(value, c_ast.Node):
-            setattr(node, attr, _transform_skipping_fields(value, fn))
+            setattr(node, attr, transform(value, fn, skip_member_names=skip_member_names))
         elif isinstance(value, list) and value and isinstance(value[0], c_ast.Node):
-            setattr(node, attr, [_transform_skipping_fields(v, fn) for v in value])
+            setattr(node, attr, [transform(v, fn, skip_member_names=skip_member_names) for v in value])
     replacement = fn(node)
     return node if replacement is None else replacement
+
+
+def substitute(node: c_ast.Node, mapping: dict[str, c_ast.Node]) -> c_ast.Node:
+    """A deep copy of `node` with every ID in `mapping` replaced by (a copy of) its expression."""
+    def replace(n: c_ast.Node):
+        if isinstance(n, c_ast.ID) and n.name in mapping:
+            return copy.deepcopy(mapping[n.name])
+        return None
+
+    return transform(copy.deepcopy(node), replace, skip_member_names=True)
 
 
 def ids_in(node: c_ast.Node) -> set[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from pycparser import c_ast
 
+from gpgpu_opt.ast_util import ids_in
 from gpgpu_opt.emulator.errors import EmulationError, UnsupportedConstruct, where
 from gpgpu_opt.emulator.expressions import PtrType, Var
 from gpgpu_opt.emulator.interpreter import Interpreter
@@ -43,20 +44,7 @@ def _param_decls(funcdef: c_ast.FuncDef) -> list[c_ast.Decl]:
 
 
 def _ids(node) -> set[str]:
-    found = set()
-
-    def walk(n):
-        if isinstance(n, c_ast.StructRef):
-            walk(n.name)
-            return
-        if isinstance(n, c_ast.ID):
-            found.add(n.name)
-        for _, child in n.children():
-            walk(child)
-
-    if node is not None:
-        walk(node)
-    return found
+    return ids_in(node) if node is not None else set()
 
 
 def written_names(func: c_ast.FuncDef, device_functions: dict, _stack=()) -> set[str]:
