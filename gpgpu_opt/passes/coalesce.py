@@ -20,6 +20,17 @@ so that the shared reads and the loader's writes are free of bank conflicts on t
 The kernel gets a new block shape (LaunchConfig): the paper's one request of W threads per block on the
 paper's GPUs, a W x W block where a tile is read back transposed, and an occupancy-chosen block on
 modern GPUs. Kernels whose meaning depends on the block shape are left alone.
+
+Transposed tiles on GPUs whose requests are a whole warp (fermi and later) use the shape of NVIDIA's tiled
+transpose instead of one thread per output: a W x W/4 block covers W x W outputs, loads the tile in 4
+passes of W/4 rows and, after the barrier, computes 4 rows of outputs, W/4 apart, per thread. One load
+per thread before a barrier keeps too few bytes in flight on those GPUs (the W x W shape is no faster than
+the naive kernel on an H200); 4 independent loads per thread do. This is only done where it is a pure
+re-scheduling of the naive threads: the tiles are loaded once, before the per-output statements (no
+staged loop, hence no barrier among them), and every statement before the load is a declaration. The
+per-output statements then run once per row with threadIdx.y replaced by threadIdx.y + r (blockDim.y by
+W); declarations that do not depend on the row stay before the load, and one that is the global y index
+plus a row-independent part becomes `y0` there and `y = y0 + r` in the rows.
 """
 from __future__ import annotations
 
@@ -33,8 +44,8 @@ from pycparser import c_ast
 from gpgpu_opt.analysis import AccessReport, analyze_kernel, uses_y
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.loops import Loop
-from gpgpu_opt.analysis.symbolic import BDIM, GDIM, TID, iterator_symbol, param_symbol
-from gpgpu_opt.ast_util import substitute, transform, walk
+from gpgpu_opt.analysis.symbolic import BDIM, GDIM, TID, NotAffine, iterator_symbol, param_symbol, to_sympy
+from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
@@ -46,6 +57,9 @@ from gpgpu_opt.passes.staging import (Shape, Tile, Unsupported, Witness, add, ch
 from gpgpu_opt.templating import render
 
 _ELEMENT = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
+#: Rows of a transposed tile's outputs that one thread computes on GPUs with warp-wide requests (NVIDIA's
+#: tiled transpose: TILE 32, blocks of 32x8).
+_ROWS_PER_THREAD = 4
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -67,12 +81,19 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         ctx.skip("kernel", f"no access staged: {why}", where)
         return kernel
     last_reason = None
-    for block, why_block in _block_choices(work, ctx, wanted):
+    rows_note = None
+    for block, threads, why_block in _block_choices(work, ctx, wanted):
         reason = info.coverage_problem(ctx.naive_block, block)
         if reason:
             last_reason = reason
             continue
-        plans, skipped = _plan(work, ctx, info, block)
+        plans, skipped = _plan(work, ctx, info, block, threads)
+        if plans and threads != block:
+            problem = _rows_problem(info, plans)
+            if problem:
+                rows_note = (f"not {block[1] // threads[1]} rows per thread in {threads[0]}x{threads[1]} "
+                             f"blocks: {problem}")
+                continue
         if plans:
             break
         last_reason = None
@@ -85,11 +106,18 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         return kernel
     for rep, why in skipped:
         ctx.skip(_subject(rep.access), f"not staged: {why}", rep.access.location)
-    _apply(work, ctx, info, block, plans)
-    work.launch = LaunchConfig(block=block, outputs_per_block=block)
+    _apply(work, ctx, info, block, threads, plans)
+    work.launch = LaunchConfig(block=threads, outputs_per_block=block)
     for p in plans:
         ctx.applied(_subject(p.access), p.describe(ctx.target), p.access.location)
-    ctx.applied("launch", f"blocks of {block[0]}x{block[1]} threads, one thread per output: {why_block}", where)
+    if threads == block:
+        how = f"blocks of {block[0]}x{block[1]} threads, one thread per output: {why_block}"
+        if rows_note:
+            how += f" ({rows_note})"
+    else:
+        how = (f"blocks of {threads[0]}x{threads[1]} threads, each covering {block[0]}x{block[1]} outputs "
+               f"({block[1] // threads[1]} rows per thread, {threads[1]} apart): {why_block}")
+    ctx.applied("launch", how, where)
     return work
 
 
@@ -119,7 +147,7 @@ def _candidates(analysis, ctx: PassContext) -> list[AccessReport]:
 
 # -- choosing the block ---------------------------------------------------------------------------------
 def _block_choices(kernel: Kernel, ctx: PassContext, wanted: list[AccessReport]):
-    """Blocks to try, best first, each with the reason for the report."""
+    """Blocks to try, best first: (outputs per block, threads per block, the reason for the report)."""
     t = ctx.target
     W = t.request_threads
     two_d = uses_y(kernel, [r.access for r in wanted]) or ctx.naive_block[1] > 1
@@ -131,21 +159,31 @@ def _block_choices(kernel: Kernel, ctx: PassContext, wanted: list[AccessReport])
             transposed = True
     choices = []
     if transposed:
-        choices.append(((W, W), f"a {W}x{W} block loads a {W}x{W} tile with x and y swapped, so the global "
-                                f"read is coalesced, and reads it back transposed"))
+        k = _ROWS_PER_THREAD
+        if t.request_threads == t.warp_size and W % k == 0 and W * (W // k) <= t.max_threads_per_block:
+            # A warp-wide request reads a whole tile row: W x W/k threads load the tile in k passes, each
+            # thread with k independent loads in flight before the barrier, then compute k rows each.
+            choices.append(((W, W), (W, W // k),
+                            f"the {W}x{W} tile is loaded with x and y swapped, so the global read is coalesced, "
+                            f"in {k} passes of {W // k} rows (each thread has {k} loads in flight before the "
+                            f"barrier), and read back transposed"))
+        choices.append(((W, W), (W, W), f"a {W}x{W} block loads a {W}x{W} tile with x and y swapped, so the "
+                                        f"global read is coalesced, and reads it back transposed"))
     elif t.coalescing_rule in ("strict", "segments"):
         what = "rows of the 2-D thread space" if two_d else "a 1-D block"
-        choices.append(((W, 1), f"one request of {W} threads per block ({what}), as in the paper; "
-                                "merging enlarges it later"))
+        block = (W, 1)
+        choices.append((block, block, f"one request of {W} threads per block ({what}), as in the paper; "
+                                      "merging enlarges it later"))
     else:
-        choices.append(_occupancy_block(kernel, ctx, wanted, two_d))
+        block, why = _occupancy_block(kernel, ctx, wanted, two_d)
+        choices.append((block, block, why))
     limit = _launch_bound(kernel)
     if limit:
-        choices = [c for c in choices if c[0][0] * c[0][1] <= limit]
+        choices = [c for c in choices if c[1][0] * c[1][1] <= limit]
     naive = tuple(ctx.naive_block)
     if naive not in [c[0] for c in choices] and naive[0] * naive[1] <= t.max_threads_per_block:
-        choices.append((naive, "the naive block (the preferred block does not cover the naive thread space "
-                               "exactly and the kernel has no guard)"))
+        choices.append((naive, naive, "the naive block (the preferred block does not cover the naive thread "
+                                      "space exactly and the kernel has no guard)"))
     return choices
 
 
@@ -243,8 +281,13 @@ class Plan:
         return f"staged through shared memory: {how}"
 
 
-def _plan(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tuple[int, int]):
+def _plan(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tuple[int, int],
+          threads: tuple[int, int] | None = None):
+    """Plans for the reads staged when a block covers `block` outputs (the naive threads the tiles are
+    planned for) with `threads` threads (who loads what: the same as `block`, or fewer rows of threads
+    that each compute several rows of outputs)."""
     t = ctx.target
+    threads = threads or block
     W = t.request_threads
     info.taken = set(info.base_taken)
     analysis = analyze_kernel(kernel, t, block, ctx.bindings)
@@ -301,9 +344,9 @@ def _plan(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tuple[int
         elem = param.base_type
         name = info.fresh(f"tile_{p.access.array}")
         p.tile = Tile(name, elem, _ELEMENT[elem], p.shape, rows, cols)
-        p.loader = plan_loader(rows, cols, block, row_var, col_var)
+        p.loader = plan_loader(rows, cols, threads, row_var, col_var)
         p.loader_vars = {row_var, col_var}
-        pad, rdeg, wdeg = choose_padding(p.tile, block, p.loader, t.shared_banks, t.bank_bytes, W)
+        pad, rdeg, wdeg = choose_padding(p.tile, threads, p.loader, t.shared_banks, t.bank_bytes, W)
         p.tile.pad = pad
         p.padding_note = (f"rows padded by {pad} so that reads are "
                           + ("conflict-free" if rdeg == 1 else f"{rdeg}-way bank conflicted")
@@ -564,7 +607,7 @@ def _build_loader(p: Plan, info: g.KernelInfo, block) -> None:
 
 
 # -- rewriting the kernel -------------------------------------------------------------------------------
-def _apply(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, plans: list[Plan]) -> None:
+def _apply(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, threads, plans: list[Plan]) -> None:
     body = kernel.body
     # 1. The staged reads become shared-memory reads.
     replacement = {}
@@ -588,6 +631,9 @@ def _apply(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, plans: l
     insert_at = None
     if tops:
         insert_at = min(p.top_index for p in tops)
+        if threads != block:
+            # Fewer rows of threads than rows of outputs: the statements after the load run once per row.
+            items, insert_at = _rows_rewrite(items, insert_at, info, block, threads)
         loads = []
         for p in tops:
             loads.append(Comment(_load_comment(p)))
@@ -604,6 +650,110 @@ def _apply(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, plans: l
     # 5. Guards around staged loops sink into the statements; the loops become unrolled steps.
     sinker = g.Sinker(anchors, on_path, info.uniform)
     body.block_items = sinker.rewrite(items, [])
+    if threads != block:
+        # blockDim.y, wherever the naive kernel used it (the loads copy it too), is the height of the
+        # block's outputs, not of its threads.
+        transform(body, lambda n: const(block[1]) if _is_builtin(n, "blockDim", "y") else None)
+
+
+# -- several rows of outputs per thread ---------------------------------------------------------------------
+def _rows_problem(info: g.KernelInfo, plans: list[Plan]) -> str | None:
+    """Why the kernel cannot compute several rows of outputs per thread (None: it can)."""
+    if any(p.anchor is not None for p in plans):
+        return "a staged loop's barriers would run once per row"
+    first = min(p.top_index for p in plans)
+    items = info.body.block_items or []
+    if not all(isinstance(s, c_ast.Decl) for s in items[:first]):
+        return "statements before the first staged read would move after the tile load"
+    for s in items[first:]:
+        if any(isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and n.name.name == "__syncthreads"
+               for n in walk(s)):
+            return "the statements after the tile load have barriers"
+    per_row = {d.name for d, how in _split_rows(items[:first], info) if how != "hoist"}
+    for p in plans:
+        used = set().union(*(ids_in(s) for s in p.statements)) & per_row
+        if used:
+            return f"the tile load uses '{sorted(used)[0]}', which differs between rows"
+    return None
+
+
+def _uses_thread_y(node: c_ast.Node) -> bool:
+    return any(_is_builtin(n, "threadIdx", "y") for n in walk(node))
+
+
+def _split_rows(leading: list[c_ast.Decl], info: g.KernelInfo) -> list[tuple[c_ast.Decl, str]]:
+    """Where each declaration before the tile load goes when a thread computes several rows: 'hoist' (a
+    value that is the same in every row: stays before the load), 'offset' (row-independent part + the
+    thread's y index: `v0` before the load, `v = v0 + r` in the rows) or 'row' (computed in the rows)."""
+    env = info._flat_env()
+    per_row: set[str] = set()
+    out = []
+    for d in leading:
+        fixed = d.init is not None and isinstance(d.type, c_ast.TypeDecl) and d.name not in info.assigned \
+            and info.decl_counts.get(d.name, 0) == 1 and g.is_pure(d.init)
+        if fixed and not (ids_in(d.init) & per_row):
+            if not _uses_thread_y(d.init):
+                out.append((d, "hoist"))
+                continue
+            try:
+                value = sympy.expand(to_sympy(d.init, env))
+            except NotAffine:
+                value = None
+            rest = None if value is None else sympy.expand(value - TID["y"])
+            if rest is not None and TID["y"] not in rest.free_symbols \
+                    and not any(s.name.startswith("?") for s in rest.free_symbols):
+                out.append((d, "offset"))
+                per_row.add(d.name)
+                continue
+        out.append((d, "row"))
+        per_row.add(d.name)
+    return out
+
+
+def _rows_rewrite(items: list, first: int, info: g.KernelInfo, block, threads) -> tuple[list, int]:
+    """`items` (the body, tile reads already in place, `first` the index where the tiles are to be loaded)
+    for blocks of `threads` threads covering `block` outputs: the declarations that do not change between
+    rows, then the rest once per row of the thread. Returns the items and where the loads go."""
+    height, step = block[1], threads[1]
+    var = info.fresh("r")
+    hoisted, rows = [], []
+    for d, how in _split_rows(items[:first], info):
+        if how == "hoist":
+            hoisted.append(d)
+        elif how == "offset":
+            base = info.fresh(f"{d.name}0")
+            d0 = copy.deepcopy(d)
+            d0.name = d0.type.declname = base
+            hoisted.append(d0)
+            row = copy.deepcopy(d)
+            row.init = c_ast.BinaryOp("+", c_ast.ID(base), c_ast.ID(var))
+            rows.append(row)
+        else:
+            rows.append(_shift_rows(d, var))
+    rows.extend(_shift_rows(s, var) for s in items[first:])
+    loop = parse_statements(render("coalesce_rows.cu.j2", var=var, height=height, step=step))
+    for n in walk(loop[-1]):
+        if isinstance(n, c_ast.Compound):
+            n.block_items = [s for item in n.block_items or []
+                             for s in (rows if _is_placeholder(item, "__coalesce_rows__") else [item])]
+            break
+    note = (f"coalesce: each thread computes {height // step} rows of the block's {block[0]}x{height} outputs, "
+            f"{step} apart")
+    return hoisted + [Comment(note)] + loop, len(hoisted)
+
+
+def _is_builtin(n: c_ast.Node, name: str, axis: str) -> bool:
+    return isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name == name \
+        and isinstance(n.field, c_ast.ID) and n.field.name == axis
+
+
+def _shift_rows(stmt: c_ast.Node, var: str) -> c_ast.Node:
+    """`stmt` for the thread's row `threadIdx.y + var` of the block's outputs."""
+    def shift(n):
+        if _is_builtin(n, "threadIdx", "y"):
+            return c_ast.BinaryOp("+", n, c_ast.ID(var))
+        return None
+    return transform(copy.deepcopy(stmt), shift)
 
 
 def _load_comment(p: Plan) -> str:

@@ -167,8 +167,9 @@ def test_mv_sm90_tile_is_conflict_free(tmp_path):
     assert_compiles(c, tmp_path)
 
 
-@pytest.mark.parametrize("target,w", [("sm_90", 32), ("g80", 16)])
+@pytest.mark.parametrize("target,w", [("g80", 16), ("gt200", 16)])
 def test_transpose_swaps_x_and_y(tmp_path, target, w):
+    """Half-warp requests (the paper's GPUs): a W x W block, one thread per output."""
     c = compile_input("transpose.cu", target)
     out = c.text("transpose")
     assert f"__shared__ float tile_in[{w}][{w + 1}];" in out
@@ -177,6 +178,28 @@ def test_transpose_swaps_x_and_y(tmp_path, target, w):
     assert "out[y * rows + x] = tile_in[threadIdx.x][threadIdx.y];" in out
     assert out.count("__syncthreads();") == 1
     assert launch(c, "transpose") == ((w, w), (w, w))
+    assert_compiles(c, tmp_path)
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80", "fermi"])
+def test_transpose_four_rows_per_thread_on_warp_wide_targets(tmp_path, target):
+    """NVIDIA's tiled transpose: 32x8 threads per 32x32 outputs, the tile loaded in 4 passes of 8 rows,
+    then 4 rows of outputs per thread, 8 apart, each with the naive guard."""
+    c = compile_input("transpose.cu", target)
+    out = c.text("transpose")
+    assert "__shared__ float tile_in[32][33];" in out
+    assert re.search(r"#pragma unroll\s+for \(int rr = 0; rr < 32; rr \+= 8\)\s+"
+                     r"tile_in\[rr \+ threadIdx.y\]\[threadIdx.x\] = ", out), out
+    assert "in[(blockIdx.x * 32 + rr + threadIdx.y) * cols + blockIdx.y * 32 + threadIdx.x]" in out
+    assert "int y0 = blockIdx.y * 32 + threadIdx.y;" in out
+    assert re.search(r"__syncthreads\(\);\s+// coalesce: each thread computes 4 rows[^\n]*\s+#pragma unroll\s+"
+                     r"for \(int r = 0; r < 32; r \+= 8\) \{\s+int y = y0 \+ r;\s+if \(x < rows && y < cols\)\s+"
+                     r"out\[y \* rows \+ x\] = tile_in\[threadIdx.x\]\[threadIdx.y \+ r\];\s+\}\s+\}", out), out
+    assert "blockDim.y" not in out
+    assert out.count("__syncthreads();") == 1
+    assert launch(c, "transpose") == ((32, 8), (32, 32))
+    reason = next(d.reason for d in c.decisions("transpose", "applied") if d.subject == "launch")
+    assert "4 rows per thread, 8 apart" in reason
     assert_compiles(c, tmp_path)
 
 
@@ -352,7 +375,8 @@ def test_guard_inside_loop_and_le_bound(tmp_path, target):
 def test_thread_index_tile_hoisted_out_of_loop(tmp_path, target):
     c = compile_source(tmp_path, TRANSPOSE_SUM, target)
     out = c.text("tsum")
-    assert "tile_in[threadIdx.y][threadIdx.x] = " in out
+    assert ("tile_in[rr + threadIdx.y][threadIdx.x] = " if target == "sm_90"
+            else "tile_in[threadIdx.y][threadIdx.x] = ") in out
     assert "0 < m" in out                                   # loaded only if the naive loop runs
     emulate(c, "tsum", {"rows": 50, "cols": 70, "m": 5}, {"in": 50 * 70, "w": 5, "out": 50 * 70}, (64, 80))
     emulate(c, "tsum", {"rows": 50, "cols": 70, "m": 0}, {"in": 1, "w": 1, "out": 50 * 70}, (64, 80))
@@ -374,6 +398,84 @@ def test_no_doubled_or_divergent_barriers(tmp_path):
             c = compile_source(tmp_path, src, target)
             check_kernel(c.kernel(name).optimized.funcdef)
             assert "__syncthreads();\n    __syncthreads();" not in c.text(name)
+
+
+# -- several rows of outputs per thread ------------------------------------------------------------------------
+TRANSPOSE_DIRECT = """
+__global__ void td(const float *in, float *out, int rows, int cols)
+{
+    if ((blockIdx.x * blockDim.x + threadIdx.x) < rows && (blockIdx.y * blockDim.y + threadIdx.y) < cols)
+        out[(blockIdx.y * blockDim.y + threadIdx.y) * rows + blockIdx.x * blockDim.x + threadIdx.x] =
+            in[(blockIdx.x * blockDim.x + threadIdx.x) * cols + blockIdx.y * blockDim.y + threadIdx.y];
+}
+"""
+
+TRANSPOSE_RETURN = """
+__global__ void tr(const float *a, const float *b, float *out, float *out2, int rows, int cols)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = threadIdx.y + blockDim.y * blockIdx.y;
+    int k = rows * 2;
+    int yy = 2 * y;
+    float s = 2.0f;
+    if (x >= rows || y >= cols)
+        return;
+    int o = y * rows + x;
+    s *= a[x * cols + y] + b[x * cols + y];
+    out[o] = s;
+    out2[y * k + x] = (float)yy;
+}
+"""
+
+TRANSPOSE_STORE_FIRST = """
+__global__ void tb(const float *in, float *out, float *flag, int rows, int cols)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < rows && y < cols)
+        flag[y * rows + x] = 1.0f;
+    if (x < rows && y < cols)
+        out[y * rows + x] = in[x * cols + y];
+}
+"""
+
+
+@pytest.mark.parametrize("rows,cols", [(50, 70), (33, 97), (64, 32), (5, 3)])
+def test_rows_per_thread_equivalent(tmp_path, rows, cols):
+    """Direct builtins (blockDim.y becomes the outputs' height, in the loads too), an early return, two
+    tiles, per-row state (`s`, `o`, `yy`) and row-independent declarations (`k`)."""
+    space = (-(-rows // 16) * 16, -(-cols // 16) * 16)
+    c = compile_source(tmp_path, TRANSPOSE_DIRECT, "sm_90")
+    assert launch(c, "td") == ((32, 8), (32, 32))
+    assert "blockDim.y" not in re.sub(r"//.*", "", c.text("td"))
+    emulate(c, "td", {"rows": rows, "cols": cols}, {"in": rows * cols, "out": rows * cols}, space)
+    c = compile_source(tmp_path, TRANSPOSE_RETURN, "sm_90")
+    assert launch(c, "tr") == ((32, 8), (32, 32))
+    out = c.text("tr")
+    assert "int k = rows * 2;" in out.split("__syncthreads")[0]             # the same in every row
+    loop = out.split("__syncthreads")[1]
+    assert "int y = y0 + r;" in loop and "int yy = 2 * y;" in loop and "float s = 2.0f;" in loop
+    n = rows * cols
+    emulate(c, "tr", {"rows": rows, "cols": cols}, {"a": n, "b": n, "out": n, "out2": (cols - 1) * 2 * rows + rows},
+            space)
+
+
+def test_rows_per_thread_not_used_when_statements_precede_the_load(tmp_path):
+    c = compile_source(tmp_path, TRANSPOSE_STORE_FIRST, "sm_90")
+    assert launch(c, "tb") == ((32, 32), (32, 32))
+    reason = next(d.reason for d in c.decisions("tb", "applied") if d.subject == "launch")
+    assert "not 4 rows per thread" in reason and "would move after the tile load" in reason
+    emulate(c, "tb", {"rows": 50, "cols": 70}, {"in": 3500, "out": 3500, "flag": 3500}, (64, 80))
+
+
+def test_rows_per_thread_barriers(tmp_path):
+    from gpgpu_opt.checks import check_kernel
+    for src, name in ((TRANSPOSE_DIRECT, "td"), (TRANSPOSE_RETURN, "tr"), (TRANSPOSE_SUM, "tsum")):
+        c = compile_source(tmp_path, src, "sm_90")
+        check_kernel(c.kernel(name).optimized.funcdef)
+        loop = c.text(name).split("for (int r = 0;")[1]
+        assert "__syncthreads" not in loop
+        assert c.text(name).count("__syncthreads();") == 1
 
 
 # -- what is not staged, and why --------------------------------------------------------------------------------
@@ -508,7 +610,7 @@ def test_mv_equivalent(target, rows, cols):
 
 
 @pytest.mark.parametrize("target", ["g80", "sm_90"])
-@pytest.mark.parametrize("rows,cols", [(50, 70), (64, 32)])
+@pytest.mark.parametrize("rows,cols", [(50, 70), (64, 32), (33, 97)])
 def test_transpose_equivalent(target, rows, cols):
     c = compile_input("transpose.cu", target)
     emulate(c, "transpose", {"rows": rows, "cols": cols}, {"in": rows * cols, "out": rows * cols},
@@ -524,7 +626,8 @@ def test_strsm_equivalent(tmp_path, target):
 
 def _all_outputs(tmp_path):
     """Every input and every test kernel, compiled for both targets."""
-    sources = [GATHER, MV_RETURN, MM_INNER_GUARD, TRANSPOSE_SUM,
+    sources = [GATHER, MV_RETURN, MM_INNER_GUARD, TRANSPOSE_SUM, TRANSPOSE_DIRECT, TRANSPOSE_RETURN,
+               TRANSPOSE_STORE_FIRST,
                STRIDED.format(m=1, c=0, step=1, start=0, row="r * pitch + ").replace("i < len", "i < 64")]
     sources += [STRIDED.format(m=m, c=1, step=step, start=0, row=row)
                 for m, step, row in ((2, 1, ""), (3, 1, "r * pitch + "), (2, 3, "r * pitch + "))]
