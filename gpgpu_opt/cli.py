@@ -171,6 +171,9 @@ def _write_atomically(path: str, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpgpu-opt-")
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # a normal file, as any compiler writes it (mkstemp makes it private)
     os.replace(tmp, path)
 
 
