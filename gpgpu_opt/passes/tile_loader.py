@@ -1,0 +1,122 @@
+"""The loader of one planned tile: the global address each tile element is loaded from and the predicate
+under which it is loaded.
+
+Staged loads are predicated: a tile element is loaded only if the naive kernel reads it (the guard and
+loop conditions of the thread and iteration that reads it, as `witness.Witness` copies them), and set to 0
+otherwise, so no access is added that the naive kernel would not make.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pycparser import c_ast
+
+from gpgpu_opt.ast_util import substitute
+from gpgpu_opt.passes import guards as g
+from gpgpu_opt.passes.staging import Unsupported, add, conj, const, loader_statements, mul, parse_expr
+from gpgpu_opt.passes.witness import Witness, check_monotone, fold
+
+if TYPE_CHECKING:
+    from gpgpu_opt.passes.tile_plan import Plan
+
+
+def _visible(plan: Plan, info: g.KernelInfo) -> set[str]:
+    """Names declared where the tile is loaded: before the site along its path, and enclosing iterators."""
+    names = set()
+    if plan.anchor is None:
+        # Loaded before the first top-level statement with a staged thread-index read.
+        return {item.name for item in (info.body.block_items or [])[:plan.load_index]
+                if isinstance(item, c_ast.Decl) and item.name}
+    path = plan.site_path
+    for parent, child in zip(path, path[1:]):
+        if isinstance(parent, c_ast.Compound):
+            for item in parent.block_items or []:
+                if item is child:
+                    break
+                if isinstance(item, c_ast.Decl) and item.name:
+                    names.add(item.name)
+        elif isinstance(parent, c_ast.For) and parent is not path[-1]:
+            var, _, _ = g.loop_var(parent)
+            if var:
+                names.add(var)
+    return names
+
+
+def _ceil_div(node: c_ast.Node, m: int) -> c_ast.Node:
+    if m == 1:
+        return node
+    return c_ast.BinaryOp("/", c_ast.BinaryOp("+", node, const(m - 1)), const(m))
+
+
+def build_loader(p: Plan, info: g.KernelInfo, block) -> None:
+    a, shape, tile, loader = p.access, p.shape, p.tile, p.loader
+    env = a.extra.get("env", {})
+    row_ast = parse_expr(loader.row)
+    col_ast = parse_expr(loader.col)
+    visible = _visible(p, info)
+    allowed = set(p.loader_vars) | ({p.chunk_var} if p.chunk_var else set())
+    step = p.anchor.step if p.anchor is not None else 1
+
+    def iteration(offset: c_ast.Node | None) -> c_ast.Node:
+        base = c_ast.ID(p.chunk_var)
+        return base if offset is None else add(base, mul(offset, step))
+
+    addr_axes, pred_axes = {}, {}
+    addr_iter, pred_iter = {}, {}
+    unpinned = []
+    for axis, extent in (("x", block[0]), ("y", block[1])):
+        if extent == 1:
+            addr_axes[axis] = pred_axes[axis] = None
+        elif shape.row is not None and shape.row.kind == axis:
+            addr_axes[axis] = pred_axes[axis] = row_ast
+        elif shape.col is not None and shape.col.kind == axis:
+            addr_axes[axis] = const(0)
+            pred_axes[axis] = _ceil_div(col_ast, int(shape.col.coef))
+        else:
+            addr_axes[axis] = pred_axes[axis] = const(0)
+            unpinned.append(axis)
+    if p.anchor is not None:
+        var = p.anchor.var
+        if shape.row is not None and shape.row.kind == "u":
+            addr_iter[var] = pred_iter[var] = iteration(row_ast)
+        else:
+            addr_iter[var] = iteration(None)
+            # Element col is read at iteration col / m (m elements per iteration) when that is whole;
+            # otherwise it lies between two reads of the row, and is in range if the later one is.
+            pred_iter[var] = iteration(_ceil_div(col_ast, int(shape.col.coef)))
+    # The global address of tile[row][col]: the subscript at the step's first column, plus the column.
+    address_of = Witness(info, env, block, addr_axes, addr_iter, visible, allowed)
+    subscript = address_of(a.node.subscript)
+    if shape.col is not None:
+        subscript = c_ast.BinaryOp("+", subscript, col_ast)
+    load = c_ast.ArrayRef(c_ast.ID(a.array), subscript)
+    # The conditions under which the naive kernel reads that element (thread and iteration that read it).
+    clauses = []
+    anchor_seen = p.anchor is None
+    for f in p.frames:
+        if f.kind == "for":
+            if not anchor_seen:
+                if f.node is p.anchor.node:
+                    anchor_seen = True
+                    clauses.append(Witness(info, env, block, pred_axes, pred_iter, visible, allowed)(f.node.cond))
+                continue
+            var, start, _ = g.loop_var(f.node)
+            if var is None or f.node.cond is None:
+                raise Unsupported("an enclosing loop is not in canonical form")
+            iters = dict(pred_iter)
+            iters[var] = Witness(info, env, block, pred_axes, pred_iter, visible, allowed)(start)
+            first = substitute(f.node.cond, {var: start})
+            for clause in g.clauses(first):
+                check_monotone(clause, env, unpinned, block)
+            clauses.append(Witness(info, env, block, pred_axes, iters, visible | {var}, allowed)(f.node.cond))
+            continue
+        cond = g.frame_condition(f)
+        if cond is None:
+            continue
+        for clause in g.clauses(cond):
+            check_monotone(clause, env, unpinned, block)
+            clauses.append(Witness(info, env, block, pred_axes, pred_iter, visible, allowed)(clause))
+    clauses = [c for c in (fold(c) for c in clauses) if c is not True]
+    if any(c is False for c in clauses):
+        raise Unsupported("the access is never executed")
+    p.statements = loader_statements(tile, loader, load, conj(clauses))

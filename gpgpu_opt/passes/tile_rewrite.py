@@ -1,0 +1,132 @@
+"""The coalesce pass's rewrite of the kernel with its planned tiles: staged reads become shared-memory
+reads, loops are unrolled around the tiles they stage, thread-index tiles are loaded before the first
+statement that reads one (once per block, or with several rows of outputs per thread: `tile_rows`), the
+tiles are declared, and thread-dependent guards around staged loops are sunk into the statements so that
+the loads and `__syncthreads()` run in block-uniform control flow.
+"""
+from __future__ import annotations
+
+import copy
+
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.symbolic import param_symbol
+from gpgpu_opt.ast_util import substitute, transform, walk
+from gpgpu_opt.codegen import Comment
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.passes import guards as g
+from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.staging import conj, const, is_builtin, is_placeholder, parse_statements, read_ref, text
+from gpgpu_opt.passes.tile_plan import Plan
+from gpgpu_opt.passes.tile_rows import rows_rewrite
+from gpgpu_opt.templating import render
+
+
+def apply_plans(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, threads, plans: list[Plan]) -> None:
+    body = kernel.body
+    # 1. The staged reads become shared-memory reads.
+    replacement = {}
+    for p in plans:
+        step = p.anchor.step if p.anchor is not None else 1
+        for node in p.nodes:
+            replacement[id(node)] = read_ref(p.tile, p.anchor.var if p.anchor else None, p.chunk_var, step)
+    transform(body, lambda n: copy.deepcopy(replacement[id(n)]) if id(n) in replacement else None)
+    # 2. Loops that are unrolled around their tiles.
+    groups: dict[int, list[Plan]] = {}
+    for p in plans:
+        if p.anchor is not None:
+            groups.setdefault(id(p.anchor.node), []).append(p)
+    anchors = {key: _chunk_builder(group, ctx) for key, group in groups.items()}
+    on_path = set()
+    for group in groups.values():
+        on_path.update(id(n) for n in group[0].site_path[1:])
+    # 3. Tiles of thread-index reads: loaded once, before the first statement that reads one.
+    items = list(body.block_items or [])
+    tops = [p for p in plans if p.anchor is None]
+    insert_at = None
+    if tops:
+        insert_at = min(p.top_index for p in tops)
+        if threads != block:
+            # Fewer rows of threads than rows of outputs: the statements after the load run once per row.
+            items, insert_at = rows_rewrite(items, insert_at, info, block, threads)
+        loads = []
+        for p in tops:
+            loads.append(Comment(_load_comment(p)))
+            loads.extend(p.statements)
+        loads.extend(parse_statements("__syncthreads();"))
+        items[insert_at:insert_at] = loads
+    # 4. Tile declarations at the top of the body, after the leading declarations.
+    prefix = 0
+    while prefix < len(items) and isinstance(items[prefix], c_ast.Decl) \
+            and (insert_at is None or prefix < insert_at):
+        prefix += 1
+    decls = parse_statements("\n".join(p.tile.declaration() for p in plans))
+    items[prefix:prefix] = decls
+    # 5. Guards around staged loops sink into the statements; the loops become unrolled steps.
+    sinker = g.Sinker(anchors, on_path, info.uniform)
+    body.block_items = sinker.rewrite(items, [])
+    if threads != block:
+        # blockDim.y, wherever the naive kernel used it (the loads copy it too), is the height of the
+        # block's outputs, not of its threads.
+        transform(body, lambda n: const(block[1]) if is_builtin(n, "blockDim", "y") else None)
+
+
+def _load_comment(p: Plan) -> str:
+    t = p.tile
+    dims = f"{t.rows}x{t.cols}" if t.two_d else f"{t.cols}"
+    what = f"rows of {p.access.array} read by the block" if t.two_d else f"{p.access.array}'s segment"
+    if p.anchor is not None:
+        what += f" in this step of '{p.anchor.var}'"
+    return f"coalesce: stage {p.access.array}[{p.access.index_text}] in {t.name} ({dims}: {what})"
+
+
+def _chunk_builder(group: list[Plan], ctx: PassContext):
+    anchor = group[0].anchor
+    loop = anchor.node
+    chunk = group[0].chunk_var
+    unroll = group[0].unroll
+    var, start, declared = g.loop_var(loop)
+    decl_type = "int"
+    if declared:
+        t = loop.init.decls[0].type
+        if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
+            decl_type = " ".join(t.type.names)
+    trip = anchor.trip_count()
+    divisible = False
+    if trip is not None:
+        trip = trip.subs({param_symbol(k): v for k, v in ctx.bindings.items()})
+        divisible = bool(trip.is_Integer and int(trip) % unroll == 0)
+    step = anchor.step
+    span = unroll * step
+
+    def rename(node):
+        return substitute(node, {var: c_ast.ID(chunk)})
+
+    def build(guards: list) -> list:
+        inner_cond = f"{var} < {chunk} + {span}" + ("" if divisible else f" && {text(loop.cond)}")
+        source = render("coalesce_chunk.cu.j2", unroll=unroll, chunk_init=f"{decl_type} {chunk} = {text(start)}",
+                        chunk_cond=text(rename(loop.cond)), chunk_var=chunk, chunk_step=span,
+                        guard=text(conj(guards)) if guards else None, unrolled=divisible,
+                        inner_init=(f"{decl_type} {var} = {chunk}" if declared else f"{var} = {chunk}"),
+                        inner_cond=inner_cond, inner_next=text(loop.next))
+        stmts = parse_statements(source)
+        loads = []
+        for p in group:
+            loads.append(Comment(_load_comment(p)))
+            loads.extend(p.statements)
+        for n in walk(stmts[0]):
+            if isinstance(n, c_ast.Compound):
+                new = []
+                for item in n.block_items or []:
+                    if is_placeholder(item, "__coalesce_loads__"):
+                        new.extend(loads)
+                    else:
+                        new.append(item)
+                n.block_items = new
+            if isinstance(n, c_ast.For) and is_placeholder(n.stmt, "__coalesce_body__"):
+                n.stmt = loop.stmt
+        note = (f"coalesce: '{var}' loop unrolled by {unroll} around the staged tiles"
+                + ("" if divisible else " (the last step may be partial)"))
+        return [Comment(note)] + stmts
+
+    return build
