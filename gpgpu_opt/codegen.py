@@ -43,6 +43,18 @@ class CudaGenerator(c_generator.CGenerator):
                                           c_ast.FuncCall)) else f"({text})"
         return f"{operand(n.cond)} ? {operand(n.iftrue)} : {operand(n.iffalse)}"
 
+    def _generate_stmt(self, n, add_indent=False):
+        """pycparser indents only the first line of an unbraced body, so a loop nested in an unbraced loop
+        printed its own body at the wrong depth; indent the whole statement instead. A block keeps the
+        enclosing statement's indent (its `{` joins that line)."""
+        if add_indent and not isinstance(n, c_ast.Compound):
+            self.indent_level += 2
+            try:
+                return super()._generate_stmt(n, add_indent=False)
+            finally:
+                self.indent_level -= 2
+        return super()._generate_stmt(n, add_indent=False)
+
     def visit_PtrDecl(self, n):
         return self._generate_type(n, emit_declname=False)
 
@@ -60,25 +72,28 @@ def to_cuda(node: c_ast.Node) -> str:
 
 def format_cuda(text: str) -> str:
     """pycparser prints braces on their own lines with 2-space indents; print the usual CUDA style:
-    K&R braces, 4-space indents, no blank line before a closing brace."""
+    K&R braces, 4-space indents, no blank lines of its own."""
     out: list[str] = []
     for raw in text.rstrip().split("\n"):
         stripped = raw.strip()
-        indent = len(raw) - len(raw.lstrip(" "))
-        line = " " * (2 * indent) + stripped
-        if stripped == "{" and out and out[-1].strip() and not out[-1].rstrip().endswith(";") \
-                and not out[-1].lstrip().startswith("#"):
-            out[-1] = out[-1].rstrip() + " {"
+        if not stripped:
             continue
-        if stripped.startswith("else") and out and out[-1].strip() == "}":
-            out[-1] = out[-1].rstrip() + " " + stripped
+        line = " " * (2 * (len(raw) - len(raw.lstrip(" ")))) + stripped
+        previous = out[-1] if out else ""
+        if stripped == "{" and previous.strip() and not previous.rstrip().endswith((";", "}")) \
+                and not previous.lstrip().startswith("#"):
+            out[-1] = previous.rstrip() + " {"
             continue
-        if stripped == "}" or stripped.startswith("} "):
-            while out and not out[-1].strip():
-                out.pop()
-        if stripped:  # pycparser's blank lines after blocks are not the user's; drop them
-            out.append(line)
+        # `} else` only when the brace closes the if's own block (not a loop nested in an unbraced if)
+        if stripped.startswith("else") and previous.strip() == "}" and _indent(previous) == _indent(line):
+            out[-1] = previous.rstrip() + " " + stripped
+            continue
+        out.append(line)
     return "\n".join(out) + "\n"
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
 
 
 def kernel_source(func: c_ast.FuncDef) -> str:

@@ -15,8 +15,8 @@ __global__ void imregionmax(float *A, float *C) {
     float m = -3.0e38f;
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
-        float a = A[(idy + i) * 4098 + (idx + j)];
-        m = fmaxf(m, a);
-    }
+            float a = A[(idy + i) * 4098 + (idx + j)];
+            m = fmaxf(m, a);
+        }
     C[idy * 4096 + idx] = (center >= m) ? 1.0f : 0.0f;
 }

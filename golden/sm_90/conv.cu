@@ -11,10 +11,10 @@ __global__ void conv(const float *in, const float *filt, float *out, int width, 
         float sum = 0.0f;
         for (int j = 0; j < 16; j++)
             for (int i = 0; i < 16; i++) {
-            const float in_val = in[(y + j) * (width + 16 - 1) + (x + i)];
-            const float filt_val = filt[j * 16 + i];
-            sum += in_val * filt_val;
-        }
+                const float in_val = in[(y + j) * (width + 16 - 1) + (x + i)];
+                const float filt_val = filt[j * 16 + i];
+                sum += in_val * filt_val;
+            }
         out[y * width + x] = sum;
     }
 }

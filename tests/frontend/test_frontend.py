@@ -132,3 +132,29 @@ def test_cli_missing_file(tmp_path):
                            str(tmp_path / "o.cu")], capture_output=True, text=True)
     assert proc.returncode != 0 and "no such file" in proc.stderr
     assert not (tmp_path / "o.cu").exists()
+
+
+NESTED = """\
+__global__ void k(float *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 4; l++) {
+                if (j > l) {
+                    a[i] += 1.0f;
+                } else
+                    a[i] -= 1.0f;
+            }
+    else {
+        a[0] = 0.0f;
+    }
+}
+"""
+
+
+def test_printing_nested_unbraced_statements_round_trips(tmp_path):
+    """source -> AST -> source is a fixed point, with every level indented and the else on its own if."""
+    path = tmp_path / "k.cu"
+    path.write_text(NESTED)
+    printed = kernel_source(load_program(str(path)).kernels[0].funcdef)
+    assert printed == NESTED
