@@ -25,21 +25,19 @@ __global__ void conv(const float *in, const float *filt, float *out, int width, 
     __shared__ float tile_filt[16];
     float sum = 0.0f;
     for (int j = 0; j < 16; j++) {
-        // coalesce: 'i' loop unrolled by 16 around the staged tiles
-        for (int i0 = 0; i0 < 16; i0 += 16) {
-            // coalesce: stage filt[j * 16 + i] in tile_filt (16: filt's segment in this step of 'i')
-            tile_filt[threadIdx.x] = (blockIdx.x * 16 < width && y < height && i0 + threadIdx.x < 16) ? filt[j * 16 + i0 + threadIdx.x] : 0.0f;
-            __syncthreads();
-            if (x < width && y < height) {
-                #pragma unroll
-                for (int i = i0; i < i0 + 16; i++) {
-                    const float in_val = in[(y + j) * (width + 16 - 1) + (x + i)];
-                    const float filt_val = tile_filt[i - i0];
-                    sum += in_val * filt_val;
-                }
+        // coalesce: the 16 iterations of 'i' read one staged step
+        // coalesce: stage filt[j * 16 + i] in tile_filt (16: filt's segment in this step of 'i')
+        tile_filt[threadIdx.x] = (blockIdx.x * 16 < width && y < height && threadIdx.x < 16) ? filt[j * 16 + threadIdx.x] : 0.0f;
+        __syncthreads();
+        if (x < width && y < height) {
+            #pragma unroll
+            for (int i = 0; i < 16; i++) {
+                const float in_val = in[(y + j) * (width + 16 - 1) + (x + i)];
+                const float filt_val = tile_filt[i];
+                sum += in_val * filt_val;
             }
-            __syncthreads();
         }
+        __syncthreads();
     }
     if (x < width && y < height)
         out[y * width + x] = sum;

@@ -71,6 +71,21 @@ def apply_plans(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, thr
         transform(body, lambda n: const(block[1]) if is_builtin(n, "blockDim", "y") else None)
 
 
+def _without_zero_terms(node: c_ast.Node) -> c_ast.Node:
+    """`e + 0`, `0 + e` and `e - 0` become `e` (left by substituting a step variable that starts at 0)."""
+    def is_zero(n):
+        return isinstance(n, c_ast.Constant) and n.type == "int" and n.value == "0"
+
+    def drop(n):
+        if isinstance(n, c_ast.BinaryOp) and n.op in ("+", "-"):
+            if is_zero(n.right):
+                return n.left
+            if n.op == "+" and is_zero(n.left):
+                return n.right
+        return None
+    return transform(node, drop)
+
+
 def _load_comment(p: Plan) -> str:
     t = p.tile
     dims = f"{t.rows}x{t.cols}" if t.two_d else f"{t.cols}"
@@ -98,6 +113,9 @@ def _chunk_builder(group: list[Plan], ctx: PassContext):
         divisible = bool(trip.is_Integer and int(trip) % unroll == 0)
     step = anchor.step
     span = unroll * step
+    # A loop of exactly one step (16 iterations unrolled by 16) needs no step loop: its body runs once
+    # with the step variable at the start value.
+    single_step = divisible and int(trip) == unroll and isinstance(start, c_ast.Constant) and start.type == "int"
 
     def rename(node):
         return substitute(node, {var: c_ast.ID(chunk)})
@@ -125,6 +143,11 @@ def _chunk_builder(group: list[Plan], ctx: PassContext):
                 n.block_items = new
             if isinstance(n, c_ast.For) and is_placeholder(n.stmt, "__coalesce_body__"):
                 n.stmt = loop.stmt
+        if single_step:
+            note = f"coalesce: the {unroll} iterations of '{var}' read one staged step"
+            body = [_without_zero_terms(substitute(item, {chunk: start})) for item in stmts[0].stmt.block_items]
+            return [Comment(note), c_ast.Compound(body)] if any(isinstance(i, c_ast.Decl) for i in body) \
+                else [Comment(note)] + body
         note = (f"coalesce: '{var}' loop unrolled by {unroll} around the staged tiles"
                 + ("" if divisible else " (the last step may be partial)"))
         return [Comment(note)] + stmts
