@@ -59,15 +59,3 @@ def walk(node: c_ast.Node):
     yield node
     for _, child in node.children():
         yield from walk(child)
-
-
-def int_const(value: int) -> c_ast.Constant:
-    return c_ast.Constant("int", str(value))
-
-
-def binop(op: str, left: c_ast.Node, right: c_ast.Node) -> c_ast.BinaryOp:
-    return c_ast.BinaryOp(op, left, right)
-
-
-def member(base: str, field: str) -> c_ast.StructRef:
-    return c_ast.StructRef(c_ast.ID(base), ".", c_ast.ID(field))

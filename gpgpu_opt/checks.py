@@ -2,7 +2,7 @@
 under thread-dependent control flow, and no barrier directly follows another."""
 from __future__ import annotations
 
-from pycparser import c_ast, c_parser
+from pycparser import c_ast
 
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.codegen import CudaGenerator

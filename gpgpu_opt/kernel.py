@@ -15,10 +15,6 @@ class Param:
     is_const: bool          # a pointer to const data (or a const scalar)
     is_restrict: bool
 
-    @property
-    def is_array(self) -> bool:
-        return self.is_pointer
-
 
 def _param_from_decl(decl: c_ast.Decl) -> Param:
     t = decl.type

@@ -36,10 +36,6 @@ class Target:
     clock_ghz: float
 
     @property
-    def words_per_request(self) -> int:
-        return self.request_threads
-
-    @property
     def has_partition_camping(self) -> bool:
         return self.partition_camping is not None
 

@@ -1,8 +1,6 @@
 """The driver behind `gpgpu-opt verify`: compile, emulate naive and optimized, print a short report."""
 from __future__ import annotations
 
-import re
-
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.kernel import Kernel

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.loops import Loop, _assigned_names, canonical_loop
+from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, is_affine, is_quasi_affine,
                                          iterator_symbol, opaque, param_symbol, to_sympy)
 from gpgpu_opt.codegen import CudaGenerator
@@ -51,7 +51,7 @@ class AccessCollector(c_ast.NodeVisitor):
         self.unanalysable_loops: int = 0
         self.guard_depth = 0
         self.accesses: list[Access] = []
-        self.reassigned = _assigned_names(kernel.body)
+        self.reassigned = assigned_names(kernel.body)
         self.printer = CudaGenerator()
 
     # -- declarations and straight-line definitions -------------------------------------------
@@ -101,7 +101,7 @@ class AccessCollector(c_ast.NodeVisitor):
             self.loops.append(loop)
         else:
             self.unanalysable_loops += 1
-            for name in _assigned_names(node):
+            for name in assigned_names(node):
                 self.env[name] = opaque(name)
         if node.cond is not None:
             self.visit(node.cond)
@@ -116,7 +116,7 @@ class AccessCollector(c_ast.NodeVisitor):
 
     def visit_While(self, node):
         saved = dict(self.env)
-        for name in _assigned_names(node):
+        for name in assigned_names(node):
             self.env[name] = opaque(name)
         self.unanalysable_loops += 1
         self.generic_visit(node)

@@ -34,17 +34,9 @@ class Loop:
             return None
         return sympy.ceiling((end - self.start) / self.step)
 
-    def values(self, count: int, substitutions: dict) -> list[int]:
-        """The first `count` iterator values, with symbols substituted (for per-request analysis)."""
-        start = int(self.start.subs(substitutions)) if self.start.free_symbols else int(self.start)
-        out, v = [], start
-        for _ in range(count):
-            out.append(v)
-            v = v * self.step if self.multiplicative else v + self.step
-        return out
 
-
-def _assigned_names(node: c_ast.Node) -> set[str]:
+def assigned_names(node: c_ast.Node) -> set[str]:
+    """Variables a statement assigns or increments."""
     names = set()
     for n in walk(node):
         if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
@@ -72,7 +64,7 @@ def canonical_loop(node: c_ast.For, env: dict) -> Loop | None:
     if len(bounds) > 1 and comparison not in ("<", "<="):
         return None
     step, multiplicative = _step(node.next, var)
-    if step is None or var in _assigned_names(node.stmt):
+    if step is None or var in assigned_names(node.stmt):
         return None
     try:
         start = to_sympy(start_node, env)

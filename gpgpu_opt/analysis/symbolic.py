@@ -27,11 +27,8 @@ def iterator_symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True)
 
 
-class Opaque(sympy.Symbol):
-    """A value the analysis cannot see through (a loaded value, an accumulator, a call result)."""
-
-
 def opaque(name: str) -> sympy.Symbol:
+    """A value the analysis cannot see through (a loaded value, an accumulator, a call result)."""
     return sympy.Symbol(f"?{name}", integer=True)
 
 

@@ -29,9 +29,6 @@ class CType:
     def is_float(self) -> bool:
         return self.kind == "f"
 
-    @property
-    def is_integer(self) -> bool:
-        return self.kind in "biu"
 
     def __repr__(self) -> str:
         return self.name
@@ -83,12 +80,6 @@ for _base, _prefix in [(FLOAT, "float"), (DOUBLE, "double"), (INT, "int"), (UINT
         VECTOR_TYPES[f"{_prefix}{_n}"] = VecType(f"{_prefix}{_n}", _base, _n)
 VECTOR_TYPES["dim3"] = VecType("dim3", UINT, 3)
 COMPONENTS = "xyzw"
-
-#: numpy dtype of a kernel argument array -> the C scalar type of its elements
-DTYPE_CTYPES = {np.dtype(np.float32): FLOAT, np.dtype(np.float64): DOUBLE, np.dtype(np.int32): INT,
-                np.dtype(np.uint32): UINT, np.dtype(np.int64): LLONG, np.dtype(np.uint64): ULLONG,
-                np.dtype(np.int8): CHAR, np.dtype(np.uint8): UCHAR, np.dtype(np.int16): SHORT,
-                np.dtype(np.uint16): USHORT, np.dtype(np.bool_): BOOL}
 
 
 def type_from_names(names: list[str], node=None) -> CType | VecType | None:
@@ -339,7 +330,7 @@ def select_value(cond, a: Value, b: Value) -> Value:
     return Value(a.ctype, r)
 
 
-def zero_value(t, n_lanes: int | None = None) -> Value:
+def zero_value(t) -> Value:
     """An uninitialised variable: NaN for floating types (so stray reads are visible), 0 otherwise."""
     if isinstance(t, VecType):
         return Value(t, tuple(zero_value(t.base).data for _ in range(t.n)))

@@ -18,7 +18,7 @@ from pycparser import c_ast
 import sympy
 
 from gpgpu_opt.analysis.accesses import Access, AccessCollector
-from gpgpu_opt.analysis.loops import _assigned_names
+from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, opaque, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.checks import _thread_variables
@@ -269,7 +269,7 @@ def check_sinkable(path: list[c_ast.Node], uniform: Callable[[c_ast.Node], bool]
                 raise Unsupported("the staged loop is in the else branch of a thread-dependent if")
             if not is_pure(parent.cond):
                 raise Unsupported("the guard around the staged loop has side effects or reads memory")
-            assigned = _assigned_names(parent)
+            assigned = assigned_names(parent)
             if ids_in(parent.cond) & assigned:
                 raise Unsupported("the guard's variables change inside the guarded statements")
             for s in items(parent.iftrue):
@@ -302,7 +302,7 @@ class KernelInfo:
         self.parents = parents_of(self.body)
         self.thread_vars = _thread_variables(kernel.funcdef)
         self.decl_counts = Counter(n.name for n in walk(self.body) if isinstance(n, c_ast.Decl) and n.name)
-        self.assigned = _assigned_names(self.body)
+        self.assigned = assigned_names(self.body)
         self.params = {p.name: p for p in kernel.params}
         self.scalars = {p.name for p in kernel.scalars}
         self.written = {a.array for a in self.accesses if a.mode == "write"}

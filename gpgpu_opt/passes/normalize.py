@@ -17,7 +17,7 @@ import copy
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.loops import _assigned_names, canonical_loop
+from gpgpu_opt.analysis.loops import assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
@@ -172,7 +172,7 @@ def _try_promote(loop: c_ast.For, params, env, taken, printer, ctx) -> list | No
         array = stmt.lvalue.name.name
         subject = f"{array}[{printer.visit(stmt.lvalue.subscript)}]"
         where = Location.of(stmt)
-        changed = _assigned_names(loop.stmt) | {_iterator(loop)}
+        changed = assigned_names(loop.stmt) | {_iterator(loop)}
         if ids_in(stmt.lvalue.subscript) & changed:
             continue  # the element changes with the loop: not an accumulator
         others = [n for n in walk(loop.stmt) if isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID)

@@ -68,21 +68,19 @@ def test_mv_one_thread_per_row_touches_32_sectors_with_reuse_over_the_loop(tmp_p
 
 
 def test_kinds_constant_thread_loop_unresolved(tmp_path):
-    acc = analyse(tmp_path, """
+    path = tmp_path / "k.cu"
+    path.write_text(textwrap.dedent("""
         __global__ void k(const float *a, const int *perm, float *out, int n) {
             int i = blockIdx.x * blockDim.x + threadIdx.x;
             float s = a[5] + a[i];
             for (int j = 0; j < n; j += 2) s += a[2*j+1];
             out[i] = s + a[perm[i]];
         }
-    """, "sm_90", (256, 1))
-    kinds = {}
-    for a in analyze_kernel(load_program(str(tmp_path / "k.cu")).kernels[0], get_target("sm_90"),
-                            (256, 1)).as_dict()["accesses"]:
-        kinds[a["index"]] = a["kind"]
-    assert kinds == {"5": "constant", "i": "thread", "2 * j + 1": "loop", "perm[i]": "unresolved",
-                     "i": "thread"} | kinds  # all present
-    assert kinds["5"] == "constant" and kinds["2 * j + 1"] == "loop" and kinds["perm[i]"] == "unresolved"
+    """))
+    accesses = analyze_kernel(load_program(str(path)).kernels[0], get_target("sm_90"), (256, 1)).as_dict()["accesses"]
+    kinds = {(a["array"], a["index"]): a["kind"] for a in accesses}
+    assert kinds == {("a", "5"): "constant", ("a", "i"): "thread", ("a", "2 * j + 1"): "loop",
+                     ("perm", "i"): "thread", ("a", "perm[i]"): "unresolved", ("out", "i"): "thread"}
 
 
 def test_outer_loop_iterators_are_loop_indices(tmp_path):
