@@ -51,3 +51,26 @@ def test_accumulator_that_may_alias_is_left_alone(tmp_path):
     """)
     assert "c_acc" not in text
     assert decisions[0].action == "skipped" and "alias" in decisions[0].reason
+
+
+def test_promoted_accumulator_computes_the_same_at_a_ragged_size(tmp_path):
+    import pytest
+    pytest.importorskip("gpgpu_opt.emulator")
+    from gpgpu_opt.verify import Case, run_case
+
+    path = tmp_path / "k.cu"
+    path.write_text(textwrap.dedent("""
+        __global__ void k(const float *a, float * __restrict__ c, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) {
+                for (int j = 0; j < 8; j++) { c[i] += a[j * n + i] * 2.0f; }
+            }
+        }
+    """))
+    diags = Diagnostics(quiet=True)
+    program = load_program(str(path), diagnostics=diags)
+    result = compile_program(program, get_target("sm_90"), ["normalize"], diags)
+    kr = result.kernels[0]
+    assert "c_acc" in kernel_source(kr.optimized.funcdef)
+    res = run_case(kr.naive, kr.optimized, (32, 1), Case({"n": 45}, (45, 1)), 5, {})
+    assert res.ok, res.error or res.mismatches
