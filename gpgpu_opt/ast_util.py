@@ -59,3 +59,13 @@ def walk(node: c_ast.Node):
     yield node
     for _, child in node.children():
         yield from walk(child)
+
+
+def fresh_name(base: str, taken: set[str]) -> str:
+    """`base`, or `base2`, `base3`... whichever is not taken yet; the name is then taken."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}{k}"
+    taken.add(name)
+    return name

@@ -107,6 +107,10 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
              report: Optional[str] = typer.Option(None, "--report", help="write a JSON report here"),
              dump_passes: Optional[str] = typer.Option(None, "--dump-passes", help="write each pass's kernel here"),
              self_check: bool = typer.Option(False, "--self-check", help="emulate a small case after every pass"),
+             restrict: bool = typer.Option(False, "--restrict",
+                                           help="kernel pointer parameters never alias (as nvcc --restrict)"),
+             no_validate: bool = typer.Option(False, "--no-validate",
+                                              help="write rewritten kernels without emulating them first"),
              define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
              bind: Optional[List[str]] = BindOpt) -> None:
     """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
@@ -119,7 +123,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics)
         result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
-                                 self_check=self_check)
+                                 self_check=self_check, assume_restrict=restrict, validate=not no_validate)
         rep = result.report()
         rep["notes"] = [str(n) for n in diagnostics.notes]
         from gpgpu_opt.nvcc import resource_usage

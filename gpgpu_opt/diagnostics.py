@@ -42,22 +42,28 @@ class Note:
     location: Location | None = None
     kernel: str | None = None
     pass_name: str | None = None
+    severity: str = "note"          # or 'warning'
 
     def __str__(self) -> str:
         prefix = f"{self.location}: " if self.location else ""
-        return f"{prefix}note: {self.message}"
+        return f"{prefix}{self.severity}: {self.message}"
 
 
 @dataclass
 class Diagnostics:
-    """Collects notes; echoes them to stderr unless quiet."""
+    """Collects notes and warnings; echoes them to stderr unless quiet."""
 
     quiet: bool = False
     notes: list[Note] = field(default_factory=list)
 
     def note(self, message: str, location: Location | None = None, *, kernel: str | None = None,
              pass_name: str | None = None) -> Note:
-        note = Note(message, location, kernel, pass_name)
+        return self._emit(Note(message, location, kernel, pass_name))
+
+    def warning(self, message: str, location: Location | None = None, *, kernel: str | None = None) -> Note:
+        return self._emit(Note(message, location, kernel, severity="warning"))
+
+    def _emit(self, note: Note) -> Note:
         self.notes.append(note)
         if not self.quiet:
             print(str(note), file=sys.stderr)

@@ -41,10 +41,14 @@ class Kernel:
     #: Which block shape and grid the kernel expects, as C expressions of the naive launch's
     #: global thread space `global_x`, `global_y` (None: unchanged from the naive launch).
     launch: "LaunchConfig | None" = None
+    #: The original compiler's shorthand names (`idx`, gValue constants) the front end defined for it:
+    #: its text as written is not CUDA then.
+    shorthand: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds) -> "Kernel":
-        return cls(func.decl.name, func, (definition.start, definition.end), definition.line, list(launch_bounds))
+    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=()) -> "Kernel":
+        return cls(func.decl.name, func, (definition.start, definition.end), definition.line, list(launch_bounds),
+                   shorthand=list(shorthand))
 
     @property
     def params(self) -> list[Param]:

@@ -4,18 +4,25 @@ from __future__ import annotations
 import os
 import traceback
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpgpu_opt import launch
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
+from gpgpu_opt.analysis.aliasing import alias_facts
+from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
 from gpgpu_opt.checks import SanityError, check_kernel
-from gpgpu_opt.codegen import kernel_source
+from gpgpu_opt.codegen import kernel_source, to_cuda
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
+
+if TYPE_CHECKING:
+    from gpgpu_opt.validate import Validation
 
 
 @dataclass
@@ -24,6 +31,8 @@ class KernelResult:
     optimized: Kernel
     context: PassContext
     passes_run: list[str] = field(default_factory=list)
+    races: list[RacyWrite] = field(default_factory=list)
+    validation: "Validation | None" = None
 
     @property
     def rewritten(self) -> bool:
@@ -48,6 +57,13 @@ def _kernel_report(result: KernelResult) -> dict:
     d = {"name": k.name, "passes": result.passes_run,
          "naive_block": list(result.context.naive_block),
          "decisions": [x.as_dict() for x in result.context.decisions]}
+    if result.context.aliasing is not None:
+        d["aliasing"] = result.context.aliasing.as_dict()
+    if result.races:
+        d["naive_launch_races"] = [{"write": r.subject, "dimension": r.dimension, "threads": r.extent}
+                                   for r in result.races]
+    if result.validation is not None:
+        d["validation"] = result.validation.as_dict()
     if k.launch is not None:
         gx, gy = k.launch.grid_expressions()
         d["launch"] = {"block": list(k.launch.block), "outputs_per_block": list(k.launch.outputs_per_block),
@@ -63,13 +79,14 @@ def default_block(program: Program, kernel: Kernel) -> tuple[int, int]:
 
 
 def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
-                    dump_dir: str | None = None, self_check=None) -> tuple[Kernel, list[str]]:
+                    dump_dir: str | None = None, self_check=None) -> tuple[Kernel, list[tuple[str, Kernel]]]:
     """Run the passes in order. A pass that raises or leaves a broken kernel is rolled back with a note;
     the kernel then continues from the last good version. `self_check(kernel)` (optional) returns None
-    when the kernel still computes what the naive one does, else why not."""
+    when the kernel still computes what the naive one does, else why not. Returns the final kernel and
+    each pass that ran with the kernel it left."""
     passes = registered_passes()
     current = kernel
-    ran = []
+    ran: list[tuple[str, Kernel]] = []
     for name in pass_names:
         ctx.pass_name = name
         before = current.copy()
@@ -88,7 +105,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
             ctx.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
             continue
         current = result
-        ran.append(name)
+        ran.append((name, current))
         if dump_dir:
             os.makedirs(dump_dir, exist_ok=True)
             with open(os.path.join(dump_dir, f"{kernel.name}.{len(ran):02d}.{name}.cu"), "w") as fh:
@@ -98,19 +115,65 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
 
 def compile_program(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
                     bindings: dict[str, int] | None = None, dump_dir: str | None = None,
-                    block_override: tuple[int, int] | None = None, self_check: bool = False) -> CompileResult:
+                    block_override: tuple[int, int] | None = None, self_check: bool = False,
+                    assume_restrict: bool = False, validate: bool = False) -> CompileResult:
+    """Optimize every kernel. `assume_restrict`: no pointer parameters alias (nvcc's --restrict).
+    `validate`: emulate each rewritten kernel against the naive one before keeping it."""
     results = []
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
-        ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name)
+        ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
+                          aliasing=alias_facts(kernel, program, assume_restrict))
+        races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None
         if self_check:
             from gpgpu_opt.verify import quick_check
 
             checker = quick_check(program, kernel, block)
-        optimized, ran = optimize_kernel(kernel, ctx, pass_names, dump_dir, checker)
-        results.append(KernelResult(kernel, optimized, ctx, ran))
+        optimized, ran = optimize_kernel(kernel, ctx, [] if races else pass_names, dump_dir, checker)
+        result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
+        if validate and _changes_computation(kernel, ran):
+            from gpgpu_opt.validate import validate as validate_kernel
+
+            result.optimized, result.validation = validate_kernel(program, kernel, [("naive", kernel), *ran], block)
+            if result.validation.status == "rolled back":
+                diagnostics.note(f"{kernel.name}: the emulated check failed ({result.validation.detail}); "
+                                 f"kept the kernel {_after(result.validation.kept_after)}",
+                                 Location.of(kernel.funcdef.decl), kernel=kernel.name)
+            elif result.validation.status == "skipped":
+                diagnostics.note(f"{kernel.name}: {result.validation.detail}", Location.of(kernel.funcdef.decl),
+                                 kernel=kernel.name)
+        results.append(result)
     return CompileResult(program, target, results, assemble(program, results))
+
+
+def _after(pass_name: str | None) -> str:
+    return "as written" if pass_name in (None, "naive") else f"as it was after {pass_name}"
+
+
+def _changes_computation(naive: Kernel, ran: list[tuple[str, Kernel]]) -> bool:
+    """Did the passes change more than the pointer qualifiers (which the emulator cannot tell apart)?"""
+    if not ran:
+        return False
+    baseline = ran[0][1] if ran[0][0] == "restrict" else naive
+    return kernel_source(ran[-1][1].funcdef) != kernel_source(baseline.funcdef)
+
+
+def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int],
+                         diagnostics: Diagnostics) -> list[RacyWrite]:
+    """Stores that several threads of the program's own launch make to one element: a warning each; the
+    kernel is then left as written (its result already depends on the order the threads run in)."""
+    sites = [s for s in program.launch_sites if s.kernel == kernel.name]
+    if not sites:
+        return []
+    races = launch_races(kernel, block, (None, None))
+    for race in races:
+        lines = ", ".join(str(s.line) for s in sites)
+        diagnostics.warning(f"the naive launch races: the {race.extent} threads of a block that differ only in "
+                            f"{race.dimension} all store to {race.subject} (block {block[0]}x{block[1]}, launched "
+                            f"at line {lines}); '{kernel.name}' is left unchanged",
+                            Location.of(race.node), kernel=kernel.name)
+    return races
 
 
 def assemble(program: Program, results: list[KernelResult]) -> str:
@@ -120,8 +183,7 @@ def assemble(program: Program, results: list[KernelResult]) -> str:
     edits: list[tuple[int, int, str]] = []
     for r in results:
         start, end = r.naive.source_span
-        pragma = launch.launch_pragma(r.optimized) + "\n" if r.rewritten else ""
-        edits.append((start, end, pragma + kernel_source(r.optimized.funcdef).rstrip("\n")))
+        edits.append((start, end, _kernel_text(program.text[start:end], r)))
     rewritten = [r for r in results if r.rewritten]
     if rewritten:
         first = min(r.naive.source_span[0] for r in rewritten)
@@ -137,6 +199,19 @@ def assemble(program: Program, results: list[KernelResult]) -> str:
     for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         text = text[:start] + new + text[end:]
     return text
+
+
+def _kernel_text(as_written: str, result: KernelResult) -> str:
+    """A kernel whose body no pass changed keeps the user's text, only its parameters requalified;
+    a rewritten one is printed, after the line that states its launch."""
+    if not result.rewritten and not result.naive.shorthand \
+            and to_cuda(result.optimized.body) == to_cuda(result.naive.body):
+        try:
+            return requalified(as_written, result.optimized)
+        except ValueError:
+            pass  # a parameter list the text edit cannot follow (a comment with a comma): print it
+    pragma = launch.launch_pragma(result.optimized) + "\n" if result.rewritten else ""
+    return pragma + kernel_source(result.optimized.funcdef).rstrip("\n")
 
 
 def _after_preamble(text: str) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pycparser import c_ast, c_parser
 
+from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
@@ -66,6 +67,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
 
     expanded, macros = preprocess(text, path, defines, include_dirs)
     expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
+    typedefs = _c_typedefs(expanded, path)
     _check_braces(text, tokens, path)
 
     if not any(f.is_kernel for f in original):
@@ -91,18 +93,61 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
         c_text, qualifiers, launch_bounds = cuda_to_c(_with_line_marker(expanded, pp_def, path))
         # Earlier device helpers are visible to later functions, as in the file.
         helpers = "\n".join(_helper_prototype(f) for f in device_functions.values())
-        ast = parse_c(helpers + "\n" + c_text, path)
+        ast = parse_c(typedefs.text + helpers + "\n" + c_text, path)
         func = ast.ext[-1]
         if not isinstance(func, c_ast.FuncDef):
             raise CompileError(f"expected a function definition for '{definition.name}'", where)
         restore_cuda_storage(func)
+        typedefs.resolve_scalars(func)
         func.decl.funcspec = qualifiers + [s for s in func.decl.funcspec if s not in qualifiers]
-        resolve_names(func, known, gvalues, parse_expression)
+        shorthand = resolve_names(func, known, gvalues, parse_expression)
         if definition.is_kernel:
-            kernels.append(Kernel.from_funcdef(func, definition, launch_bounds))
+            kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand))
         else:
             device_functions[definition.name] = func
     return Program(path, text, kernels, device_functions, launch_sites, macros, gvalues, passed)
+
+
+@dataclass
+class _Typedefs:
+    """The file's namespace-scope typedefs that parse as C. Kernels see them all; a typedef of a scalar
+    or vector type (`typedef float DATA_TYPE;`) is resolved to that type, as a macro would be, so the
+    analyses and the emulator know the element type."""
+    text: str
+    scalars: dict[str, list[str]]
+
+    def resolve_scalars(self, func: c_ast.FuncDef) -> None:
+        for node in walk(func):
+            if isinstance(node, c_ast.IdentifierType):
+                names: list[str] = []
+                for name in node.names:
+                    names.extend(self.scalars.get(name, [name]))
+                node.names = names
+
+
+def _c_typedefs(expanded: str, path: str) -> _Typedefs:
+    kept, scalars = [], {}
+    for text in scanner.find_typedefs(expanded):
+        try:
+            decl = c_parser.CParser().parse(f"{_PARSEABLE_TYPES}\n{text}", filename="<typedefs>").ext[-1]
+        except c_parser.ParseError:
+            continue  # C++ (a template alias, a class): kernels that use it fail to parse, as before
+        if decl.name in PRELUDE_NAMES:
+            continue  # the prelude declares it already (size_t, a vector type)
+        kept.append(text)
+        if isinstance(decl.type, c_ast.TypeDecl) and isinstance(decl.type.type, c_ast.IdentifierType):
+            scalars[decl.name] = decl.type.type.names
+    for name, names in scalars.items():  # typedefs of typedefs
+        while len(names) == 1 and names[0] in scalars and names[0] != name:
+            names = scalars[names[0]]
+        scalars[name] = names
+    text = "".join(f'#line 1 "<typedefs>"\n{t}\n' for t in kept)
+    return _Typedefs(text, scalars)
+
+
+#: Types a typedef in host code may refer to without declaring them.
+_PARSEABLE_TYPES = "typedef unsigned long size_t; typedef struct { float x, y; } float2; " \
+                   "typedef struct { float x, y, z, w; } float4;"
 
 
 def _helper_prototype(func: c_ast.FuncDef) -> str:

@@ -244,3 +244,23 @@ def find_gvalue_pragmas(tokens: list[Token]) -> dict[str, str]:
             if m:
                 values[m.group(1)] = m.group(2)
     return values
+
+
+def find_typedefs(text: str, tokens: list[Token] | None = None) -> list[str]:
+    """The text of each `typedef ...;` at namespace scope (kernels may use the names they declare)."""
+    tokens = tokenize(text) if tokens is None else tokens
+    found = []
+    depth, start = 0, None
+    for tok in tokens:
+        if tok.kind == "pp":
+            continue
+        if tok.text == "{":
+            depth += 1
+        elif tok.text == "}":
+            depth -= 1
+        elif depth == 0 and start is None and tok.text == "typedef":
+            start = tok.start
+        elif depth == 0 and start is not None and tok.text == ";":
+            found.append(text[start:tok.end])
+            start = None
+    return found

@@ -13,9 +13,12 @@ from gpgpu_opt.passes.context import PassContext
 
 PassFunction = Callable[[Kernel, PassContext], Kernel]
 
-#: The paper's order (vectorize before coalesce; merge, prefetch, partition after).
-PIPELINE_ORDER = ["normalize", "vectorize", "coalesce", "merge", "prefetch", "partition"]
-_MODULES = {"normalize": "gpgpu_opt.passes.normalize", "coalesce": "gpgpu_opt.passes.coalesce"}
+#: The paper's order (vectorize before coalesce; merge, prefetch, partition after), after the two passes
+#: every other one builds on: pointer qualifiers from the alias facts, then the normal form.
+PIPELINE_ORDER = ["restrict", "normalize", "vectorize", "coalesce", "merge", "prefetch", "partition"]
+_FOUNDATION = ["restrict", "normalize"]
+_MODULES = {"restrict": "gpgpu_opt.passes.restrict", "normalize": "gpgpu_opt.passes.normalize",
+            "coalesce": "gpgpu_opt.passes.coalesce"}
 
 
 def registered_passes() -> dict[str, PassFunction]:
@@ -36,7 +39,7 @@ def registered_passes() -> dict[str, PassFunction]:
 
 def parse_pass_list(text: str | None) -> list[str]:
     """`--passes` value: 'none', a comma list, or None for the default pipeline. Order follows the
-    paper's pipeline; normalize always runs first when any other pass runs."""
+    paper's pipeline; restrict and normalize always run first when any other pass runs."""
     available = registered_passes()
     if text is None:
         return [p for p in PIPELINE_ORDER if p in available]
@@ -49,6 +52,6 @@ def parse_pass_list(text: str | None) -> list[str]:
     missing = [p for p in wanted if p not in available]
     if missing:
         raise ValueError(f"pass '{missing[0]}' is not implemented yet (available: {', '.join(available)})")
-    if wanted and "normalize" not in wanted:
-        wanted.insert(0, "normalize")
+    if wanted:
+        wanted += [p for p in _FOUNDATION if p not in wanted]
     return [p for p in PIPELINE_ORDER if p in wanted]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpgpu_opt.analysis.aliasing import AliasFacts
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.targets import Target
 
@@ -30,6 +31,8 @@ class PassContext:
     naive_block: tuple[int, int]
     bindings: dict[str, int] = field(default_factory=dict)
     kernel_name: str = ""
+    #: Whether the kernel's pointer parameters may alias (None: not looked at).
+    aliasing: AliasFacts | None = None
     pass_name: str = ""
     decisions: list[Decision] = field(default_factory=list)
 

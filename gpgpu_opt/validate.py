@@ -1,0 +1,90 @@
+"""What `compile` checks before it writes: each rewritten kernel is emulated against the naive one on a small
+case whose sizes do not divide the tiles, with the race check on. A version that fails is dropped for the
+newest earlier version (after fewer passes) that passes; at worst the naive kernel is written."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from gpgpu_opt.analysis.accesses import collect_accesses
+from gpgpu_opt.analysis.symbolic import param_symbol
+from gpgpu_opt.diagnostics import CompileError
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.verify import Case, default_cases, run_case
+
+#: Threads x loop iterations the check may emulate per kernel (about a second of emulation).
+WORK_BUDGET = 1 << 24
+#: Trip count assumed for a loop whose bound the case does not fix.
+_UNKNOWN_TRIPS = 64
+
+
+@dataclass
+class Validation:
+    status: str                     # 'passed', 'rolled back', 'skipped'
+    detail: str
+    case: Case | None = None
+    kept_after: str | None = None   # the pass whose output was kept, when rolled back (None: naive)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        d = {"status": self.status, "detail": self.detail, "seconds": round(self.seconds, 2)}
+        if self.case is not None:
+            d["sizes"] = self.case.sizes
+            d["threads"] = list(self.case.global_space)
+        if self.status == "rolled back":
+            d["kept"] = self.kept_after or "naive"
+        return d
+
+
+def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: tuple[int, int],
+             seed: int = 11) -> tuple[Kernel, Validation]:
+    """`versions` are the kernel after each pass, in order. Returns the newest version that computes what the
+    naive kernel computes on the check's case, and what the check found."""
+    start = time.perf_counter()
+    try:
+        case = default_cases(naive, program, {}, None)[-1]
+    except CompileError as err:
+        return versions[-1][1], Validation("skipped", f"not emulated: {err.message}")
+    work = estimated_work(naive, case)
+    if work > WORK_BUDGET:
+        return versions[-1][1], Validation(
+            "skipped", f"not emulated: the sizes the program fixes ({_describe(case)}) make about {work:.1e} "
+                       "thread-iterations; check a smaller build with `gpgpu-opt verify -D NAME=VALUE`", case)
+    first_failure = None
+    for k in range(len(versions) - 1, -1, -1):
+        name, kernel = versions[k]
+        try:
+            result = run_case(naive, kernel, block, case, seed, program.device_functions)
+        except CompileError as err:  # the case cannot be set up (an array it cannot size)
+            return versions[-1][1], Validation("skipped", f"not emulated: {err.message}", case)
+        if result.ok:
+            seconds = time.perf_counter() - start
+            if first_failure is None:
+                return kernel, Validation("passed", f"matches the naive kernel on {result.elements} elements, "
+                                                    "no race", case, name, seconds)
+            return kernel, Validation("rolled back", first_failure, case, name, seconds)
+        if first_failure is None:
+            first_failure = f"after {name}: {result.error or result.mismatches[0]}"
+    return naive, Validation("rolled back", first_failure or "", case, None, time.perf_counter() - start)
+
+
+def estimated_work(kernel: Kernel, case: Case) -> float:
+    """Threads of the case times the iterations of the deepest loop nest around a global access."""
+    values = {param_symbol(name): value for name, value in case.sizes.items()}
+    deepest = 1.0
+    for access in collect_accesses(kernel):
+        trips = 1.0
+        for loop in access.loops:
+            count = loop.trip_count()
+            count = count.subs(values) if count is not None else None
+            trips *= max(0.0, float(count)) if count is not None and count.is_number else _UNKNOWN_TRIPS
+        deepest = max(deepest, trips)
+    return math.prod(case.global_space) * deepest
+
+
+def _describe(case: Case) -> str:
+    return f"{case.global_space[0]} x {case.global_space[1]} threads"
+
+
+__all__ = ["validate", "Validation", "estimated_work"]
