@@ -65,7 +65,7 @@ def analyze(file: str = typer.Argument(..., help="the .cu file"), target: str = 
     try:
         tgt = _target(target)
         diagnostics = Diagnostics()
-        program = load_program(file, _defines(define), include, diagnostics)
+        program = load_program(file, _defines(define), include, diagnostics, target=tgt)
         bindings = _bindings(bind)
         analyses = [analyze_kernel(k, tgt, default_block(program, k), bindings) for k in program.kernels]
     except CompileError as err:
@@ -121,7 +121,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
         except ValueError as err:
             raise CompileError(str(err)) from None
         diagnostics = Diagnostics()
-        program = load_program(file, _defines(define), include, diagnostics)
+        program = load_program(file, _defines(define), include, diagnostics, target=tgt)
         result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
                                  self_check=self_check, assume_restrict=restrict, validate=not no_validate)
         rep = result.report()
@@ -155,7 +155,7 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
     try:
         tgt = _target(target)
         diagnostics = Diagnostics()
-        program = load_program(file, _defines(define), include, diagnostics)
+        program = load_program(file, _defines(define), include, diagnostics, target=tgt)
         sizes = _bindings(size)
         space = None
         if global_:

@@ -9,6 +9,7 @@ class Target:
     name: str
     description: str
     nvcc_arch: str                 # the -arch for nvcc when compiling for this target
+    cuda_arch: int                 # __CUDA_ARCH__ in device code for this target (cc x.y -> x*100 + y*10)
     #: How global memory requests are formed and served.
     request_threads: int           # threads whose accesses form one request (half-warp 16, warp 32)
     transaction_bytes: int         # segment (g80/gt200) or sector (fermi and later) size
@@ -43,15 +44,15 @@ class Target:
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in [
-        Target("g80", "GeForce 8800 GTX (cc 1.0), the paper's GPU", "sm_50", 16, 64, "strict", 32, 16, 4,
+        Target("g80", "GeForce 8800 GTX (cc 1.0), the paper's GPU", "sm_50", 100, 16, 64, "strict", 32, 16, 4,
                16 * 1024, 16 * 1024, 8192, 124, 256, 512, 768, 8, 16, (256, 6), 8, 86.4, 500, 1.35),
-        Target("gt200", "GeForce GTX 280 (cc 1.3)", "sm_50", 16, 64, "segments", 32, 16, 4,
+        Target("gt200", "GeForce GTX 280 (cc 1.3)", "sm_50", 130, 16, 64, "segments", 32, 16, 4,
                16 * 1024, 16 * 1024, 16384, 124, 256, 512, 1024, 8, 30, (256, 8), 8, 141.7, 500, 1.3),
-        Target("fermi", "Fermi (sm_20), e.g. GTX 480", "sm_50", 32, 32, "sectors", 32, 32, 4,
+        Target("fermi", "Fermi (sm_20), e.g. GTX 480", "sm_50", 200, 32, 32, "sectors", 32, 32, 4,
                48 * 1024, 48 * 1024, 32768, 63, 64, 1024, 1536, 8, 15, None, 16, 177.4, 600, 1.4),
-        Target("sm_80", "Ampere A100 (sm_80)", "sm_80", 32, 32, "sectors", 32, 32, 4,
+        Target("sm_80", "Ampere A100 (sm_80)", "sm_80", 800, 32, 32, "sectors", 32, 32, 4,
                48 * 1024, 164 * 1024, 65536, 255, 256, 1024, 2048, 32, 108, None, 16, 1555.0, 600, 1.41),
-        Target("sm_90", "Hopper H100/H200 (sm_90)", "sm_90", 32, 32, "sectors", 32, 32, 4,
+        Target("sm_90", "Hopper H100/H200 (sm_90)", "sm_90", 900, 32, 32, "sectors", 32, 32, 4,
                48 * 1024, 228 * 1024, 65536, 255, 256, 1024, 2048, 32, 132, None, 16, 3350.0, 600, 1.75),
     ]
 }

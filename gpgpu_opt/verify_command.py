@@ -47,7 +47,7 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
                bindings, defines, include_dirs) -> bool:
     pass_names = parse_pass_list(passes)
     result = compile_program(program, target, pass_names, diagnostics, bindings)
-    hand = load_program(against, defines, include_dirs, diagnostics) if against else None
+    hand = load_program(against, defines, include_dirs, diagnostics, target=target) if against else None
     all_ok = True
     print(f"verify {program.path} (target {target.name}; {'against ' + against if against else 'passes: ' + (', '.join(pass_names) or 'none')})")
     for kr in result.kernels:

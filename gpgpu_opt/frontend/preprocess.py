@@ -1,4 +1,8 @@
-"""The C preprocessor step (pcpp), with nvcc's -D/-I and system includes left alone."""
+"""The C preprocessor step (pcpp), with C's rules for #if, nvcc's predefined macros, and nvcc's -D/-I.
+
+System includes (`<stdio.h>`) that are not found are left in the output as written: host code needs
+them, and nothing this compiler parses comes from them.
+"""
 from __future__ import annotations
 
 import io
@@ -8,9 +12,29 @@ from pathlib import Path
 from pcpp import Action, OutputDirective, Preprocessor
 
 from gpgpu_opt.diagnostics import CompileError, Location
+from gpgpu_opt.targets import DEFAULT_TARGET, get_target
+
+NVCC_VERSION_MAJOR = 13
+
+
+def nvcc_predefined_macros(cuda_arch: int) -> dict[str, str]:
+    """What nvcc defines while compiling device code for an architecture."""
+    return {
+        "__CUDACC__": "1",
+        "__NVCC__": "1",
+        "__CUDA_ARCH__": str(cuda_arch),
+        "__CUDACC_VER_MAJOR__": str(NVCC_VERSION_MAJOR),
+    }
 
 
 class _CudaPreprocessor(Preprocessor):
+    """pcpp, deciding everything as a C compiler would.
+
+    pcpp can "pass through" an #if it cannot decide: it keeps the directive in the output and carries
+    on as if every branch were live, following their includes and defines. A C compiler has no such
+    state, so none of the hooks below ever asks for it.
+    """
+
     def __init__(self, filename: str):
         super().__init__()
         self.filename = filename
@@ -18,32 +42,74 @@ class _CudaPreprocessor(Preprocessor):
         self.compress = 0
         self.first_error: CompileError | None = None
 
+    def on_unknown_macro_in_defined_expr(self, tok):
+        return False  # `defined(X)`, #ifdef X, #ifndef X: X is not a macro
+
+    def on_unknown_macro_in_expr(self, ident):
+        # A name that is not a macro is 0; nvcc preprocesses as C++, where `true` is 1.
+        return 1 if ident == "true" else 0
+
+    def on_unknown_macro_function_in_expr(self, ident):
+        # The evaluator turns exceptions into a vaguer message, so record the error and go on.
+        self._record(CompileError(f"function-like macro '{ident}' is not defined",
+                                  self.location_of(self.lastdirective)))
+        return lambda args: 0
+
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
         if is_system_include:
             raise OutputDirective(Action.IgnoreAndPassThrough)
-        raise CompileError(f"'{includepath}' file not found", None)
-
-    def on_unknown_macro_in_defined_expr(self, tok):
-        return None  # undefined macros are 0 in #if, as in C
+        what = f"malformed #include {includepath}" if is_malformed else f"'{includepath}' file not found"
+        raise CompileError(what, self.location_of(self.lastdirective))
 
     def on_error(self, file, line, msg):
-        if self.first_error is None:
-            self.first_error = CompileError(msg, Location(file, line, 1))
+        # pcpp places an empty #if expression at line 0; the directive being handled is the culprit.
+        where = self.location_of(self.lastdirective) if line == 0 else Location(self.user_name(file), line, 1)
+        self._record(CompileError(msg, where))
 
     def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
+        # pcpp calls this only for directives in a live branch.
         if directive.value == "pragma":
             return None  # keep #pragma lines in the output
+        if directive.value == "error":
+            message = "".join(tok.value for tok in toks).strip()
+            raise CompileError(f"#error {message}", self.location_of(directive))
         return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
+
+    def _record(self, error: CompileError) -> None:
+        """pcpp carries on after the errors it reports; the first is raised once preprocessing ends."""
+        if self.first_error is None:
+            self.first_error = error
+
+    def user_name(self, source: str) -> str:
+        """pcpp names files relative to the working directory; name the input as the user did."""
+        return self.filename if os.path.realpath(source) == os.path.realpath(self.filename) else source
+
+    def location_of(self, tok) -> Location:
+        return Location(self.user_name(tok.source), tok.lineno, _column(tok.source, tok.lineno, tok.value))
+
+
+def _column(path: str, line: int, word: str) -> int:
+    """The 1-based column of the first `word` on a line of a file (pcpp's tokens carry no column)."""
+    try:
+        text = Path(path).read_text().splitlines()[line - 1]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return 1
+    return text.find(word) + 1 or 1
 
 
 def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
-               include_dirs: list[str] | None = None) -> tuple[str, dict[str, str]]:
-    """Preprocess a whole file. Returns the text (with #line markers) and the object-like macros defined."""
+               include_dirs: list[str] | None = None, *,
+               cuda_arch: int = get_target(DEFAULT_TARGET).cuda_arch) -> tuple[str, dict[str, str]]:
+    """Preprocess a whole file as nvcc does for device code of `cuda_arch`.
+
+    Returns the text (with #line markers) and the object-like macros the file and -D defined.
+    """
     pp = _CudaPreprocessor(filename)
     pp.add_path(str(Path(filename).resolve().parent))
     for d in include_dirs or []:
         pp.add_path(d)
-    for name, value in (defines or {}).items():
+    # -D comes after the predefined macros so that it can replace them, as with nvcc.
+    for name, value in {**nvcc_predefined_macros(cuda_arch), **(defines or {})}.items():
         pp.define(f"{name} {value}")
     pp.parse(text, filename)
     out = io.StringIO()
@@ -54,18 +120,15 @@ def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
     for name, macro in pp.macros.items():
         if macro.arglist is None and not name.startswith("__"):
             macros[name] = "".join(tok.value for tok in macro.value).strip()
-    return _normalise_line_markers(out.getvalue(), filename), macros
+    return _normalise_line_markers(out.getvalue(), pp), macros
 
 
-def _normalise_line_markers(text: str, filename: str) -> str:
-    """pcpp names files relative to the working directory; name the input as the user did."""
-    real = os.path.realpath(filename)
+def _normalise_line_markers(text: str, pp: _CudaPreprocessor) -> str:
     lines = text.split("\n")
     for k, line in enumerate(lines):
         if line.startswith("#line "):
             parts = line.split(" ", 2)
             if len(parts) == 3:
                 named = parts[2].strip().strip('"')
-                if os.path.realpath(named) == real:
-                    lines[k] = f'#line {parts[1]} "{filename}"'
+                lines[k] = f'#line {parts[1]} "{pp.user_name(named)}"'
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
 
 
 @dataclass
@@ -53,8 +54,10 @@ def read_source(path: str) -> str:
 
 
 def load_program(path: str, defines: dict[str, str] | None = None, include_dirs: list[str] | None = None,
-                 diagnostics: Diagnostics | None = None) -> Program:
+                 diagnostics: Diagnostics | None = None, target: Target | None = None) -> Program:
+    """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a file."""
     diagnostics = diagnostics or Diagnostics()
+    target = target or get_target(DEFAULT_TARGET)
     text = read_source(path)
     tokens = scanner.tokenize(text)
     bad = next((t for t in tokens if t.kind == "bad"), None)
@@ -65,7 +68,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
     gvalues = scanner.find_gvalue_pragmas(tokens)
     launch_sites = scanner.find_launch_sites(text, tokens)
 
-    expanded, macros = preprocess(text, path, defines, include_dirs)
+    expanded, macros = preprocess(text, path, defines, include_dirs, cuda_arch=target.cuda_arch)
     expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
     typedefs = _c_typedefs(expanded, path)
     _check_braces(text, tokens, path)
