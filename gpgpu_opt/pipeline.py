@@ -102,7 +102,8 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
     results = []
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
-        ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name)
+        ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
+                          device_functions=program.device_functions)
         checker = None
         if self_check:
             from gpgpu_opt.verify import quick_check
