@@ -1,4 +1,5 @@
-"""Canonical `for` loops: iterator, start, bound, step."""
+"""Canonical `for` loops: iterator, start, bound, step; additive loops count up or down, multiplicative
+ones (`i *= 2`) only up."""
 from __future__ import annotations
 
 from dataclasses import dataclass
