@@ -123,6 +123,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
         ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
+                          device_functions=program.device_functions,
                           aliasing=alias_facts(kernel, program, assume_restrict))
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None

@@ -1,4 +1,5 @@
-"""Canonical `for` loops: iterator, start, bound, step."""
+"""Canonical `for` loops: iterator, start, bound, step; additive loops count up or down, multiplicative
+ones (`i *= 2`) only up."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,18 +22,47 @@ class Loop:
     multiplicative: bool = False
 
     @property
+    def is_upward(self) -> bool:
+        return not self.multiplicative and self.step > 0
+
+    @property
+    def is_downward(self) -> bool:
+        """An additive loop that counts down (`k--`, `k -= 2`, `k = k - 1`)."""
+        return not self.multiplicative and self.step < 0
+
+    @property
     def end_exclusive(self) -> sympy.Expr | None:
         """First value past the iteration space for additive upward loops (i < E, i <= E)."""
-        if self.bound is None or self.multiplicative or self.step <= 0:
+        if self.bound is None or not self.is_upward:
             return None
         return self.bound + 1 if self.comparison == "<=" else self.bound if self.comparison in ("<", "!=") \
             else None
 
+    def _end_past(self) -> sympy.Expr | None:
+        """First value past the iteration space in the loop's direction (below it for a downward loop:
+        `k >= E` stops at E - 1, `k > E` and `k != E` at E); None when the comparison does not bound
+        the loop in its direction."""
+        if not self.is_downward:
+            return self.end_exclusive
+        if self.bound is None:
+            return None
+        return self.bound - 1 if self.comparison == ">=" else self.bound if self.comparison in (">", "!=") \
+            else None
+
     def trip_count(self) -> sympy.Expr | None:
-        end = self.end_exclusive
+        """Iterations of an additive loop, up or down (zero or less: the loop does not run)."""
+        end = self._end_past()
         if end is None:
             return None
         return sympy.ceiling((end - self.start) / self.step)
+
+    def value_range(self) -> tuple[sympy.Expr, sympy.Expr] | None:
+        """(first, last) values the iterator takes, inclusive, in iteration order (first > last for a
+        downward loop), assuming the loop runs at least once; None when not analysable."""
+        trips = self.trip_count()
+        if trips is None:
+            return None
+        return self.start, self.start + (trips - 1) * self.step
 
 
 def assigned_names(node: c_ast.Node) -> set[str]:
@@ -61,7 +91,7 @@ def canonical_loop(node: c_ast.For, env: dict) -> Loop | None:
     if not bounds or any(b is None for b in bounds) or len({b[0] for b in bounds}) != 1:
         return None
     comparison = bounds[0][0]
-    if len(bounds) > 1 and comparison not in ("<", "<="):
+    if len(bounds) > 1 and comparison not in ("<", "<=", ">", ">="):
         return None
     step, multiplicative = _step(node.next, var)
     if step is None or var in assigned_names(node.stmt):
@@ -72,7 +102,9 @@ def canonical_loop(node: c_ast.For, env: dict) -> Loop | None:
         return None
     try:
         values = [to_sympy(b[1], env) for b in bounds]
-        bound = values[0] if len(values) == 1 else sympy.Min(*values)  # `i < a && i < b`
+        # `i < a && i < b` stops at the smaller bound, `i >= a && i >= b` at the larger.
+        tightest = sympy.Min if comparison in ("<", "<=") else sympy.Max
+        bound = values[0] if len(values) == 1 else tightest(*values)
     except NotAffine:
         bound = None
     return Loop(node, var, start, bound, comparison, step, multiplicative)

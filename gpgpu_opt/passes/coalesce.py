@@ -13,6 +13,8 @@ block loads the data the read needs over one *tile step* into a shared tile with
 - loop-index subscripts `A[m*i + n]`: the loop is unrolled by U = W/gcd(m*step, W) (W = request width)
   and each step of U iterations stages the segment those iterations read; the unrolled loop keeps the
   original bound, so trip counts that are not a multiple of U (and steps other than 1) stay exact.
+  A loop that counts down is not unrolled (its reads are skipped with a note): the iterations would have
+  to keep their order inside tiles filled from the far end.
 
 Staged loads are predicated: a tile element is loaded only if the naive kernel reads it (the guard and
 loop conditions of the thread and iteration that reads it), and set to 0 otherwise, so no access is added
@@ -22,9 +24,10 @@ so that the shared reads and the loader's writes are free of bank conflicts on t
 
 The kernel gets a new block shape (LaunchConfig): the paper's one request of W threads per block on the
 paper's GPUs, a W x W block where a tile is read back transposed, and an occupancy-chosen block on
-modern GPUs. Kernels whose meaning depends on the block shape are left alone. Transposed tiles on GPUs
-whose requests are a whole warp (fermi and later) use the shape of NVIDIA's tiled transpose: W x W/4
-threads, each computing 4 rows of outputs (see `tile_rows`).
+modern GPUs. Kernels whose meaning depends on the block shape are left alone, and so are kernels that
+call a function that is not pure (`analysis.calls`: a `__device__` helper of its arguments only is fine).
+Transposed tiles on GPUs whose requests are a whole warp (fermi and later) use the shape of NVIDIA's tiled
+transpose: W x W/4 threads, each computing 4 rows of outputs (see `tile_rows`).
 
 The pass's parts, one module each:
 

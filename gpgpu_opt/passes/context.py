@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pycparser import c_ast
+
 from gpgpu_opt.analysis.aliasing import AliasFacts
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.targets import Target
@@ -30,6 +32,8 @@ class PassContext:
     #: The naive launch's block shape (the kernel's meaning may depend on it) and known sizes.
     naive_block: tuple[int, int]
     bindings: dict[str, int] = field(default_factory=dict)
+    #: The program's `__device__` helpers by name (a pass may look into the ones the kernel calls).
+    device_functions: dict[str, c_ast.FuncDef] = field(default_factory=dict)
     kernel_name: str = ""
     #: Whether the kernel's pointer parameters may alias (None: not looked at).
     aliasing: AliasFacts | None = None

@@ -18,6 +18,7 @@ from pycparser import c_ast
 import sympy
 
 from gpgpu_opt.analysis.accesses import Access, AccessCollector
+from gpgpu_opt.analysis.calls import pure_calls, why_impure
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, opaque, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
@@ -306,6 +307,8 @@ class KernelInfo:
         self.params = {p.name: p for p in kernel.params}
         self.scalars = {p.name for p in kernel.scalars}
         self.written = {a.array for a in self.accesses if a.mode == "write"}
+        #: Calls that behave like arithmetic: pure builtins and pure `__device__` helpers.
+        self.pure_calls = pure_calls(ctx.device_functions)
         self.base_taken = set(self.decl_counts) | set(self.params) | {n for n in ids_in(self.body)}
         self.taken = set(self.base_taken)
 
@@ -341,8 +344,9 @@ class KernelInfo:
             if isinstance(n, c_ast.UnaryOp) and n.op == "*":
                 raise Unsupported("the kernel dereferences pointers")
             if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) \
-                    and n.name.name not in pure_functions():
-                raise Unsupported(f"the kernel calls {n.name.name}, which may access memory")
+                    and n.name.name not in self.pure_calls:
+                why = why_impure(n.name.name, self.ctx.device_functions)
+                raise Unsupported(f"the kernel calls {n.name.name}, which may access memory ({why})")
         why = self._block_dependence()
         if why:
             raise Unsupported(f"its meaning depends on the block shape ({why}); the pass changes the block, "
@@ -437,10 +441,5 @@ class KernelInfo:
         return False
 
 
-def pure_functions() -> set[str]:
-    from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
-    return {n for n in PRELUDE_NAMES if not n.startswith(("atomic", "__sync", "__threadfence", "__shfl"))}
-
-
 __all__ = ["Sinker", "KernelInfo", "frames_to", "negate", "clauses", "normalize_early_returns", "parents_of",
-           "path_to", "is_pure", "check_sinkable", "items", "frame_condition", "loop_var", "pure_functions"]
+           "path_to", "is_pure", "check_sinkable", "items", "frame_condition", "loop_var"]

@@ -14,6 +14,7 @@ import copy
 
 from pycparser import c_ast
 
+from gpgpu_opt.analysis.calls import pure_calls
 from gpgpu_opt.ast_util import fresh_name as _fresh, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.kernel import Kernel
@@ -30,17 +31,12 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     return kernel
 
 
-_PURE_CALLS = {"sqrtf", "rsqrtf", "expf", "exp2f", "logf", "log2f", "sinf", "cosf", "tanhf", "fabsf", "floorf",
-               "ceilf", "fminf", "fmaxf", "powf", "fmaf", "min", "max", "abs", "sqrt", "exp", "log", "fabs",
-               "fmin", "fmax", "pow", "fma", "make_float2", "make_float4", "__fdividef", "__expf", "truncf",
-               "roundf"}
-
-
 def _hoist_loads(kernel: Kernel, ctx: PassContext) -> None:
     arrays = {p.name: p for p in kernel.arrays}
     taken = {n.name for n in walk(kernel.body) if isinstance(n, c_ast.Decl) and n.name} | \
         {p.name for p in kernel.params}
     printer = CudaGenerator()
+    pure = pure_calls(ctx.device_functions)
 
     def loads_of(expr) -> list[c_ast.ArrayRef]:
         found = []
@@ -66,7 +62,8 @@ def _hoist_loads(kernel: Kernel, ctx: PassContext) -> None:
         for n in walk(expr):
             if isinstance(n, c_ast.Assignment) or (isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")):
                 return True
-            if isinstance(n, c_ast.FuncCall) and not (isinstance(n.name, c_ast.ID) and n.name.name in _PURE_CALLS):
+            # A call to a pure builtin or helper is arithmetic; any other may touch memory.
+            if isinstance(n, c_ast.FuncCall) and not (isinstance(n.name, c_ast.ID) and n.name.name in pure):
                 return True
         return False
 
