@@ -25,7 +25,7 @@ class Case:
     global_space: tuple[int, int]
     block: tuple[int, ...] | None = None   # the naive launch when known (the program's, or --block/--grid);
     grid: tuple[int, ...] | None = None    # else derived from the global space
-    launch_origin: str | None = None       # where that launch comes from, for messages
+    launch_origin: str | None = None       # where that launch comes from ("at line 42"), for messages
     extents: dict[str, int] = field(default_factory=dict)  # --extent: array sizes the subscripts do not tell
 
 
@@ -418,8 +418,8 @@ def _case(kernel: Kernel, program, sizes: dict, global_space, block, grid, exten
     launch = naive_launch(program, kernel, sizes)
     site_block = launch.block if launch is not None and None not in launch.block else None
     site_grid = launch.grid if launch is not None and None not in launch.grid else None
-    origins = [launch.describe()] if (site_block and not block) or (site_grid and not grid) else []
-    origins += ["--block/--grid"] if block or grid else []
+    origins = [f"at {launch.describe()}"] if (site_block and not block) or (site_grid and not grid) else []
+    origins += ["from --block/--grid"] if block or grid else []
     block, grid = _as_dim3(block) or site_block, _as_dim3(grid) or site_grid
     if global_space is None and block and grid:
         guards = global_space_from_guards(kernel, sizes)

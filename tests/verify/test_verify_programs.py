@@ -63,7 +63,7 @@ def test_a_1d_kernel_launched_with_2d_blocks_races_in_the_input(tmp_path):
     proc = cli(path)
     line = MVT.splitlines().index(next(l for l in MVT.splitlines() if "<<<" in l)) + 1
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "the naive kernel races" in proc.stdout and f"line {line}" in proc.stdout
+    assert "the naive kernel races" in proc.stdout and f"launch at line {line}:" in proc.stdout
     assert "block 32x8x1, grid 2x1x1" in proc.stdout and "FAIL" in proc.stdout
 
 
