@@ -147,22 +147,26 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
            global_: Optional[str] = typer.Option(None, "--global", help="naive thread space X[,Y]"),
            seed: int = typer.Option(1, "--seed", help="random seed for the inputs"),
            against: Optional[str] = typer.Option(None, "--against", help="check this hand-written file instead"),
+           block: Optional[str] = typer.Option(None, "--block", help="naive launch block X[,Y] (default: the file's launch)"),
+           grid: Optional[str] = typer.Option(None, "--grid", help="naive launch grid X[,Y] (default: the file's launch)"),
+           extent: Optional[List[str]] = typer.Option(None, "--extent", help="array size in elements, NAME=N (gathers)"),
            define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
            bind: Optional[List[str]] = BindOpt) -> None:
     """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
-    from gpgpu_opt.verify_command import run_verify
+    from gpgpu_opt.verify_command import parse_extents, parse_shape, parse_sizes, run_verify
 
     try:
         tgt = _target(target)
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
-        sizes = _bindings(size)
+        sizes = parse_sizes(size)
         space = None
         if global_:
             parts = [int(v, 0) for v in global_.split(",")]
             space = (parts[0], parts[1] if len(parts) > 1 else 1)
         ok = run_verify(program, tgt, passes, sizes, space, seed, against, diagnostics, _bindings(bind),
-                        _defines(define), include)
+                        _defines(define), include, parse_shape("--block", block), parse_shape("--grid", grid),
+                        parse_extents(extent))
     except (CompileError, ValueError) as err:
         _fail(err)
         return

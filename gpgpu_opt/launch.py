@@ -2,54 +2,92 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from pycparser import c_ast
 
 from gpgpu_opt.frontend.program import Program
-from gpgpu_opt.frontend.scanner import LaunchSite
+from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
+from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.templating import render
 
 
 def evaluate_int(text: str, macros: dict[str, str]) -> int | None:
     """Evaluate a host integer expression made of literals and object-like macros; None otherwise."""
-    for _ in range(8):
-        replaced = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: f"({macros[m.group(0)]})" if m.group(0) in macros
-                          else m.group(0), text)
-        if replaced == text:
-            break
-        text = replaced
-    text = re.sub(r"(\d+)[uUlL]+\b", r"\1", text)
-    if not re.fullmatch(r"[\d\s()+\-*/%]+", text):
-        return None
-    try:
-        return int(eval(text.replace("/", "//"), {"__builtins__": {}}, {}))  # digits and operators only
-    except Exception:
-        return None
+    return HostScope(macros).evaluate_int(text)
 
 
-def _dim3_values(expr: str, host_text: str, macros: dict[str, str]) -> tuple[int, int] | None:
-    expr = expr.strip()
-    value = evaluate_int(expr, macros)
-    if value is not None:
-        return value, 1
-    m = re.fullmatch(r"dim3\s*\((.*)\)", expr, re.DOTALL)
-    if m is None and re.fullmatch(r"[A-Za-z_]\w*", expr):
-        decl = re.search(rf"\bdim3\s+{expr}\s*(?:\((.*?)\)|=\s*dim3\s*\((.*?)\)|\{{(.*?)\}})\s*;", host_text,
-                         re.DOTALL)
-        if decl:
-            args = next(g for g in decl.groups() if g is not None)
-            m = re.fullmatch(r"(.*)", args, re.DOTALL)
-    if m is None:
+@dataclass(frozen=True)
+class NaiveLaunch:
+    """How the program launches a kernel: block and grid (x, y, z), a component None where the launch
+    sites disagree or it cannot be evaluated, and the lines of the launch sites."""
+    block: tuple[int | None, int | None, int | None]
+    grid: tuple[int | None, int | None, int | None]
+    lines: tuple[int, ...]
+
+    @property
+    def complete(self) -> bool:
+        return None not in self.block and None not in self.grid
+
+    def describe(self) -> str:
+        where = "line" if len(self.lines) == 1 else "lines"
+        return f"{where} {', '.join(map(str, self.lines))}"
+
+
+def host_text(program: Program) -> str:
+    """The file without its CUDA functions: kernel locals are not host variables."""
+    text = program.text
+    for f in sorted(find_functions(text), key=lambda f: f.start, reverse=True):
+        text = text[:f.start] + " " * (f.end - f.start) + text[f.end:]
+    return text
+
+
+def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float],
+                 declarations: HostDeclarations | None = None) -> NaiveLaunch | None:
+    """The kernel's launch as its launch sites make it, evaluated with `sizes`; None without sites.
+
+    `sizes` are values of the kernel's scalar parameters and of host variables. A kernel parameter that
+    a site passes as a plain host variable (`k<<<(n + 255) / 256, 256>>>(d, n)`) gives that variable its
+    value, so the launch covers what the case's sizes say."""
+    sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
+    if not sites:
         return None
-    parts = [p.strip() for p in m.group(1).split(",")]
-    values = [evaluate_int(p, macros) for p in parts]
-    if not values or any(v is None for v in values):
-        return None
-    return values[0], values[1] if len(values) > 1 else 1
+    declarations = declarations or HostDeclarations.scan(host_text(program))
+    blocks, grids = [], []
+    for site in sites:
+        scope = HostScope(program.macros, _site_values(kernel, site, sizes), declarations)
+        blocks.append(scope.dim3(site.config[1]) or (None, None, None))
+        grids.append(scope.dim3(site.config[0]) or (None, None, None))
+    return NaiveLaunch(_agreed(blocks), _agreed(grids), tuple(s.line for s in sites))
+
+
+def _site_values(kernel: Kernel, site: LaunchSite, sizes: dict[str, int | float]) -> dict[str, int | float]:
+    values = dict(sizes)
+    for param, arg in zip(kernel.params, site.args):
+        name = _passed_variable(arg)
+        if name is not None and param.name in sizes:
+            values[name] = sizes[param.name]
+    return values
+
+
+def _passed_variable(arg: str) -> str | None:
+    """`n` or `(int)n`: the host variable an argument passes as it is."""
+    node = parse_host_expression(arg)
+    if isinstance(node, c_ast.Cast):
+        node = node.expr
+    return node.name if isinstance(node, c_ast.ID) else None
+
+
+def _agreed(shapes: list[tuple]) -> tuple:
+    """Per component: the value every site gives, else None."""
+    return tuple(column[0] if len(set(column)) == 1 else None for column in zip(*shapes))
 
 
 def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
     """The block shape the kernel is launched with: a `#pragma gpgpu_opt launch` line right before it (a
-    file gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated."""
+    file gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated from
+    literals and macros (the block the optimizations plan for does not depend on run-time sizes)."""
     start = kernel.source_span[0]
     before = [p for p in pragma_launches(program.text) if p[0] < start
               and not program.text[program.text.index("\n", p[0]):start].strip()]
@@ -57,10 +95,12 @@ def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
         values = [evaluate_int(v, program.macros) for v in before[-1][1].split(",")]
         if values and None not in values:
             return values[0], values[1] if len(values) > 1 else 1
-    shapes = {_dim3_values(site.config[1], program.text, program.macros)
-              for site in program.launch_sites if site.kernel == kernel.name and len(site.config) >= 2}
-    shapes.discard(None)
-    return shapes.pop() if len(shapes) == 1 else None
+    declarations = HostDeclarations.scan(host_text(program))
+    declarations.scalars.clear()  # a host variable (`int threads = 128;`) is a run-time choice: not planned for
+    launch = naive_launch(program, kernel, {}, declarations)
+    if launch is None or None in launch.block[:2]:
+        return None
+    return launch.block[0], launch.block[1]
 
 
 _LAUNCH_PRAGMA = re.compile(r"#\s*pragma\s+gpgpu_opt\s+launch\s+block\s*\(([^)]*)\)\s*grid\s*\((.*)\)\s*$",

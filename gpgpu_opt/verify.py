@@ -10,7 +10,7 @@ import numpy as np
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.accesses import collect_accesses
+from gpgpu_opt.analysis.accesses import AccessCollector, collect_accesses
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
@@ -21,8 +21,12 @@ _DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "unsigned
 
 @dataclass
 class Case:
-    sizes: dict[str, int]
+    sizes: dict[str, int | float]
     global_space: tuple[int, int]
+    block: tuple[int, ...] | None = None   # the naive launch when known (the program's, or --block/--grid);
+    grid: tuple[int, ...] | None = None    # else derived from the global space
+    launch_origin: str | None = None       # where that launch comes from ("at line 42"), for messages
+    extents: dict[str, int] = field(default_factory=dict)  # --extent: array sizes the subscripts do not tell
 
 
 @dataclass
@@ -39,9 +43,9 @@ class CaseResult:
         return self.error is None and not self.mismatches
 
 
-def global_space_from_guards(kernel: Kernel, sizes: dict[str, int]) -> tuple[int | None, int | None]:
+def global_space_from_guards(kernel: Kernel, sizes: dict[str, int | float]) -> tuple[int | None, int | None]:
     """`if (x < n ...)` with x the global thread index in x: the naive launch covers n threads in x."""
-    env = {p.name: sympy.Integer(sizes[p.name]) for p in kernel.scalars if p.name in sizes}
+    env = {p.name: sympy.Integer(sizes[p.name]) for p in kernel.scalars if isinstance(sizes.get(p.name), int)}
     gx = BID["x"] * BDIM["x"] + TID["x"]
     gy = BID["y"] * BDIM["y"] + TID["y"]
     found: dict[str, int] = {}
@@ -82,21 +86,79 @@ def global_space_from_guards(kernel: Kernel, sizes: dict[str, int]) -> tuple[int
     return found.get("x"), found.get("y")
 
 
-def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, int],
-                  global_space: tuple[int, int]) -> dict[str, int]:
+class _AllAccesses(AccessCollector):
+    """The kernel's accesses, also those the analyses leave out: atomics (`atomicAdd(&c[i], v)`,
+    `atomicAdd(sum, v)`) and dereferences (`*p = v`), each recorded as the subscripted access it is.
+    Atomic accesses are marked `extra["atomic"]`."""
+
+    def visit_FuncCall(self, node: c_ast.FuncCall):
+        args = node.args.exprs if node.args else []
+        target = None
+        if isinstance(node.name, c_ast.ID) and node.name.name.startswith("atomic") and args:
+            first = args[0]
+            target = first.expr if isinstance(first, c_ast.UnaryOp) and first.op == "&" and \
+                isinstance(first.expr, c_ast.ArrayRef) else _pointee(first)
+        if target is None:
+            self.generic_visit(node)
+            return
+        count = len(self.accesses)
+        self._record(target, "read")
+        self._record(target, "write")
+        for access in self.accesses[count:]:
+            access.extra["atomic"] = True
+        self._visit_subscripts(target)
+        for arg in args[1:]:
+            self.visit(arg)
+
+    def visit_UnaryOp(self, node: c_ast.UnaryOp):
+        target = _pointee(node.expr) if node.op == "*" else None
+        if target is None:
+            super().visit_UnaryOp(node)
+        else:
+            self.visit_ArrayRef(target)
+
+    def visit_Assignment(self, node: c_ast.Assignment):
+        lvalue = node.lvalue
+        target = _pointee(lvalue.expr) if isinstance(lvalue, c_ast.UnaryOp) and lvalue.op == "*" else None
+        super().visit_Assignment(node if target is None else c_ast.Assignment(node.op, target, node.rvalue,
+                                                                               node.coord))
+
+
+def _pointee(pointer: c_ast.Node) -> c_ast.ArrayRef | None:
+    """`p` or `p + k` as the element it points to: `p[0]`, `p[k]`."""
+    if isinstance(pointer, c_ast.ID):
+        return c_ast.ArrayRef(pointer, c_ast.Constant("int", "0"), pointer.coord)
+    if isinstance(pointer, c_ast.BinaryOp) and pointer.op == "+":
+        for base, offset in ((pointer.left, pointer.right), (pointer.right, pointer.left)):
+            if isinstance(base, c_ast.ID):
+                return c_ast.ArrayRef(base, offset, pointer.coord)
+    return None
+
+
+def all_accesses(kernel: Kernel) -> list:
+    collector = _AllAccesses(kernel)
+    collector.visit(kernel.body)
+    return collector.accesses
+
+
+def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...], global_space: tuple[int, int],
+                  grid: tuple[int, ...] | None = None, given: dict[str, int] | None = None) -> dict[str, int]:
     """Elements each array needs: the largest subscript over the naive thread space and loop ranges + 1.
     Subscripts are bounded in terms of the global thread coordinates where they only use those, so the
     arrays are no larger than what the naive kernel can touch (an optimized kernel reading past that is
-    caught as out of bounds)."""
-    block = (_largest_divisor(global_space[0], block[0]), _largest_divisor(global_space[1], block[1]))
-    grid = (global_space[0] // block[0], global_space[1] // block[1])
+    caught as out of bounds). `grid` is the naive launch's grid when known (else the block is narrowed to
+    divide the space); `given` (--extent) sizes arrays outright, gathered ones (`src[perm[i]]`) included."""
+    given = given or {}
+    if grid is None:
+        block = (_largest_divisor(global_space[0], block[0]), _largest_divisor(global_space[1], block[1]))
+        grid = (global_space[0] // block[0], global_space[1] // block[1])
     gsym = {a: sympy.Symbol(f"global.{a}", integer=True, nonnegative=True) for a in "xy"}
     ranges = {TID["x"]: (0, block[0] - 1), TID["y"]: (0, block[1] - 1), TID["z"]: (0, 0),
               BID["x"]: (0, grid[0] - 1), BID["y"]: (0, grid[1] - 1), BID["z"]: (0, 0),
               gsym["x"]: (0, global_space[0] - 1), gsym["y"]: (0, global_space[1] - 1)}
     fixed = {BDIM["x"]: block[0], BDIM["y"]: block[1], BDIM["z"]: 1, GDIM["x"]: grid[0], GDIM["y"]: grid[1],
              GDIM["z"]: 1}
-    fixed.update({sympy.Symbol(k, integer=True): v for k, v in sizes.items()})
+    fixed.update({sympy.Symbol(k, integer=True): v for k, v in sizes.items() if isinstance(v, int)})
 
     def in_global_terms(expr):
         expr = sympy.expand(expr.subs(fixed))
@@ -107,28 +169,68 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, int],
         return expr
 
     extents: dict[str, int] = {}
-    for access in collect_accesses(kernel):
+    for access in all_accesses(kernel):
+        if access.array in given:
+            continue
         if access.index is None:
-            raise CompileError(f"cannot size array '{access.array}' for emulation: its subscript "
-                               f"'{access.index_text}' is not affine", access.location)
+            if gather_index_array(kernel, access) is None:
+                raise CompileError(f"cannot size array '{access.array}' for emulation: its subscript "
+                                   f"'{access.index_text}' is not affine (give its size with --extent "
+                                   f"{access.array}=N)", access.location)
+            # A gather: the index array gets values inside whatever size the target has.
+            extents[access.array] = max(extents.get(access.array, 1), global_space[0] * global_space[1])
+            continue
         local = dict(ranges)
         for loop in access.loops:
-            lo = _bound(in_global_terms(loop.start), local, max_=False)
-            end = loop.end_exclusive
-            if end is None:
-                if loop.multiplicative and loop.bound is not None:
-                    hi = _bound(in_global_terms(loop.bound), local, max_=True)
-                else:
-                    raise CompileError(f"cannot size array '{access.array}': loop '{loop.var}' has no "
-                                       "analysable bound", access.location)
-            else:
-                hi = _bound(in_global_terms(end), local, max_=True) - 1
-            local[iterator_symbol(loop.var)] = (lo, hi)
+            local[iterator_symbol(loop.var)] = _iterator_range(loop, access, local, in_global_terms)
         top = _bound(in_global_terms(access.index), local, max_=True)
         extents[access.array] = max(extents.get(access.array, 1), top + 1)
+    extents.update(given)
     for p in kernel.arrays:
         extents.setdefault(p.name, 1)
     return extents
+
+
+def _iterator_range(loop, access, ranges: dict, in_global_terms) -> tuple[int, int]:
+    """The smallest and largest value a canonical loop's iterator takes, counting up or down."""
+    def low(expr):
+        return _bound(in_global_terms(expr), ranges, max_=False)
+
+    def high(expr):
+        return _bound(in_global_terms(expr), ranges, max_=True)
+
+    end = loop.end_exclusive
+    if end is not None:
+        return low(loop.start), high(end) - 1
+    if loop.bound is not None and loop.multiplicative:
+        return low(loop.start), high(loop.bound)
+    if loop.bound is not None and loop.step < 0 and loop.comparison in (">", ">="):
+        return low(loop.bound) + (loop.comparison == ">"), high(loop.start)  # `for (k = n - 1; k >= 0; k--)`
+    raise CompileError(f"cannot size array '{access.array}': loop '{loop.var}' has no analysable bound",
+                       access.location)
+
+
+def gather_index_array(kernel: Kernel, access) -> str | None:
+    """`src[perm[i]]`: the integer array whose loaded value is the whole subscript, else None."""
+    sub = access.node.subscript
+    if not (isinstance(sub, c_ast.ArrayRef) and isinstance(sub.name, c_ast.ID)):
+        return None
+    param = next((p for p in kernel.arrays if p.name == sub.name.name), None)
+    return param.name if param is not None and _is_integer(param.base_type) else None
+
+
+def gather_bounds(kernel: Kernel, extents: dict[str, int]) -> dict[str, int]:
+    """Index arrays of gathers and the (exclusive) bound their values must stay under."""
+    bounds: dict[str, int] = {}
+    for access in all_accesses(kernel):
+        index_array = access.index is None and gather_index_array(kernel, access)
+        if index_array:
+            bounds[index_array] = min(bounds.get(index_array, extents[access.array]), extents[access.array])
+    return bounds
+
+
+def _is_integer(base_type: str) -> bool:
+    return np.issubdtype(_DTYPES.get(base_type, np.float32), np.integer)
 
 
 def _bound(expr: sympy.Expr, ranges: dict, max_: bool) -> int:
@@ -148,13 +250,19 @@ def _bound(expr: sympy.Expr, ranges: dict, max_: bool) -> int:
     return int(total)
 
 
-def make_arguments(kernel: Kernel, sizes: dict[str, int], extents: dict[str, int], rng) -> dict:
+def make_arguments(kernel: Kernel, sizes: dict[str, int | float], extents: dict[str, int], rng,
+                   index_bounds: dict[str, int] | None = None) -> dict:
+    """Random inputs: floats of either sign away from zero, small positive integers, and for the index
+    arrays of gathers (`index_bounds`) valid indices of the gathered array."""
     args = {}
+    index_bounds = index_bounds or {}
     for p in kernel.params:
         if p.is_pointer:
             dtype = _DTYPES.get(p.base_type, np.float32)
             n = extents[p.name]
-            if np.issubdtype(dtype, np.floating):
+            if p.name in index_bounds:
+                args[p.name] = rng.integers(0, index_bounds[p.name], n).astype(dtype)
+            elif np.issubdtype(dtype, np.floating):
                 args[p.name] = rng.uniform(0.5, 1.5, n).astype(dtype) * rng.choice([-1, 1], n).astype(dtype)
             else:
                 args[p.name] = rng.integers(1, 16, n).astype(dtype)
@@ -172,7 +280,8 @@ def _largest_divisor(n: int, at_most: int) -> int:
 
 
 def written_arrays(kernel: Kernel) -> set[str]:
-    return {a.array for a in collect_accesses(kernel) if a.mode == "write"}
+    """Every array the kernel stores into, through subscripts, dereferences or atomics."""
+    return {a.array for a in all_accesses(kernel) if a.mode == "write"}
 
 
 def optimized_launch(optimized: Kernel, naive_block: tuple[int, int], case: Case):
@@ -183,55 +292,94 @@ def optimized_launch(optimized: Kernel, naive_block: tuple[int, int], case: Case
     return block, (math.ceil(gx / per_block[0]), math.ceil(gy / per_block[1]))
 
 
+def naive_geometry(naive_block: tuple[int, int], case: Case) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The naive kernel's (block, grid): the case's launch; a known block with a grid covering the space;
+    else the default block narrowed to divide the space, as an unguarded kernel only works when its launch
+    covers the thread space exactly (a guarded kernel computes the same either way)."""
+    gx, gy = case.global_space
+    if case.block is not None and case.grid is not None:
+        return case.block, case.grid
+    if case.block is not None:
+        return case.block, (math.ceil(gx / case.block[0]), math.ceil(gy / case.block[1]))
+    block = (_largest_divisor(gx, naive_block[0]), _largest_divisor(gy, naive_block[1]))
+    return block, (gx // block[0], gy // block[1])
+
+
+#: Relative tolerance of a comparison, of the largest expected magnitude (at least 1).
+TOLERANCE = 1e-4
+#: Atomic float sums add in another order in the optimized kernel: with n atomic terms the rounding error
+#: grows like sqrt(n), so arrays written by atomics get TOLERANCE + ATOMIC_TOLERANCE * sqrt(n).
+ATOMIC_TOLERANCE = 1e-5
+
+
 def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], case: Case, seed: int,
              device_functions: dict, check_races: bool = True, launch=None) -> CaseResult:
     """Run both kernels on the same fresh random inputs and compare every output element. `launch`
-    gives the optimized kernel's (block, grid); by default it is derived from its LaunchConfig."""
-    from gpgpu_opt.emulator import EmulationError, run_kernel
+    gives the optimized kernel's (block, grid); by default the naive launch for a kernel without its own
+    LaunchConfig (the thread mapping is unchanged), else derived from its LaunchConfig."""
+    from gpgpu_opt.emulator import EmulationError, RaceError, run_kernel
 
     result = CaseResult(case)
     start = time.perf_counter()
     rng = np.random.default_rng(seed)
-    gx, gy = case.global_space
-    extents = array_extents(naive, case.sizes, naive_block, case.global_space)
-    inputs = make_arguments(naive, case.sizes, extents, rng)
+    block, grid = naive_geometry(naive_block, case)
+    accesses = all_accesses(naive)
+    extents = array_extents(naive, case.sizes, block, case.global_space, grid if case.grid else None,
+                            case.extents)
+    inputs = make_arguments(naive, case.sizes, extents, rng, gather_bounds(naive, extents))
     outputs = written_arrays(naive)
     for name in outputs:
         if inputs[name].dtype.kind == "f":
-            read = any(a.array == name and a.mode == "read" for a in collect_accesses(naive))
-            if not read:
+            if not any(a.array == name and a.mode == "read" for a in accesses):
                 inputs[name][:] = np.nan  # poisoned: an element nobody writes stays NaN in both
-    runs = {}
-    # An unguarded naive kernel only works when its launch covers the thread space exactly, so the naive
-    # block is narrowed to a divisor of the space (a guarded kernel computes the same either way).
-    naive_block = (_largest_divisor(gx, naive_block[0]), _largest_divisor(gy, naive_block[1]))
-    naive_grid = (gx // naive_block[0], gy // naive_block[1])
-    for label, kernel, (block, grid) in (
-            ("naive", naive, (naive_block, naive_grid)),
-            ("optimized", optimized, launch or optimized_launch(optimized, naive_block, case))):
+    if not outputs:
+        return _finish(result, start, error=f"kernel '{naive.name}' writes no array: nothing to compare")
+    if launch is None:
+        launch = (block, grid) if optimized.launch is None else optimized_launch(optimized, block[:2], case)
+    runs, atomics = {}, 0
+    for label, kernel, (b, g) in (("naive", naive, (block, grid)), ("optimized", optimized, launch)):
         args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
         try:
-            run_kernel(kernel, grid, block, args, device_functions=device_functions, check_races=check_races)
+            stats = run_kernel(kernel, g, b, args, device_functions=device_functions, check_races=check_races)
+        except RaceError as err:
+            if label == "naive":  # the input itself is racy: nothing an optimization did
+                origin = f"{case.launch_origin}: " if case.launch_origin else ""
+                return _finish(result, start, error=f"the naive kernel races (launch {origin}block "
+                                                    f"{_dims(block)}, grid {_dims(grid)}): {err}")
+            return _finish(result, start, error=f"{label} kernel: {err}")
         except EmulationError as err:
-            result.error = f"{label} kernel: {err}"
-            result.seconds = time.perf_counter() - start
-            return result
+            return _finish(result, start, error=f"{label} kernel: {err}")
+        atomics = max(atomics, stats.atomics)
         runs[label] = args
+    atomic_arrays = {a.array for a in accesses if a.extra.get("atomic")}
     for name in sorted(outputs):
-        expected, actual = runs["naive"][name], runs["optimized"][name]
-        result.elements += expected.size
-        both_nan = np.isnan(expected) & np.isnan(actual) if expected.dtype.kind == "f" else np.zeros(expected.shape, bool)
-        scale = max(1.0, float(np.nanmax(np.abs(expected))) if np.isfinite(expected).any() else 1.0)
-        with np.errstate(invalid="ignore"):
-            diff = np.abs(expected.astype(np.float64) - actual.astype(np.float64))
-        bad = ~both_nan & ~(diff <= 1e-4 * scale)
-        finite = diff[~both_nan & np.isfinite(diff)]
-        if finite.size:
-            result.max_rel_error = max(result.max_rel_error, float(finite.max() / scale))
-        if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            result.mismatches.append(f"{name}: {int(bad.sum())} of {expected.size} elements differ; first at "
-                                     f"[{first}]: naive {expected[first]!r}, optimized {actual[first]!r}")
+        tolerance = TOLERANCE + (ATOMIC_TOLERANCE * math.sqrt(atomics) if name in atomic_arrays else 0.0)
+        _compare(result, name, runs["naive"][name], runs["optimized"][name], tolerance)
+    return _finish(result, start)
+
+
+def _compare(result: CaseResult, name: str, expected: np.ndarray, actual: np.ndarray, tolerance: float) -> None:
+    result.elements += expected.size
+    both_nan = np.isnan(expected) & np.isnan(actual) if expected.dtype.kind == "f" else np.zeros(expected.shape, bool)
+    scale = max(1.0, float(np.nanmax(np.abs(expected))) if np.isfinite(expected).any() else 1.0)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(expected.astype(np.float64) - actual.astype(np.float64))
+    bad = ~both_nan & ~(diff <= tolerance * scale)
+    finite = diff[~both_nan & np.isfinite(diff)]
+    if finite.size:
+        result.max_rel_error = max(result.max_rel_error, float(finite.max() / scale))
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        result.mismatches.append(f"{name}: {int(bad.sum())} of {expected.size} elements differ; first at "
+                                 f"[{first}]: naive {expected[first]!r}, optimized {actual[first]!r}")
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))
+
+
+def _finish(result: CaseResult, start: float, error: str | None = None) -> CaseResult:
+    result.error = error or result.error
     result.seconds = time.perf_counter() - start
     return result
 
@@ -241,21 +389,47 @@ DIVIDING_SIZE = 64
 RAGGED_SIZES = [37, 45, 29, 53, 41, 23]
 
 
-def default_cases(kernel: Kernel, program, sizes: dict[str, int], global_space: tuple[int, int] | None) -> list[Case]:
-    """The cases `verify` runs by default: the user's sizes if given, else a dividing and a ragged case."""
+def default_cases(kernel: Kernel, program, sizes: dict[str, int | float], global_space: tuple[int, int] | None,
+                  block: tuple[int, ...] | None = None, grid: tuple[int, ...] | None = None,
+                  extents: dict[str, int] | None = None) -> list[Case]:
+    """The cases `verify` runs by default: the user's sizes if they give every integer parameter, else a
+    dividing and a ragged case. `block`/`grid` (--block/--grid) override the program's launch."""
     int_params = [p.name for p in kernel.scalars if p.base_type not in ("float", "double")]
+    for name in int_params:
+        if not isinstance(sizes.get(name, 0), int):
+            raise CompileError(f"kernel '{kernel.name}': '{name}' is an integer parameter, got --size "
+                               f"{name}={sizes[name]}")
     variants = []
     if all(name in sizes for name in int_params):
         variants.append(dict(sizes))
     else:
-        variants.append({name: sizes.get(name, DIVIDING_SIZE) for name in int_params})
-        variants.append({name: sizes.get(name, RAGGED_SIZES[k % len(RAGGED_SIZES)])
-                         for k, name in enumerate(int_params)})
-    cases = []
-    for values in variants:
-        space = global_space or infer_global_space(kernel, program, values)
-        cases.append(Case(values, space))
-    return cases
+        variants.append({**sizes, **{name: sizes.get(name, DIVIDING_SIZE) for name in int_params}})
+        variants.append({**sizes, **{name: sizes.get(name, RAGGED_SIZES[k % len(RAGGED_SIZES)])
+                                     for k, name in enumerate(int_params)}})
+    return [_case(kernel, program, values, global_space, block, grid, extents or {}) for values in variants]
+
+
+def _case(kernel: Kernel, program, sizes: dict, global_space, block, grid, extents: dict[str, int]) -> Case:
+    """A case with the naive launch the program makes at these sizes (options win over launch sites), and
+    its global thread space: --global, else what that launch covers clipped by the kernel's guards (threads
+    past `if (i < n)` do nothing), else the guards or globalDimX/Y alone."""
+    from gpgpu_opt.launch import naive_launch
+
+    launch = naive_launch(program, kernel, sizes)
+    site_block = launch.block if launch is not None and None not in launch.block else None
+    site_grid = launch.grid if launch is not None and None not in launch.grid else None
+    origins = [f"at {launch.describe()}"] if (site_block and not block) or (site_grid and not grid) else []
+    origins += ["from --block/--grid"] if block or grid else []
+    block, grid = _as_dim3(block) or site_block, _as_dim3(grid) or site_grid
+    if global_space is None and block and grid:
+        guards = global_space_from_guards(kernel, sizes)
+        global_space = tuple(n * b if g is None else min(n * b, g) for n, b, g in zip(grid, block, guards))
+    space = global_space or infer_global_space(kernel, program, sizes)
+    return Case(sizes, space, block, grid, ", ".join(origins) or None, extents)
+
+
+def _as_dim3(shape: tuple[int, ...] | None) -> tuple[int, int, int] | None:
+    return None if shape is None else (tuple(shape) + (1, 1, 1))[:3]
 
 
 def infer_global_space(kernel: Kernel, program, sizes: dict[str, int]) -> tuple[int, int]:

@@ -3,11 +3,51 @@ from __future__ import annotations
 
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
+from gpgpu_opt.host_expr import split_top_level
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch import evaluate_int, pragma_launches
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_program, default_block
 from gpgpu_opt.verify import default_cases, run_case
+
+
+def parse_sizes(values: list[str] | None) -> dict[str, int | float]:
+    """`--size n=64 --size alpha=1.5`: integers, or floats for float parameters."""
+    out: dict[str, int | float] = {}
+    for v in values or []:
+        name, _, value = v.partition("=")
+        try:
+            out[name.strip()] = int(value, 0)
+        except ValueError:
+            try:
+                out[name.strip()] = float(value)
+            except ValueError:
+                raise CompileError(f"--size expects NAME=NUMBER, got '{v}'") from None
+    return out
+
+
+def parse_extents(values: list[str] | None) -> dict[str, int]:
+    """`--extent src=4096`: array sizes in elements."""
+    out = {}
+    for name, value in parse_sizes(values).items():
+        if not isinstance(value, int) or value < 1:
+            raise CompileError(f"--extent expects NAME=N with N a positive integer, got '{name}={value}'")
+        out[name] = value
+    return out
+
+
+def parse_shape(option: str, text: str | None) -> tuple[int, ...] | None:
+    """`--block 32,8` -> (32, 8)."""
+    if text is None:
+        return None
+    try:
+        parts = tuple(int(v, 0) for v in text.split(","))
+    except ValueError:
+        parts = ()
+    if not 1 <= len(parts) <= 3 or min(parts) < 1:
+        raise CompileError(f"{option} expects X[,Y[,Z]] with positive integers, got '{text}'")
+    return parts
+
 
 def hand_written_launch(text: str, macros: dict[str, str], case, path: str, kernel: Kernel):
     """`#pragma gpgpu_opt launch block(BX, BY) grid(GX, GY)` in a hand-optimized file: the last one before
@@ -21,30 +61,16 @@ def hand_written_launch(text: str, macros: dict[str, str], case, path: str, kern
     values.update({k: str(v) for k, v in case.sizes.items()})
     values["global_x"], values["global_y"] = str(case.global_space[0]), str(case.global_space[1])
     block = [evaluate_int(p, values) for p in block_text.split(",")]
-    grid = [evaluate_int(p, values) for p in _split_top(grid_text)]
+    grid = [evaluate_int(p, values) for p in split_top_level(grid_text)]
     if None in block or None in grid:
         raise CompileError(f"{path}: cannot evaluate the launch pragma 'block({block_text}) grid({grid_text})'")
     return (block[0], block[1] if len(block) > 1 else 1), (grid[0], grid[1] if len(grid) > 1 else 1)
 
 
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    return parts
-
-
 def run_verify(program, target, passes, sizes, global_space, seed, against, diagnostics: Diagnostics,
-               bindings, defines, include_dirs) -> bool:
+               bindings, defines, include_dirs, block=None, grid=None, extents=None) -> bool:
+    """Compare every kernel at each case; `block`/`grid` give the naive launch (else the program's launch
+    sites tell it), `extents` the sizes of arrays their subscripts do not tell (gathers)."""
     pass_names = parse_pass_list(passes)
     result = compile_program(program, target, pass_names, diagnostics, bindings)
     hand = load_program(against, defines, include_dirs, diagnostics, target=target) if against else None
@@ -58,10 +84,10 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
                 optimized = hand.kernel(naive.name)
             except KeyError:
                 continue
-        block = default_block(program, naive)
-        for k, case in enumerate(default_cases(naive, program, sizes, global_space)):
+        fallback_block = default_block(program, naive)  # when neither the program nor --block tells
+        for k, case in enumerate(default_cases(naive, program, sizes, global_space, block, grid, extents)):
             launch = hand_written_launch(hand.text, hand.macros, case, against, optimized) if hand is not None else None
-            res = run_case(naive, optimized, block, case, seed + k, program.device_functions, launch=launch)
+            res = run_case(naive, optimized, fallback_block, case, seed + k, program.device_functions, launch=launch)
             sizes_text = ", ".join(f"{n}={v}" for n, v in case.sizes.items()) or "-"
             status = "ok" if res.ok else "FAIL"
             print(f"  {naive.name:<14} sizes {sizes_text:<28} threads {case.global_space[0]}x{case.global_space[1]:<6} "

@@ -126,6 +126,9 @@ class LaunchSite:
     config: list[str]   # grid, block[, shared bytes[, stream]] as written
     line: int
     column: int
+    args: list[str] = field(default_factory=list)  # the call's arguments as written
+    args_start: int = -1  # offset of the `(` after `>>>` (-1: no argument list found)
+    args_end: int = -1    # offset just past its `)`
 
 
 def _matching(tokens: list[Token], i: int, open_: str, close: str) -> int:
@@ -217,19 +220,30 @@ def find_launch_sites(text: str, tokens: list[Token] | None = None) -> list[Laun
         close = next((j for j in range(i + 2, len(tokens)) if tokens[j].text == ">>>"), -1)
         if close == -1:
             continue
-        config, depth, part_start = [], 0, i + 2
-        for j in range(i + 2, close + 1):
-            t = tokens[j].text
-            if t in "([{":
-                depth += 1
-            elif t in ")]}":
-                depth -= 1
-            if (t == "," and depth == 0) or j == close:
-                config.append(text[tokens[part_start].start:tokens[j - 1].end].strip())
-                part_start = j + 1
-        sites.append(LaunchSite(tok.text, tok.start, tokens[i + 1].start, tokens[close].end, config,
-                                tok.line, tok.column))
+        site = LaunchSite(tok.text, tok.start, tokens[i + 1].start, tokens[close].end,
+                          _top_level_parts(text, tokens, i + 2, close), tok.line, tok.column)
+        if close + 1 < len(tokens) and tokens[close + 1].text == "(":
+            end = _matching(tokens, close + 1, "(", ")")
+            if end != -1:
+                site.args = _top_level_parts(text, tokens, close + 2, end) if end > close + 2 else []
+                site.args_start, site.args_end = tokens[close + 1].start, tokens[end].end
+        sites.append(site)
     return sites
+
+
+def _top_level_parts(text: str, tokens: list[Token], first: int, close: int) -> list[str]:
+    """The comma-separated parts of tokens[first:close] (the closing bracket at `close`), as written."""
+    parts, depth, part_start = [], 0, first
+    for j in range(first, close + 1):
+        t = tokens[j].text
+        if t in "([{":
+            depth += 1
+        elif t in ")]}":
+            depth -= 1
+        if (t == "," and depth == 0) or j == close:
+            parts.append(text[tokens[part_start].start:tokens[j - 1].end].strip())
+            part_start = j + 1
+    return parts
 
 
 _GVALUE = re.compile(r"#\s*pragma\s+gCompiler\s+gValue\s+(\w+)\s+(\S+)")
