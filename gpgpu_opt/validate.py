@@ -13,8 +13,8 @@ from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.verify import Case, default_cases, run_case
 
-#: Threads x loop iterations the check may emulate per kernel (about a second of emulation).
-WORK_BUDGET = 1 << 24
+#: Threads x loop iterations the check may emulate per kernel (well under a second of emulation).
+WORK_BUDGET = 1 << 22
 #: Trip count assumed for a loop whose bound the case does not fix.
 _UNKNOWN_TRIPS = 64
 
@@ -28,7 +28,7 @@ class Validation:
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
-        d = {"status": self.status, "detail": self.detail, "seconds": round(self.seconds, 2)}
+        d = {"status": self.status, "detail": self.detail}  # no time: reports are compared as golden files
         if self.case is not None:
             d["sizes"] = self.case.sizes
             d["threads"] = list(self.case.global_space)

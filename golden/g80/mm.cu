@@ -21,7 +21,7 @@ static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
 }
 
 #pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
-__global__ void mm(const float *A, const float *B, float *C, int n) {
+__global__ void mm(const float * __restrict__ A, const float * __restrict__ B, float * __restrict__ C, int n) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     __shared__ float tile_A[16];
@@ -44,7 +44,7 @@ __global__ void mm(const float *A, const float *B, float *C, int n) {
         C[row * n + col] = sum;
 }
 
-__global__ void scale_matrix(float *C, float alpha, int count) {
+__global__ void scale_matrix(float * __restrict__ C, float alpha, int count) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < count) {
         const float C_val = C[i];

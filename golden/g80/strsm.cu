@@ -19,7 +19,7 @@ static dim3 strsm_grid(dim3 naive_grid, dim3 naive_block)
 }
 
 #pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
-__global__ void strsm(const float *L, const float *B, float *X, int n, int m) {
+__global__ void strsm(const float * __restrict__ L, const float * __restrict__ B, float * __restrict__ X, int n, int m) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     __shared__ float tile_L[16];
     for (int i = 0; i < n; i++) {
@@ -48,7 +48,7 @@ __global__ void strsm(const float *L, const float *B, float *X, int n, int m) {
     }
 }
 
-__global__ void residual(const float *L, const float *X, const float *B, float *R, int n, int m) {
+__global__ void residual(const float * __restrict__ L, const float * __restrict__ X, const float * __restrict__ B, float * __restrict__ R, int n, int m) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row < n && col < m) {

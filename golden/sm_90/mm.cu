@@ -6,7 +6,7 @@
 #define BLOCK_X 16
 #define BLOCK_Y 16
 
-__global__ void mm(const float *A, const float *B, float *C, int n) {
+__global__ void mm(const float * __restrict__ A, const float * __restrict__ B, float * __restrict__ C, int n) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < n && col < n) {
@@ -20,7 +20,7 @@ __global__ void mm(const float *A, const float *B, float *C, int n) {
     }
 }
 
-__global__ void scale_matrix(float *C, float alpha, int count) {
+__global__ void scale_matrix(float * __restrict__ C, float alpha, int count) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < count) {
         const float C_val = C[i];

@@ -4,7 +4,7 @@
  * residual: 2-D launch, one thread per element of R: x = col in 0..m-1, y = row in 0..n-1. */
 #include "include/bench_util.h"
 
-__global__ void strsm(const float *L, const float *B, float *X, int n, int m) {
+__global__ void strsm(const float * __restrict__ L, const float * __restrict__ B, float * __restrict__ X, int n, int m) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col < m) {
         for (int i = 0; i < n; i++) {
@@ -20,7 +20,7 @@ __global__ void strsm(const float *L, const float *B, float *X, int n, int m) {
     }
 }
 
-__global__ void residual(const float *L, const float *X, const float *B, float *R, int n, int m) {
+__global__ void residual(const float * __restrict__ L, const float * __restrict__ X, const float * __restrict__ B, float * __restrict__ R, int n, int m) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row < n && col < m) {

@@ -183,9 +183,7 @@ class _Promoter:
 
 
 def _body_items(loop: c_ast.For) -> list:
-    if not isinstance(loop.stmt, c_ast.Compound):
-        loop.stmt = c_ast.Compound([loop.stmt], loop.stmt.coord)
-    return loop.stmt.block_items or []
+    return (loop.stmt.block_items or []) if isinstance(loop.stmt, c_ast.Compound) else [loop.stmt]
 
 
 def _array_of(node) -> str | None:
