@@ -164,16 +164,18 @@ def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int
                          diagnostics: Diagnostics) -> list[RacyWrite]:
     """Stores that several threads of the program's own launch make to one element: a warning each; the
     kernel is then left as written (its result already depends on the order the threads run in)."""
-    sites = [s for s in program.launch_sites if s.kernel == kernel.name]
-    if not sites:
+    found = launch.naive_launch(program, kernel, {})
+    if found is None:
         return []
-    races = launch_races(kernel, block, (None, None))
+    if None not in found.block[:2]:
+        block = found.block[:2]
+    races = launch_races(kernel, block, found.grid[:2])
     for race in races:
-        lines = ", ".join(str(s.line) for s in sites)
-        diagnostics.warning(f"the naive launch races: the {race.extent} threads of a block that differ only in "
-                            f"{race.dimension} all store to {race.subject} (block {block[0]}x{block[1]}, launched "
-                            f"at line {lines}); '{kernel.name}' is left unchanged",
-                            Location.of(race.node), kernel=kernel.name)
+        who = f"the {race.extent} threads of a block" if race.dimension.startswith("thread") else \
+            f"the {race.extent} blocks of the grid"
+        diagnostics.warning(f"the naive launch races: {who} that differ only in {race.dimension} all store to "
+                            f"{race.subject} (block {block[0]}x{block[1]}, launched at {found.describe()}); "
+                            f"'{kernel.name}' is left unchanged", Location.of(race.node), kernel=kernel.name)
     return races
 
 

@@ -63,7 +63,7 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
                           written=written)
     positions = {p.name: k for k, p in enumerate(kernel.params)}
     for site in sites:
-        args = launch_arguments(program.text, site)
+        args = site.args
         if len(args) != len(kernel.params):
             return AliasFacts(False, "", why_not=f"the launch at line {site.line} passes {len(args)} arguments "
                                                  f"for {len(kernel.params)} parameters; {hint}", written=written)
@@ -81,30 +81,6 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
                 return AliasFacts(False, "", why_not=f"the launch at line {site.line} passes '{buffers[name]}' "
                                                      f"to both '{name}' and '{shared[0]}'", written=written)
     return AliasFacts(True, "launch sites", sites=[s.line for s in sites], written=written)
-
-
-def launch_arguments(text: str, site: scanner.LaunchSite) -> list[str]:
-    """The call arguments after `<<<...>>>`, as written."""
-    tokens = scanner.tokenize(text[site.config_end:])
-    if not tokens or tokens[0].text != "(":
-        return []
-    args, depth, start = [], 0, None
-    for tok in tokens:
-        if tok.text in "([{":
-            depth += 1
-            if depth == 1:
-                start = tok.end
-                continue
-        elif tok.text in ")]}":
-            depth -= 1
-        if depth == 0 or (tok.text == "," and depth == 1):
-            piece = text[site.config_end + start:site.config_end + tok.start].strip()
-            if piece:
-                args.append(piece)
-            start = tok.end
-            if depth == 0:
-                break
-    return args
 
 
 class HostPointers:

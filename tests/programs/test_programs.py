@@ -1,0 +1,126 @@
+"""The whole programs of tests/programs (benchmark-suite style: no __restrict__, sizes as parameters or
+macros, block shapes from macros, a utility .c include with disabled blocks): each compiles, nvcc builds
+the output, and `verify` passes at small sizes. The report carries the alias proof from the launch sites."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import requires_nvcc
+
+HERE = Path(__file__).resolve().parent
+PROGRAMS = sorted(p.name for p in HERE.glob("*.cu"))
+
+#: Small sizes for the programs whose sizes are macros (each is guarded by #ifndef), so that compile's own
+#: check can emulate them: none divides the tiles.
+SMALL = {
+    "gemm.cu": ["NI=37", "NJ=45", "NK=29"],
+    "3mm.cu": ["NI=37", "NJ=45", "NK=29", "NL=41", "NM=23"],
+    "bicg.cu": ["NX=45", "NY=37"],
+    "mvt_racy.cu": ["N=45"],
+    "syrk.cu": ["N=37", "M=29"],
+    "correlation.cu": ["M=37", "N=45"],
+    "2DConvolution.cu": ["NI=37", "NJ=45"],
+    "trisolv.cu": ["N=29", "M=45"],
+}
+#: Gathers need the extent of the array they index into (verify cannot see it in the subscript).
+EXTENTS = {"gather.cu": ["src=2880", "v=64", "x=64"]}
+
+
+def _cli(*args, cwd=HERE):
+    return subprocess.run([sys.executable, "-m", "gpgpu_opt", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def _defines(name):
+    return [f"-D{d}" for d in SMALL.get(name, [])]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Every program compiled once for sm_90: (output path, report, stderr) by name."""
+    out = tmp_path_factory.mktemp("programs")
+    (out / "common").symlink_to(HERE / "common")
+    results = {}
+    for name in PROGRAMS:
+        target = out / name
+        report = out / f"{name}.json"
+        proc = _cli("compile", name, "-o", str(target), "--report", str(report), *_defines(name))
+        assert proc.returncode == 0, proc.stderr
+        results[name] = (target, json.loads(report.read_text()), proc.stderr)
+    return results
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_every_pointer_parameter_is_proved_not_to_alias(compiled, name):
+    _, report, _ = compiled[name]
+    for kernel in report["kernels"]:
+        assert kernel["aliasing"]["restrict"], (kernel["name"], kernel["aliasing"])
+        if kernel["aliasing"]["how"] == "launch sites":
+            assert kernel["aliasing"]["launch_sites"]
+
+
+@requires_nvcc
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_the_output_builds_and_verifies(compiled, name, tmp_path):
+    output, report, _ = compiled[name]
+    # No -D here: `-DN=45` on nvcc's command line would also rename N inside CUDA's own headers.
+    build = subprocess.run(["nvcc", "-arch=sm_90", "-I", str(HERE), "-o", str(tmp_path / "a.out"), str(output)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    extents = [f"--extent={e}" for e in EXTENTS.get(name, [])]
+    proc = _cli("verify", name, *_defines(name), *extents)
+    if name == "mvt_racy.cu":
+        assert proc.returncode == 1 and "the naive kernel races" in proc.stdout, proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    for kernel in report["kernels"]:
+        validation = kernel.get("validation", {"status": "not needed"})
+        if validation["status"] == "skipped":  # only a gather whose target's size the subscript does not tell
+            assert "--extent" in validation["detail"], validation
+        else:
+            assert validation["status"] in ("passed", "not needed"), validation
+
+
+def test_gemm_promotes_c_with_its_beta_update_and_keeps_the_source_style(compiled):
+    output, report, _ = compiled["gemm.cu"]
+    text = output.read_text()
+    kernel = report["kernels"][0]
+    applied = [d for d in kernel["decisions"] if d["action"] == "applied"]
+    assert any(d["pass"] == "normalize" and d["subject"].startswith("c[") and "updates before the loop" in d["reason"]
+               for d in applied)
+    body = text.split("__global__ void gemm_kernel")[1].split("\n}\n")[0]
+    assert body.count("c_acc *= ") == 1 and body.count("c_acc += ") == 1 and body.count("] = c_acc;") == 1
+    assert body.count("c[") == 2  # one load before the loop, one store after it
+
+
+def test_gemm_on_g80_stages_its_reads(tmp_path):
+    report = tmp_path / "r.json"
+    proc = _cli("compile", "gemm.cu", "-o", str(tmp_path / "gemm.cu"), "--target", "g80", "--report", str(report),
+                *_defines("gemm.cu"))
+    assert proc.returncode == 0, proc.stderr
+    decisions = json.loads(report.read_text())["kernels"][0]["decisions"]
+    assert any(d["pass"] == "coalesce" and d["action"] == "applied" and d["subject"].startswith("a[")
+               for d in decisions)
+
+
+def test_the_racy_launch_is_reported_and_left_as_written(compiled):
+    output, report, stderr = compiled["mvt_racy.cu"]
+    assert stderr.count("warning: the naive launch races") == 2
+    assert "differ only in threadIdx.y" in stderr and "block 32x8" in stderr
+    assert output.read_text() == (HERE / "mvt_racy.cu").read_text()
+    for kernel in report["kernels"]:
+        assert kernel["passes"] == [] and kernel["naive_launch_races"][0]["dimension"] == "threadIdx.y"
+
+
+def test_a_program_with_a_utility_include_under_disabled_profiling_compiles_without_it():
+    assert "#ifdef BENCH_PAPI" in (HERE / "common" / "bench_utils.c").read_text()
+    assert not (HERE / "common" / "papi_counters.list").exists()
+
+
+def test_unchanged_kernels_keep_the_users_text(compiled):
+    output, _, _ = compiled["dot_atomic.cu"]
+    text = output.read_text()
+    assert "atomicAdd(result" in text
+    assert "DATA_TYPE" in text.split("__global__ void dot_kernel")[1].split("{")[0]
