@@ -12,7 +12,7 @@ from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import alias_facts
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
 from gpgpu_opt.checks import SanityError, check_kernel
-from gpgpu_opt.codegen import kernel_source, to_cuda
+from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.kernel import Kernel
@@ -205,10 +205,12 @@ def assemble(program: Program, results: list[KernelResult]) -> str:
 
 
 def _kernel_text(as_written: str, result: KernelResult) -> str:
-    """A kernel whose body no pass changed keeps the user's text, only its parameters requalified;
-    a rewritten one is printed, after the line that states its launch."""
-    if not result.rewritten and not result.naive.shorthand \
-            and to_cuda(result.optimized.body) == to_cuda(result.naive.body):
+    """A kernel no pass transformed keeps the user's text, only its parameters requalified (normalize's
+    temporaries are a form for the later passes, not worth a change of their own); a transformed one is
+    printed, after the line that states its launch if that changed."""
+    transformed = result.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
+                                          for d in result.context.decisions)
+    if not transformed and not result.naive.shorthand:
         try:
             return requalified(as_written, result.optimized)
         except ValueError:

@@ -44,12 +44,11 @@ __global__ void mm(const float * __restrict__ A, const float * __restrict__ B, f
         C[row * n + col] = sum;
 }
 
-__global__ void scale_matrix(float * __restrict__ C, float alpha, int count) {
+__global__ void scale_matrix(float *__restrict__ C, float alpha, int count)
+{
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < count) {
-        const float C_val = C[i];
-        C[i] = alpha * C_val;
-    }
+    if (i < count)
+        C[i] = alpha * C[i];
 }
 
 int main(int argc, char **argv)

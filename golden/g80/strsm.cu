@@ -48,18 +48,15 @@ __global__ void strsm(const float * __restrict__ L, const float * __restrict__ B
     }
 }
 
-__global__ void residual(const float * __restrict__ L, const float * __restrict__ X, const float * __restrict__ B, float * __restrict__ R, int n, int m) {
+__global__ void residual(const float *__restrict__ L, const float *__restrict__ X, const float *__restrict__ B, float *__restrict__ R, int n, int m)
+{
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row < n && col < m) {
         float sum = 0.0f;
-        for (int k = 0; k <= row; k++) {
-            const float L_val = L[row * n + k];
-            const float X_val = X[k * m + col];
-            sum += L_val * X_val;
-        }
-        const float B_val = B[row * m + col];
-        R[row * m + col] = sum - B_val;
+        for (int k = 0; k <= row; k++)
+            sum += L[row * n + k] * X[k * m + col];
+        R[row * m + col] = sum - B[row * m + col];
     }
 }
 

@@ -4,17 +4,15 @@
 
 #define FILTER 16
 
-__global__ void conv(const float *in, const float *filt, float *out, int width, int height) {
+__global__ void conv(const float *in, const float *filt, float *out, int width, int height)
+{
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x < width && y < height) {
         float sum = 0.0f;
-        for (int j = 0; j < 16; j++)
-            for (int i = 0; i < 16; i++) {
-                const float in_val = in[(y + j) * (width + 16 - 1) + (x + i)];
-                const float filt_val = filt[j * 16 + i];
-                sum += in_val * filt_val;
-            }
+        for (int j = 0; j < FILTER; j++)
+            for (int i = 0; i < FILTER; i++)
+                sum += in[(y + j) * (width + FILTER - 1) + (x + i)] * filt[j * FILTER + i];
         out[y * width + x] = sum;
     }
 }

@@ -6,26 +6,23 @@
 #define BLOCK_X 16
 #define BLOCK_Y 16
 
-__global__ void mm(const float * __restrict__ A, const float * __restrict__ B, float * __restrict__ C, int n) {
+__global__ void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n)
+{
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < n && col < n) {
         float sum = 0.0f;
-        for (int k = 0; k < n; k++) {
-            const float A_val = A[row * n + k];
-            const float B_val = B[k * n + col];
-            sum += A_val * B_val;
-        }
+        for (int k = 0; k < n; k++)
+            sum += A[row * n + k] * B[k * n + col];
         C[row * n + col] = sum;
     }
 }
 
-__global__ void scale_matrix(float * __restrict__ C, float alpha, int count) {
+__global__ void scale_matrix(float *__restrict__ C, float alpha, int count)
+{
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < count) {
-        const float C_val = C[i];
-        C[i] = alpha * C_val;
-    }
+    if (i < count)
+        C[i] = alpha * C[i];
 }
 
 int main(int argc, char **argv)

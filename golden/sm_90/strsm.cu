@@ -4,34 +4,28 @@
  * residual: 2-D launch, one thread per element of R: x = col in 0..m-1, y = row in 0..n-1. */
 #include "include/bench_util.h"
 
-__global__ void strsm(const float * __restrict__ L, const float * __restrict__ B, float * __restrict__ X, int n, int m) {
+__global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, float *__restrict__ X, int n, int m)
+{
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col < m) {
         for (int i = 0; i < n; i++) {
             float s = B[i * m + col];
-            for (int k = 0; k < i; k++) {
-                const float L_val = L[i * n + k];
-                const float X_val = X[k * m + col];
-                s -= L_val * X_val;
-            }
-            const float L_val2 = L[i * n + i];
-            X[i * m + col] = s / L_val2;
+            for (int k = 0; k < i; k++)
+                s -= L[i * n + k] * X[k * m + col];
+            X[i * m + col] = s / L[i * n + i];
         }
     }
 }
 
-__global__ void residual(const float * __restrict__ L, const float * __restrict__ X, const float * __restrict__ B, float * __restrict__ R, int n, int m) {
+__global__ void residual(const float *__restrict__ L, const float *__restrict__ X, const float *__restrict__ B, float *__restrict__ R, int n, int m)
+{
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row < n && col < m) {
         float sum = 0.0f;
-        for (int k = 0; k <= row; k++) {
-            const float L_val = L[row * n + k];
-            const float X_val = X[k * m + col];
-            sum += L_val * X_val;
-        }
-        const float B_val = B[row * m + col];
-        R[row * m + col] = sum - B_val;
+        for (int k = 0; k <= row; k++)
+            sum += L[row * n + k] * X[k * m + col];
+        R[row * m + col] = sum - B[row * m + col];
     }
 }
 

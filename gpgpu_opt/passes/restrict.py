@@ -52,10 +52,12 @@ def _pointer_params(kernel: Kernel) -> list[c_ast.Decl]:
 def _only_subscripted(body: c_ast.Node, name: str) -> bool:
     """Every use of `name` is `name[...]` read as a value: making it const then changes no conversion
     (`float *p = name`, a call taking `float *`) that C++ would reject."""
-    bases = set()
+    bases = set()  # the ids read through a subscript, and member names (`blockIdx.x`), which are no uses
     for node in walk(body):
         if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID):
             bases.add(id(node.name))
+        elif isinstance(node, c_ast.StructRef):
+            bases.add(id(node.field))
         if isinstance(node, c_ast.UnaryOp) and node.op == "&" and isinstance(node.expr, c_ast.ArrayRef) \
                 and isinstance(node.expr.name, c_ast.ID) and node.expr.name.name == name:
             return False  # `&name[i]` is a pointer, which may be handed on
