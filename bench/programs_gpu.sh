@@ -2,7 +2,7 @@
 # Build and time the whole-program corpus (tests/programs/*.cu) against optimized versions of the same programs,
 # on this machine's GPU. Run from anywhere; it works from the repository root.
 #
-#   bash bench/programs_gpu.sh [--dry] [--runs N] OPT_DIR [NAME ...]
+#   bash bench/programs_gpu.sh [--dry | --run-only] [--runs N] OPT_DIR [NAME ...]
 #
 # OPT_DIR holds already generated optimized programs with the same file names as tests/programs/*.cu (a missing
 # one is reported as "missing"). Nothing is assumed about them except that they are .cu programs: both the
@@ -13,6 +13,7 @@
 # program's GPU result matched its CPU reference). NAME ... limits the run to those programs (gemm, 2mm, ...).
 #
 # --dry      build only (no GPU needed); the table shows build results.
+# --run-only run the binaries an earlier --dry left in $BIN (built on another machine, say); build nothing.
 # --runs N   runs per binary (default 3; the median of the runs that printed a time is used).
 #
 # Environment: NVCC (nvcc), ARCH (sm_90), NVCC_FLAGS (extra flags for both builds), BIN (work directory,
@@ -29,10 +30,12 @@ set -u
 usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 DRY=0
+RUN_ONLY=0
 RUNS=${RUNS:-3}
 while [ $# -gt 0 ]; do
     case "$1" in
         --dry) DRY=1; shift ;;
+        --run-only) RUN_ONLY=1; shift ;;
         --runs) [ $# -ge 2 ] || usage; RUNS=$2; shift 2 ;;
         --runs=*) RUNS=${1#--runs=}; shift ;;
         -h|--help) usage ;;
@@ -59,7 +62,8 @@ BIN=${BIN:-/tmp/gpgpu_opt_programs}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 LOG=$BIN/logs
-rm -rf "$BIN/naive" "$BIN/opt" "$LOG"
+[ "$RUN_ONLY" = 1 ] || rm -rf "$BIN/naive" "$BIN/opt"
+rm -rf "$LOG"
 mkdir -p "$BIN/naive" "$BIN/opt" "$LOG" || exit 2
 
 if [ $# -gt 0 ]; then
@@ -78,6 +82,10 @@ fi
 
 # build SRC_FILE OUT_BIN LOGFILE -> 0 when built
 build() {
+    if [ "$RUN_ONLY" = 1 ]; then
+        [ -x "$2" ] || { echo "no prebuilt $2" > "$3"; return 1; }
+        return 0
+    fi
     # shellcheck disable=SC2086
     "$NVCC" -O3 -arch="$ARCH" -I "$SRC" $NVCC_FLAGS -o "$2" "$1" > "$3" 2>&1
 }

@@ -292,6 +292,20 @@ def optimized_launch(optimized: Kernel, naive_block: tuple[int, int], case: Case
     return block, (math.ceil(gx / per_block[0]), math.ceil(gy / per_block[1]))
 
 
+#: A part of the naive thread space: ((x0, x1), (y0, y1)), ends exclusive.
+Region = tuple[tuple[int, int], tuple[int, int]]
+
+
+def blocks_covering(regions: list[Region], per_block: tuple[int, int], grid: tuple[int, ...]) -> list[int]:
+    """Linear ids of the blocks that cover `regions`, for blocks that each cover `per_block` threads."""
+    ids = set()
+    for (x0, x1), (y0, y1) in regions:
+        for by in range(y0 // per_block[1], (y1 - 1) // per_block[1] + 1):
+            for bx in range(x0 // per_block[0], (x1 - 1) // per_block[0] + 1):
+                ids.add(bx + by * grid[0])
+    return sorted(ids)
+
+
 def naive_geometry(naive_block: tuple[int, int], case: Case) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The naive kernel's (block, grid): the case's launch; a known block with a grid covering the space;
     else the default block narrowed to divide the space, as an unguarded kernel only works when its launch
@@ -313,10 +327,13 @@ ATOMIC_TOLERANCE = 1e-5
 
 
 def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], case: Case, seed: int,
-             device_functions: dict, check_races: bool = True, launch=None) -> CaseResult:
+             device_functions: dict, check_races: bool = True, launch=None,
+             regions: list[Region] | None = None) -> CaseResult:
     """Run both kernels on the same fresh random inputs and compare every output element. `launch`
     gives the optimized kernel's (block, grid); by default the naive launch for a kernel without its own
-    LaunchConfig (the thread mapping is unchanged), else derived from its LaunchConfig."""
+    LaunchConfig (the thread mapping is unchanged), else derived from its LaunchConfig. `regions`: emulate
+    only the blocks of each kernel that cover these parts of the naive thread space (each must be made of
+    whole blocks of both kernels), for launches too large to emulate whole."""
     from gpgpu_opt.emulator import EmulationError, RaceError, run_kernel
 
     result = CaseResult(case)
@@ -339,8 +356,11 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
     runs, atomics = {}, 0
     for label, kernel, (b, g) in (("naive", naive, (block, grid)), ("optimized", optimized, launch)):
         args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+        per_block = block[:2] if label == "naive" or optimized.launch is None else optimized.launch.outputs_per_block
+        sample = None if regions is None else blocks_covering(regions, per_block, g)
         try:
-            stats = run_kernel(kernel, g, b, args, device_functions=device_functions, check_races=check_races)
+            stats = run_kernel(kernel, g, b, args, device_functions=device_functions, check_races=check_races,
+                               blocks=sample)
         except RaceError as err:
             if label == "naive":  # the input itself is racy: nothing an optimization did
                 origin = f"{case.launch_origin}: " if case.launch_origin else ""

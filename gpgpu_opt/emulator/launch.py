@@ -110,10 +110,12 @@ def _scalar_arg(kernel: str, pname: str, ctype: CType, value):
 
 
 def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: dict | None = None,
-               check_races: bool = True, max_threads_per_batch: int = 1 << 16) -> EmulationStats:
+               check_races: bool = True, max_threads_per_batch: int = 1 << 16,
+               blocks: list[int] | None = None) -> EmulationStats:
     """Emulate `kernel<<<grid, block>>>(args...)` on the CPU; pointer arguments (numpy arrays) are
     updated in place. Raises an EmulationError subclass for out-of-bounds or misaligned accesses, races,
-    divergent barriers, undefined behaviour and unsupported constructs."""
+    divergent barriers, undefined behaviour and unsupported constructs. `blocks`: run only these blocks
+    (linear ids, x fastest) of the grid, a sample of a launch too large to emulate whole."""
     t0 = time.perf_counter()
     funcdef = getattr(kernel_or_funcdef, "funcdef", kernel_or_funcdef)
     if not isinstance(funcdef, c_ast.FuncDef):
@@ -128,11 +130,26 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
     interp = Interpreter(funcdef, device_functions, geom, mem, stats, params)
     per_batch = max(1, int(max_threads_per_batch) // geom.tpb)
     with np.errstate(all="ignore"):
-        for first in range(0, geom.nblocks, per_batch):
-            batch = Batch(geom, first, min(per_batch, geom.nblocks - first))
-            interp.run_batch(batch)
+        for first, count in _batches(sorted(set(blocks)) if blocks is not None else None, geom.nblocks, per_batch):
+            interp.run_batch(Batch(geom, first, count))
             stats.batches += 1
-    stats.threads = geom.total_threads
-    stats.blocks = geom.nblocks
+    stats.blocks = geom.nblocks if blocks is None else len(set(blocks))
+    stats.threads = stats.blocks * geom.tpb
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _batches(blocks: list[int] | None, nblocks: int, per_batch: int):
+    """(first block, count) of each batch: runs of consecutive blocks, at most `per_batch` long."""
+    if blocks is None:
+        yield from ((first, min(per_batch, nblocks - first)) for first in range(0, nblocks, per_batch))
+        return
+    if any(not 0 <= b < nblocks for b in blocks):
+        raise ValueError(f"a sampled block is outside the grid of {nblocks} blocks")
+    k = 0
+    while k < len(blocks):
+        first, count = blocks[k], 1
+        while k + count < len(blocks) and blocks[k + count] == first + count and count < per_batch:
+            count += 1
+        yield first, count
+        k += count

@@ -1,6 +1,8 @@
 """compile checks what it writes: a rewritten kernel that does not match the naive one in the emulator is
 rolled back to the last version that does, with a note and a report entry; --no-validate skips the check."""
 import json
+
+import numpy as np
 import subprocess
 import sys
 
@@ -50,3 +52,61 @@ def test_compile_validates_by_default_and_no_validate_skips(tmp_path):
         assert (validation or {}).get("status") == expected
         if expected:
             assert validation["sizes"] == {"rows": 37, "cols": 45}  # ragged: divides no tile
+
+
+ROW_SUMS_FIXED = """
+#define N 4096
+#define K 2048
+__global__ void row_sums(const float *__restrict__ a, float *__restrict__ out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        float sum = 0.0f;
+        for (int k = 0; k < K; k++)
+            sum += a[i * K + k];
+        out[i] = sum;
+    }
+}
+"""
+
+
+def _drop_last_output(kernel, ctx):
+    """A broken pass that only shows at the edge of the thread space: the guard loses the last thread."""
+    for node in walk(kernel.body):
+        if isinstance(node, c_ast.BinaryOp) and node.op == "<" and isinstance(node.right, c_ast.Constant) \
+                and node.right.value == "4096":
+            node.right = c_ast.Constant("int", "4095")
+    return kernel
+
+
+def test_sizes_too_large_to_emulate_are_checked_at_two_corners(tmp_path, monkeypatch):
+    path = tmp_path / "rows.cu"
+    path.write_text(ROW_SUMS_FIXED)
+    registered = pipeline.registered_passes()
+    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "edge": _drop_last_output})
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    good = pipeline.compile_program(program, get_target("g80"), ["restrict", "normalize", "coalesce"],
+                                    Diagnostics(quiet=True), validate=True).kernels[0]
+    assert good.validation.status == "passed" and "two corners" in good.validation.detail
+    assert good.optimized.launch is not None  # the staged kernel, checked at its real size
+    bad = pipeline.compile_program(program, get_target("g80"), ["restrict", "normalize", "coalesce", "edge"],
+                                   Diagnostics(quiet=True), validate=True).kernels[0]
+    assert bad.validation.status == "rolled back" and bad.validation.kept_after == "coalesce"
+
+
+def test_a_sample_of_blocks_runs_only_those_blocks():
+    from gpgpu_opt.emulator import run_kernel
+    from gpgpu_opt.verify import blocks_covering
+
+    program_text = "__global__ void mark(float *x) { x[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }"
+    func = c_parser_parse(program_text)
+    x = np.zeros(64, np.float32)
+    stats = run_kernel(func, (8,), (8,), {"x": x}, blocks=blocks_covering([((0, 8), (0, 1)), ((56, 64), (0, 1))],
+                                                                         (8, 1), (8, 1)))
+    assert stats.blocks == 2 and x[:8].all() and x[56:].all() and not x[8:56].any()
+
+
+def c_parser_parse(text):
+    from gpgpu_opt.frontend.cuda_c import cuda_to_c, parse_c
+
+    return parse_c(cuda_to_c(text)[0], "<test>").ext[-1]
