@@ -87,7 +87,7 @@ def _agreed(shapes: list[tuple]) -> tuple:
 def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
     """The block shape the kernel is launched with: a `#pragma gpgpu_opt launch` line right before it (a
     file gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated from
-    literals and macros (the block the optimizations plan for does not depend on run-time sizes)."""
+    literals, macros and host variables set once (`int threads = 128;`)."""
     start = kernel.source_span[0]
     before = [p for p in pragma_launches(program.text) if p[0] < start
               and not program.text[program.text.index("\n", p[0]):start].strip()]
@@ -95,9 +95,7 @@ def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
         values = [evaluate_int(v, program.macros) for v in before[-1][1].split(",")]
         if values and None not in values:
             return values[0], values[1] if len(values) > 1 else 1
-    declarations = HostDeclarations.scan(host_text(program))
-    declarations.scalars.clear()  # a host variable (`int threads = 128;`) is a run-time choice: not planned for
-    launch = naive_launch(program, kernel, {}, declarations)
+    launch = naive_launch(program, kernel, {})
     if launch is None or None in launch.block[:2]:
         return None
     return launch.block[0], launch.block[1]

@@ -70,6 +70,7 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
         if result.ok:
             seconds = time.perf_counter() - start
             if first_failure is None:
+                where = where or f" on {result.elements} elements"
                 return kernel, Validation("passed", f"matches the naive kernel{where}, no race", case, name, seconds)
             return kernel, Validation("rolled back", first_failure, case, name, seconds)
         if first_failure is None:

@@ -86,10 +86,10 @@ def test_launch_site_arguments_are_captured(tmp_path):
     assert prog.text[site.args_start:site.args_end] == "(x1_gpu, len)"
 
 
-def test_naive_block_plans_with_macros_only(tmp_path):
-    """The block the optimizations plan for: macros and literals, not run-time host variables."""
+def test_naive_block_plans_with_the_block_the_program_launches(tmp_path):
+    """The block the optimizations plan for: from macros, literals and host variables set once."""
     prog = load(tmp_path, PROGRAM.replace("256>>>(x1_gpu, len)", "threads>>>(x1_gpu, len)")
                 .replace("int len =", "int threads = 128;\n    int len ="))
     assert naive_block(prog, prog.kernel("mvt_kernel1")) == (32, 8)
-    assert naive_block(prog, prog.kernel("scale")) is None
+    assert naive_block(prog, prog.kernel("scale")) == (128, 1)
     assert naive_launch(prog, prog.kernel("scale"), {}).block == (128, 1, 1)
