@@ -3,9 +3,11 @@ so (`--restrict`, nvcc's flag: every kernel pointer parameter is a restrict poin
 proves it: every launch site passes each pointer parameter a device buffer of its own.
 
 The whole-program proof reads the host code as text. An argument names a buffer when it is a variable
-(possibly offset: `A_gpu + n`, `&A_gpu[n]`, or cast) that the file allocates with `cudaMalloc` and friends
-and never otherwise assigns, increments or hands to a function that could change it. Two arguments that
-name different such variables point into different allocations. A parameter the kernel writes through must
+(possibly offset: `A_gpu + n`, `&A_gpu[n]`, or cast) that the function making the launch allocates itself
+with `cudaMalloc` and friends (`&A_gpu`, not an element of an array of pointers), that is not a parameter of
+that function, and that the file never otherwise assigns, increments, takes the address of or hands to a
+function that could change it. Two arguments that name different such variables point into different
+allocations. A parameter the kernel writes through must
 get a buffer that no other pointer argument of that launch gets; read-only parameters may share one (C's
 `restrict` only forbids aliasing where the object is modified).
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from gpgpu_opt.analysis.writes import written_names
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.launch import host_text
 
 #: Calls that allocate device memory into `&ptr` (their first argument).
 _ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocPitch", "cudaMallocAsync", "cudaMallocHost",
@@ -55,7 +58,7 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
     if len(pointers) < 2 or not written:
         # Nothing to alias with, or nothing written: restrict adds no constraint the program could break.
         return AliasFacts(True, "one pointer" if len(pointers) < 2 else "read-only", written=written)
-    host = HostPointers(program.text)
+    host = HostPointers(host_text(program))
     sites = [s for s in program.launch_sites if s.kernel == kernel.name]
     hint = "declare the pointer parameters __restrict__, compile with --restrict"
     if not sites:
@@ -70,7 +73,7 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
         buffers = {}
         for p in pointers:
             arg = args[positions[p.name]]
-            buffer, why = host.buffer_of(arg)
+            buffer, why = host.buffer_of(arg, site.start)
             if buffer is None:
                 return AliasFacts(False, "", why_not=f"line {site.line}: '{arg}' for '{p.name}' {why}; {hint}, "
                                                      "or pass buffers from cudaMalloc directly", written=written)
@@ -88,21 +91,53 @@ class HostPointers:
 
     def __init__(self, text: str):
         self.tokens = [t for t in scanner.tokenize(text) if t.kind != "pp"]
-        self.allocated: set[str] = set()
-        self.disturbed: dict[str, str] = {}      # variable -> how it may stop naming its own buffer
+        self.allocations: list[tuple[str, int]] = []    # (variable, offset of the allocating call)
+        self.disturbed: dict[str, str] = {}             # variable -> how it may stop naming its own buffer
+        self.functions = self._function_bodies()
         self._scan()
 
-    def buffer_of(self, arg: str) -> tuple[str | None, str]:
-        """The variable whose allocation `arg` points into, or None and why not."""
-        m = re.fullmatch(r"(?:\(\s*[\w\s]+\*\s*\)\s*)?&?\s*([A-Za-z_]\w*)(?:\s*\[[^\]]*\]|\s*\+\s*[^,]+)?", arg.strip())
+    def buffer_of(self, arg: str, launch_at: int) -> tuple[str | None, str]:
+        """The variable whose allocation `arg`, passed by the launch at offset `launch_at`, points into; or
+        None and why not."""
+        m = _BUFFER_ARGUMENT.fullmatch(arg.strip())
         if m is None:
             return None, "is not a device buffer variable"
-        name = m.group(1)
-        if name not in self.allocated:
-            return None, f"is not allocated with {_ALLOCATORS[0]} in this file"
+        name = m.group(1) or m.group(2)
+        start, end, params = next(((s, e, p) for s, e, p in self.functions if s <= launch_at < e), (0, 0, set()))
+        if name in params:
+            return None, "is a parameter of the function that launches the kernel"
+        if not any(var == name and start <= at < end for var, at in self.allocations):
+            return None, f"is not allocated with {_ALLOCATORS[0]} in the function that launches the kernel"
         if name in self.disturbed:
             return None, self.disturbed[name]
         return name, ""
+
+    def _function_bodies(self) -> list[tuple[int, int, set[str]]]:
+        """(body start, body end, parameter names) of each function defined in the text."""
+        toks, bodies, k = self.tokens, [], 0
+        while k < len(toks):
+            if toks[k].text == "{" and k and toks[k - 1].text in (")", "const"):
+                close = scanner.matching(toks, k, "{", "}")
+                if close == -1:
+                    break  # an unclosed body (the front end reports it)
+                paren = k - 1 if toks[k - 1].text == ")" else k - 2
+                bodies.append((toks[k].start, toks[close].end, self._parameter_names(paren)))
+                k = close + 1
+                continue
+            k += 1
+        return bodies
+
+    def _parameter_names(self, close_paren: int) -> set[str]:
+        """Names in the parameter list that ends at token `close_paren`: identifiers before `,` or `)`."""
+        names, depth = set(), 0
+        for j in range(close_paren, 0, -1):
+            t = self.tokens[j].text
+            depth += {")": 1, "(": -1}.get(t, 0)
+            if depth == 0:
+                break
+            if depth == 1 and t in (",", ")") and self.tokens[j - 1].kind == "ident":
+                names.add(self.tokens[j - 1].text)
+        return names
 
     def _scan(self) -> None:
         toks = self.tokens
@@ -112,7 +147,7 @@ class HostPointers:
             if tok.text in _ALLOCATORS and i + 1 < len(toks) and toks[i + 1].text == "(":
                 name = self._address_argument(i + 2)
                 if name:
-                    self.allocated.add(name)
+                    self.allocations.append((name, tok.start))
                 continue
             prev = toks[i - 1].text if i else ""
             nxt = toks[i + 1].text if i + 1 < len(toks) else ""
@@ -148,7 +183,8 @@ class HostPointers:
             elif t == "," and depth == 0:
                 return None
             elif t == "&" and self.tokens[j + 1].kind == "ident":
-                return self.tokens[j + 1].text
+                after = self.tokens[j + 2].text if j + 2 < len(self.tokens) else ""
+                return self.tokens[j + 1].text if after in (",", ")") else None  # not `&bufs[i]`, `&s.p`
         return None
 
     def _enclosing_call(self, i: int):
@@ -181,3 +217,6 @@ class HostPointers:
 
 
 _CONTROL = {"if", "while", "for", "switch", "return", "sizeof"}
+#: `name`, `name + offset`, `&name[offset]`, any of them behind a pointer cast.
+_BUFFER_ARGUMENT = re.compile(r"(?:\(\s*[\w\s]+\*\s*\)\s*)?(?:&\s*([A-Za-z_]\w*)\s*\[[^\]]*\]|([A-Za-z_]\w*)(?:\s*\+\s*.+)?)")
+

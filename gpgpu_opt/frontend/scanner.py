@@ -131,7 +131,7 @@ class LaunchSite:
     args_end: int = -1    # offset just past its `)`
 
 
-def _matching(tokens: list[Token], i: int, open_: str, close: str) -> int:
+def matching(tokens: list[Token], i: int, open_: str, close: str) -> int:
     """Index of the token that closes the bracket at tokens[i]."""
     depth = 0
     for j in range(i, len(tokens)):
@@ -167,7 +167,7 @@ def find_functions(text: str, tokens: list[Token] | None = None) -> list[Functio
                 header = []
                 i += 1
                 continue
-            close = _matching(tokens, i, "{", "}")
+            close = matching(tokens, i, "{", "}")
             if close == -1:
                 close = len(tokens) - 1
             qualifiers = frozenset(w for w in words if w in CUDA_FUNCTION_QUALIFIERS)
@@ -223,7 +223,7 @@ def find_launch_sites(text: str, tokens: list[Token] | None = None) -> list[Laun
         site = LaunchSite(tok.text, tok.start, tokens[i + 1].start, tokens[close].end,
                           _top_level_parts(text, tokens, i + 2, close), tok.line, tok.column)
         if close + 1 < len(tokens) and tokens[close + 1].text == "(":
-            end = _matching(tokens, close + 1, "(", ")")
+            end = matching(tokens, close + 1, "(", ")")
             if end != -1:
                 site.args = _top_level_parts(text, tokens, close + 2, end) if end > close + 2 else []
                 site.args_start, site.args_end = tokens[close + 1].start, tokens[end].end

@@ -124,3 +124,51 @@ def test_unknown_aliasing_leaves_the_signature_and_says_so(tmp_path):
     assert any("may alias" in str(n) and "--restrict" in str(n) for n in diagnostics.notes)
     forced, _ = _compile(tmp_path, "", assume_restrict=True)
     assert "const float *__restrict__ x" in forced.output
+
+
+def test_a_launch_through_a_helper_function_is_not_proved_by_the_callers_allocations(tmp_path):
+    """`run`'s x and y are its parameters: whatever main allocates under the same names says nothing."""
+    host = """
+void run(float *d_x, float *d_y, int n)
+{
+    axpy<<<(n + 255) / 256, 256>>>(d_x, d_y, 2.0f, n);
+}
+
+int main(void)
+{
+    int n = 1024;
+    float *d_x, *d_y, *d_z;
+    cudaMalloc((void **)&d_x, n * sizeof(float));
+    cudaMalloc((void **)&d_y, n * sizeof(float));
+    cudaMalloc((void **)&d_z, n * sizeof(float));
+    run(d_z, d_z, n);
+    return 0;
+}
+"""
+    facts = _facts(tmp_path, host)
+    assert not facts.restrict and "parameter of the function that launches" in facts.why_not
+
+
+def test_elements_of_an_array_of_pointers_are_not_buffers_of_their_own(tmp_path):
+    host = """
+int main(void)
+{
+    int n = 1024;
+    float *bufs[2], *d_y;
+    for (int b = 0; b < 2; b++)
+        cudaMalloc((void **)&bufs[b], n * sizeof(float));
+    cudaMalloc((void **)&d_y, n * sizeof(float));
+    bufs[0] = d_y;
+    axpy<<<(n + 255) / 256, 256>>>(bufs[0], d_y, 2.0f, n);
+    return 0;
+}
+"""
+    facts = _facts(tmp_path, host)
+    assert not facts.restrict and "'bufs[0]' for 'x' is not a device buffer variable" in facts.why_not
+
+
+def test_an_allocation_in_another_function_does_not_count(tmp_path):
+    host = PROVED.replace("int main(void)\n{", "void setup(float **p) { cudaMalloc((void **)&d_x, 4); }\n\n"
+                          "int main(void)\n{").replace("    cudaMalloc((void **)&d_x, n * sizeof(float));\n", "")
+    facts = _facts(tmp_path, host)
+    assert not facts.restrict and "not allocated with cudaMalloc in the function that launches" in facts.why_not
