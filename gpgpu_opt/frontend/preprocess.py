@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 
 from pcpp import Action, OutputDirective, Preprocessor
 
 from gpgpu_opt.diagnostics import CompileError, Location
+from gpgpu_opt.frontend.scanner import tokenize
 from gpgpu_opt.targets import DEFAULT_TARGET, get_target
 
 NVCC_VERSION_MAJOR = 13
@@ -97,6 +99,17 @@ def _column(path: str, line: int, word: str) -> int:
     return text.find(word) + 1 or 1
 
 
+_EMPTY_CONDITION = re.compile(r"#\s*(if|elif)\s*(?://.*|/\*.*)?$")
+
+
+def _check_conditions(text: str, filename: str) -> None:
+    """`#if` with nothing to test is an error (pcpp would fail on it without saying where)."""
+    for tok in tokenize(text):
+        m = _EMPTY_CONDITION.match(tok.text.strip()) if tok.kind == "pp" else None
+        if m:
+            raise CompileError(f"#{m.group(1)} with no expression", Location(filename, tok.line, tok.column))
+
+
 def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
                include_dirs: list[str] | None = None, *,
                cuda_arch: int = get_target(DEFAULT_TARGET).cuda_arch) -> tuple[str, dict[str, str]]:
@@ -111,9 +124,14 @@ def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
     # -D comes after the predefined macros so that it can replace them, as with nvcc.
     for name, value in {**nvcc_predefined_macros(cuda_arch), **(defines or {})}.items():
         pp.define(f"{name} {value}")
+    _check_conditions(text, filename)
     pp.parse(text, filename)
     out = io.StringIO()
-    pp.write(out)
+    try:
+        pp.write(out)
+    except (IndexError, KeyError, TypeError, ValueError) as err:  # pcpp itself failed on this input
+        raise pp.first_error or CompileError(f"the preprocessor could not process this file ({err!r})",
+                                             Location(filename, 1, 1)) from None
     if pp.first_error:
         raise pp.first_error
     macros = {}

@@ -295,3 +295,13 @@ def test_cli_error_directive_in_an_enabled_branch(tmp_path):
     assert proc.returncode != 0
     assert proc.stderr.startswith(f"{program}:3:2: error: #error N is not set")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("directive", ["#if", "#if /* nothing */", "#if 1\n#elif"])
+def test_a_condition_with_no_expression_is_an_error_where_it_is(tmp_path, directive):
+    source = f"{directive}\n#endif\n" + PROGRAM
+    proc, program, out = compile_cli(tmp_path, source)
+    line = directive.count("\n") + 1
+    keyword = "elif" if "elif" in directive else "if"
+    assert proc.returncode != 0 and not out.exists()
+    assert proc.stderr.startswith(f"{program}:{line}:1: error: #{keyword} with no expression"), proc.stderr
