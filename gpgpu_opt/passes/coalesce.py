@@ -13,8 +13,9 @@ block loads the data the read needs over one *tile step* into a shared tile with
 - loop-index subscripts `A[m*i + n]`: the loop is unrolled by U = W/gcd(m*step, W) (W = request width)
   and each step of U iterations stages the segment those iterations read; the unrolled loop keeps the
   original bound, so trip counts that are not a multiple of U (and steps other than 1) stay exact.
-  A loop that counts down is not unrolled (its reads are skipped with a note): the iterations would have
-  to keep their order inside tiles filled from the far end.
+  A loop that counts down is unrolled the same way and keeps its order: its steps run from the loop's
+  first value down, each step's tile holds the step's elements in address order (from the step's lowest
+  value), and the step's iterations read it from the top.
 
 Staged loads are predicated: a tile element is loaded only if the naive kernel reads it (the guard and
 loop conditions of the thread and iteration that reads it), and set to 0 otherwise, so no access is added

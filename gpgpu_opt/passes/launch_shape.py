@@ -104,7 +104,7 @@ def _estimate_tile_bytes(a: Access, block, W) -> int:
         index = a.index.subs({BDIM["x"]: block[0], BDIM["y"]: block[1]})
         anchor = anchor_loop(a)
         shape = classify(index, block, iterator_symbol(anchor.var) if anchor else None,
-                         anchor.step if anchor else 1, W)
+                         abs(anchor.step) if anchor else 1, W)
         rows, cols = tile_extent(shape, shape.unroll_factor(W))
         return rows * (cols + (1 if rows > 1 else 0)) * a.element_bytes
     except Unsupported:

@@ -95,12 +95,14 @@ class Shape:
         return width
 
 
-def classify(index: sympy.Expr, block: tuple[int, int], anchor_sym, anchor_step: int, width: int) -> Shape:
-    """Row/column roles of x, y and the anchor loop's iteration in `index` (bdim already substituted)."""
+def classify(index: sympy.Expr, block: tuple[int, int], anchor_sym, anchor_stride: int, width: int) -> Shape:
+    """Row/column roles of x, y and the anchor loop's iteration in `index` (bdim already substituted).
+    `anchor_stride` is the size of the loop's step: a loop that counts down is staged over the same
+    addresses as the upward loop over its values, so the subscript must grow with the iterator either way."""
     rows, cols = [], []
     candidates = [("x", TID["x"], block[0], 1), ("y", TID["y"], block[1], 1)]
     if anchor_sym is not None:
-        candidates.append(("u", anchor_sym, None, anchor_step))
+        candidates.append(("u", anchor_sym, None, anchor_stride))
     for kind, sym, extent, scale in candidates:
         if extent == 1:
             continue  # threadIdx is 0 along an axis of extent 1: the address does not vary with it
@@ -261,20 +263,46 @@ def read_coords(shape: Shape, tx: int, ty: int) -> tuple[int, int]:
     return row, col
 
 
-def read_ref(tile: Tile, iter_name: str | None, chunk_name: str | None, step: int) -> c_ast.ArrayRef:
+@dataclass
+class TileStep:
+    """One step of a loop unrolled around tiles: `unroll` iterations of `var`, `stride` apart (the size of
+    the loop's step), starting at the value of `chunk`, counting up or down. Either way a step's tile holds
+    its elements in address order, from the step's lowest value (`lowest`)."""
+    var: str
+    chunk: str
+    stride: int
+    unroll: int
+    down: bool
+
+    def lowest(self) -> c_ast.Node:
+        """The step's lowest value: its first iteration going up, its last one going down."""
+        if not self.down:
+            return c_ast.ID(self.chunk)
+        return c_ast.BinaryOp("-", c_ast.ID(self.chunk), const((self.unroll - 1) * self.stride))
+
+    def lead(self, per_iteration: int) -> int:
+        """Tile columns before the element of the lowest value, for a column that moves `per_iteration`
+        elements per iteration. The elements between two reads are loaded for the later of the two, which
+        is the higher one going up (no lead) and the lower one going down: there the tile starts
+        `per_iteration - 1` elements early and ends at the element of the step's first value, so that it
+        never holds elements above what the loop's first iteration reads."""
+        return per_iteration - 1 if self.down else 0
+
+
+def read_ref(tile: Tile, step: TileStep | None) -> c_ast.ArrayRef:
     """`tile[row][col]` as the reading thread sees it (inside the unrolled loop for loop-index forms)."""
     def coordinate(dim: Dim | None, scale: int) -> c_ast.Node:
         if dim is None:
             return const(0)
         if dim.kind in ("x", "y"):
             return mul(builtin("threadIdx", dim.kind), scale)
-        offset = c_ast.BinaryOp("-", c_ast.ID(iter_name), c_ast.ID(chunk_name))
+        offset = c_ast.BinaryOp("-", c_ast.ID(step.var), step.lowest())
         if dim is tile.shape.row:
-            return offset if step == 1 else c_ast.BinaryOp("/", offset, const(step))
-        per_iter = scale // step if scale % step == 0 else None
+            return offset if step.stride == 1 else c_ast.BinaryOp("/", offset, const(step.stride))
+        per_iter = scale // step.stride if scale % step.stride == 0 else None
         if per_iter is None:
             raise Unsupported("the column stride is not a multiple of the loop step")
-        return mul(offset, per_iter)
+        return add(mul(offset, per_iter), const(step.lead(scale)))
 
     col = coordinate(tile.shape.col, int(tile.shape.col.coef) if tile.shape.col else 1)
     ref = c_ast.ArrayRef(c_ast.ID(tile.name), col)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import substitute
+from gpgpu_opt.ast_util import substitute, walk
 from gpgpu_opt.passes import guards as g
-from gpgpu_opt.passes.staging import Unsupported, add, conj, const, loader_statements, mul, parse_expr
+from gpgpu_opt.passes.staging import Unsupported, add, conj, const, loader_statements, mul, parse_expr, text
 from gpgpu_opt.passes.witness import Witness, check_monotone, fold
 
 if TYPE_CHECKING:
@@ -48,6 +48,28 @@ def _ceil_div(node: c_ast.Node, m: int) -> c_ast.Node:
     return c_ast.BinaryOp("/", c_ast.BinaryOp("+", node, const(m - 1)), const(m))
 
 
+def _signed(node: c_ast.Node) -> c_ast.Node:
+    """`node` as an int: a thread index is unsigned and would make the iterator's value unsigned."""
+    if not any(isinstance(n, c_ast.StructRef) for n in walk(node)):
+        return node
+    return parse_expr(f"(int) ({text(node)})")
+
+
+def _later_read(col: c_ast.Node, per_iteration: int, down: bool) -> c_ast.Node:
+    """The iteration (counted from the step's lowest value) whose read makes tile column `col` part of
+    what the naive kernel reads: the column's own read when it is one (every m-th column from the tile's
+    lead on, m = `per_iteration`), else the later of the two reads it lies between, which is in range
+    whenever the loop gets there. Going up that is the higher read (`ceil(col / m)`); going down, with
+    the tile starting m - 1 columns early, the lower one (`(col + 1) / m - 1`; -1 is the first value of
+    the next step)."""
+    if per_iteration == 1:
+        return col
+    if not down:
+        return _ceil_div(col, per_iteration)
+    return c_ast.BinaryOp("-", c_ast.BinaryOp("/", c_ast.BinaryOp("+", col, const(1)), const(per_iteration)),
+                          const(1))
+
+
 def build_loader(p: Plan, info: g.KernelInfo, block) -> None:
     a, shape, tile, loader = p.access, p.shape, p.tile, p.loader
     env = a.extra.get("env", {})
@@ -55,11 +77,16 @@ def build_loader(p: Plan, info: g.KernelInfo, block) -> None:
     col_ast = parse_expr(loader.col)
     visible = _visible(p, info)
     allowed = set(p.loader_vars) | ({p.chunk_var} if p.chunk_var else set())
-    step = p.anchor.step if p.anchor is not None else 1
+    step = p.step
 
     def iteration(offset: c_ast.Node | None) -> c_ast.Node:
-        base = c_ast.ID(p.chunk_var)
-        return base if offset is None else add(base, mul(offset, step))
+        """The value of the iterator `offset` iterations above the step's lowest value."""
+        base = step.lowest()
+        return base if offset is None else add(base, mul(offset, step.stride))
+
+    # Going down, the iterator's values that a loader tests run below the step's first one (and below 0
+    # at the loop's end): the loader's tile index must not make them unsigned.
+    in_iteration = _signed if step is not None and step.down else (lambda node: node)
 
     addr_axes, pred_axes = {}, {}
     addr_iter, pred_iter = {}, {}
@@ -78,17 +105,19 @@ def build_loader(p: Plan, info: g.KernelInfo, block) -> None:
     if p.anchor is not None:
         var = p.anchor.var
         if shape.row is not None and shape.row.kind == "u":
-            addr_iter[var] = pred_iter[var] = iteration(row_ast)
+            addr_iter[var] = pred_iter[var] = iteration(in_iteration(row_ast))
         else:
             addr_iter[var] = iteration(None)
-            # Element col is read at iteration col / m (m elements per iteration) when that is whole;
-            # otherwise it lies between two reads of the row, and is in range if the later one is.
-            pred_iter[var] = iteration(_ceil_div(col_ast, int(shape.col.coef)))
-    # The global address of tile[row][col]: the subscript at the step's first column, plus the column.
+            pred_iter[var] = iteration(_later_read(in_iteration(col_ast), int(shape.col.coef), step.down))
+    # The global address of tile[row][col]: the subscript at the step's lowest value (at the first thread
+    # of the block along the column's axis), plus the column, less the tile's lead.
     address_of = Witness(info, env, block, addr_axes, addr_iter, visible, allowed)
     subscript = address_of(a.node.subscript)
     if shape.col is not None:
         subscript = c_ast.BinaryOp("+", subscript, col_ast)
+        lead = step.lead(int(shape.col.coef)) if step is not None and shape.col.kind == "u" else 0
+        if lead:
+            subscript = c_ast.BinaryOp("-", subscript, const(lead))
     load = c_ast.ArrayRef(c_ast.ID(a.array), subscript)
     # The conditions under which the naive kernel reads that element (thread and iteration that read it).
     clauses = []

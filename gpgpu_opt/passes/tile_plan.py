@@ -2,10 +2,11 @@
 others are not.
 
 A read is planned if its tile can be made safely: the array is read-only and not aliased by stores the
-tile would hide, the loop it is unrolled around (its *anchor*) is an upward loop (a loop that counts down
-is skipped with a note) with block-uniform bounds whose guards can be sunk, and its subscript has a stageable shape (`staging.classify`). Reads of the same
-element share a tile, a staged loop inside another staged loop wins, and tiles are sized, padded against
-bank conflicts and fitted into the block's shared memory; each plan's loader is built by `tile_loader`.
+tile would hide, the loop it is unrolled around (its *anchor*) counts up or down by a fixed step to an
+ordered bound (`<`, `<=`; `>`, `>=`) that is the same for the block's threads and whose guards can be
+sunk, and its subscript has a stageable shape (`staging.classify`). Reads of the same element share a
+tile, a staged loop inside another staged loop wins, and tiles are sized, padded against bank conflicts
+and fitted into the block's shared memory; each plan's loader is built by `tile_loader`.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.staging import Shape, Tile, Unsupported, choose_padding, classify, plan_loader, tile_extent
+from gpgpu_opt.passes.staging import (Shape, Tile, TileStep, Unsupported, choose_padding, classify, plan_loader,
+                                      tile_extent)
 from gpgpu_opt.passes.tile_loader import build_loader
 
 _ELEMENT = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
@@ -57,6 +59,14 @@ class Plan:
     frames_key: tuple = ()
     load_index: int | None = None
     loader_vars: set = field(default_factory=set)
+
+    @property
+    def step(self) -> TileStep | None:
+        """The tile step of the unrolled anchor loop (None for thread-index tiles)."""
+        if self.anchor is None:
+            return None
+        return TileStep(self.anchor.var, self.chunk_var, abs(self.anchor.step), self.unroll,
+                        self.anchor.is_downward)
 
     def describe(self, target) -> str:
         t = self.tile
@@ -205,28 +215,32 @@ def _plan_access(rep: AccessReport, info: g.KernelInfo, block, W) -> Plan:
     index = sympy.expand(a.index.subs({BDIM["x"]: block[0], BDIM["y"]: block[1], BDIM["z"]: 1}))
     if index.free_symbols & set(GDIM.values()):
         raise Unsupported("the subscript uses gridDim")
-    step = 1
+    stride = 1
     if anchor is not None:
-        if anchor.is_downward:
-            # Staging in the loop's own order would need tiles filled from their far end; not done yet.
-            raise Unsupported(f"the '{anchor.var}' loop counts down (only upward loops are unrolled "
-                              "around tiles)")
-        if not anchor.is_upward or anchor.comparison not in ("<", "<=") or anchor.bound is None:
-            raise Unsupported(f"the '{anchor.var}' loop is not an upward loop with a fixed step")
-        step = anchor.step
+        # The loader's predicates test the loop condition at values up to a step ahead: it must hold at a
+        # value exactly when the loop gets there, as an ordered bound in the loop's direction does.
+        ordered = (">", ">=") if anchor.is_downward else ("<", "<=")
+        if not (anchor.is_upward or anchor.is_downward) or anchor.comparison not in ordered \
+                or anchor.bound is None:
+            raise Unsupported(f"the '{anchor.var}' loop does not count up or down by a fixed step to a "
+                              "bound it approaches (<, <= up; >, >= down)")
+        stride = abs(anchor.step)
+        if anchor.is_downward and not _signed_iterator(anchor, info):
+            raise Unsupported(f"the '{anchor.var}' loop counts down with an iterator that is not a signed "
+                              "integer (its steps end below the last value, which would wrap around)")
         for part in (anchor.node.init, anchor.node.cond, anchor.node.next):
             if part is not None and not info.uniform_header(part):
                 raise Unsupported(f"the bounds of the '{anchor.var}' loop differ between the threads of a block")
         var, _, declared = g.loop_var(anchor.node)
         if not declared and _used_outside(var, anchor.node, info):
             raise Unsupported(f"'{anchor.var}' is used after its loop")
-    shape = classify(index, block, iterator_symbol(anchor.var) if anchor else None, step, W)
+    shape = classify(index, block, iterator_symbol(anchor.var) if anchor else None, stride, W)
     if shape.col is None and shape.row is not None:
         raise Unsupported("each row would contribute a single element: staging cannot coalesce it")
     if shape.col is not None and shape.col.kind == "x" and int(shape.col.coef) == 1:
         raise Unsupported("neighbouring threads already read neighbouring words (the access is only "
                           "misaligned); staging would read the same segments")
-    if shape.col is not None and shape.col.kind == "u" and int(shape.col.coef) % step:
+    if shape.col is not None and shape.col.kind == "u" and int(shape.col.coef) % stride:
         raise Unsupported("the column stride is not a multiple of the loop step")
     path = g.path_to(anchor.node if anchor else a.node, info.parents, info.body)
     top_index = (info.body.block_items or []).index(path[1])
@@ -241,6 +255,18 @@ def _plan_access(rep: AccessReport, info: g.KernelInfo, block, W) -> Plan:
     plan = Plan(rep, a, anchor, shape, frames, path, top_index, [a.node])
     plan.frames_key = tuple((f.kind, id(f.node)) for f in frames)
     return plan
+
+
+def _signed_iterator(loop: Loop, info: g.KernelInfo) -> bool:
+    """Whether the loop's iterator is declared (once) with a signed integer type."""
+    init = loop.node.init
+    decls = init.decls if isinstance(init, c_ast.DeclList) else \
+        [n for n in walk(info.body) if isinstance(n, c_ast.Decl) and n.name == loop.var]
+    if len(decls) != 1:
+        return False
+    t = decls[0].type
+    return isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType) \
+        and set(t.type.names) <= {"signed", "int", "long", "short"}
 
 
 def _used_outside(var: str, loop: c_ast.For, info: g.KernelInfo) -> bool:

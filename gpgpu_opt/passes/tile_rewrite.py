@@ -27,9 +27,8 @@ def apply_plans(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, thr
     # 1. The staged reads become shared-memory reads.
     replacement = {}
     for p in plans:
-        step = p.anchor.step if p.anchor is not None else 1
         for node in p.nodes:
-            replacement[id(node)] = read_ref(p.tile, p.anchor.var if p.anchor else None, p.chunk_var, step)
+            replacement[id(node)] = read_ref(p.tile, p.step)
     transform(body, lambda n: copy.deepcopy(replacement[id(n)]) if id(n) in replacement else None)
     # 2. Loops that are unrolled around their tiles.
     groups: dict[int, list[Plan]] = {}
@@ -86,6 +85,17 @@ def _without_zero_terms(node: c_ast.Node) -> c_ast.Node:
     return transform(node, drop)
 
 
+def _at_start(node: c_ast.Node, chunk: str, start: c_ast.Constant) -> c_ast.Node:
+    """`node` with the step variable at the loop's (constant) start; the `chunk - c` that a step counting
+    down has (its lowest value, the end of its iterations) becomes the constant it then is."""
+    def fold(n):
+        if isinstance(n, c_ast.BinaryOp) and n.op == "-" and isinstance(n.left, c_ast.ID) and n.left.name == chunk \
+                and isinstance(n.right, c_ast.Constant):
+            return const(int(start.value) - int(n.right.value))
+        return None
+    return _without_zero_terms(substitute(transform(copy.deepcopy(node), fold), {chunk: start}))
+
+
 def _load_comment(p: Plan) -> str:
     t = p.tile
     dims = f"{t.rows}x{t.cols}" if t.two_d else f"{t.cols}"
@@ -111,19 +121,25 @@ def _chunk_builder(group: list[Plan], ctx: PassContext):
     if trip is not None:
         trip = trip.subs({param_symbol(k): v for k, v in ctx.bindings.items()})
         divisible = bool(trip.is_Integer and int(trip) % unroll == 0)
-    step = anchor.step
-    span = unroll * step
+    span = unroll * abs(anchor.step)
+    # A step runs from the chunk variable's value in the loop's own direction, over `span` values: going
+    # down, k0 - span < k <= k0, so that the iterations keep their order (and float sums their rounding).
+    if anchor.is_downward:
+        chunk_next, in_step = f"{chunk} -= {span}", f"{var} > {chunk} - {span}"
+    else:
+        chunk_next, in_step = f"{chunk} += {span}", f"{var} < {chunk} + {span}"
     # A loop of exactly one step (16 iterations unrolled by 16) needs no step loop: its body runs once
     # with the step variable at the start value.
-    single_step = divisible and int(trip) == unroll and isinstance(start, c_ast.Constant) and start.type == "int"
+    single_step = divisible and int(trip) == unroll and isinstance(start, c_ast.Constant) and start.type == "int" \
+        and start.value.isdigit()
 
     def rename(node):
         return substitute(node, {var: c_ast.ID(chunk)})
 
     def build(guards: list) -> list:
-        inner_cond = f"{var} < {chunk} + {span}" + ("" if divisible else f" && {text(loop.cond)}")
+        inner_cond = in_step + ("" if divisible else f" && {text(loop.cond)}")
         source = render("coalesce_chunk.cu.j2", unroll=unroll, chunk_init=f"{decl_type} {chunk} = {text(start)}",
-                        chunk_cond=text(rename(loop.cond)), chunk_var=chunk, chunk_step=span,
+                        chunk_cond=text(rename(loop.cond)), chunk_next=chunk_next,
                         guard=text(conj(guards)) if guards else None, unrolled=divisible,
                         inner_init=(f"{decl_type} {var} = {chunk}" if declared else f"{var} = {chunk}"),
                         inner_cond=inner_cond, inner_next=text(loop.next))
@@ -145,10 +161,11 @@ def _chunk_builder(group: list[Plan], ctx: PassContext):
                 n.stmt = loop.stmt
         if single_step:
             note = f"coalesce: the {unroll} iterations of '{var}' read one staged step"
-            body = [_without_zero_terms(substitute(item, {chunk: start})) for item in stmts[0].stmt.block_items]
+            body = [_at_start(item, chunk, start) for item in stmts[0].stmt.block_items]
             return [Comment(note), c_ast.Compound(body)] if any(isinstance(i, c_ast.Decl) for i in body) \
                 else [Comment(note)] + body
         note = (f"coalesce: '{var}' loop unrolled by {unroll} around the staged tiles"
+                + (", counting down as it did" if anchor.is_downward else "")
                 + ("" if divisible else " (the last step may be partial)"))
         return [Comment(note)] + stmts
 

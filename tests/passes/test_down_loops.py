@@ -1,19 +1,25 @@
-"""Loops that count down through the pipeline: the coalesce pass skips a read whose unrolled loop would
-count down (with a note saying so) and still stages what it can around it; the emulator runs down loops
-right; naive and compiled kernels agree at ragged sizes."""
+"""Loops that count down through the pipeline: the coalesce pass unrolls them around their tiles in their
+own order (steps from the first value down, each step's iterations from its top), so that the compiled
+kernels compute bitwise what the naive ones do, at ragged sizes, steps of -1, -2 and -3, and bounds that
+make the loop run zero times; a down loop inside a staged loop is kept; `verify` passes; the output
+compiles with nvcc."""
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
 import textwrap
 
 import numpy as np
 import pytest
 
+from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.pipeline import compile_program
 from gpgpu_opt.targets import get_target
+from gpgpu_opt.verify_command import run_verify
 
 PASSES = ["normalize", "coalesce"]
 
@@ -45,6 +51,34 @@ MV_REVERSED = """
     }
 """
 
+# A window of A's rows, from hi down to lo (exclusive): no iteration when lo >= hi.
+WINDOW = """
+    __global__ void window(const float *A, float *y, int n, int lo, int hi)
+    {
+        int row = blockIdx.x * blockDim.x + threadIdx.x;
+        if (row < n) {
+            float sum = 0.0f;
+            for (int k = hi; k > lo; k--)
+                sum = sum * 0.5f + A[row * n + k];
+            y[row] = sum;
+        }
+    }
+"""
+
+# Parts of interleaved complex numbers, read two elements apart: A's last row ends with the first read.
+INTERLEAVED = """
+    __global__ void cross_dot(const float *A, const float *x, float *y, int n)
+    {
+        int row = blockIdx.x * blockDim.x + threadIdx.x;
+        if (row < n) {
+            float sum = 0.0f;
+            for (int k = n - 1; k >= 0; k--)
+                sum += A[row * 2 * n + 2 * k + 1] * x[2 * k];
+            y[row] = sum;
+        }
+    }
+"""
+
 # The staged 'k' loop holds a loop that counts down: staging goes on around it.
 MV_TAPS = """
     __global__ void mv_taps(const float *A, const float *w, float *y, int n)
@@ -61,17 +95,24 @@ MV_TAPS = """
 """
 
 
-def compile_source(tmp_path, source: str, target: str = "sm_90"):
+def compile_source(tmp_path, source: str, target: str = "sm_90", output: bool = False):
+    """The compiled kernel (with `output`: the whole compiled file's text)."""
     path = tmp_path / "kernel.cu"
     path.write_text(textwrap.dedent(source))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
     result = compile_program(program, get_target(target), PASSES, diagnostics, {}, block_override=(64, 1))
-    return result.kernels[0]
+    return result.output if output else result.kernels[0]
 
 
 def coalesce_decisions(kr, action: str) -> list:
     return [d for d in kr.context.decisions if d.pass_name == "coalesce" and d.action == action]
+
+
+def staged(kr) -> set[str]:
+    """What the coalesce pass staged, in a kernel that kept it (compile's own check did not roll it back)."""
+    assert kr.optimized.launch is not None
+    return {d.subject for d in coalesce_decisions(kr, "applied")}
 
 
 def run_both(kr, args: dict, global_x: int) -> tuple[dict, dict]:
@@ -90,15 +131,19 @@ def random(rng, count: int) -> np.ndarray:
     return (rng.uniform(0.5, 1.5, count) * rng.choice([-1, 1], count)).astype(np.float32)
 
 
+@pytest.mark.parametrize("n, m", [(37, 45), (32, 64), (1, 5)])   # ragged, dividing, no inner iteration
 @pytest.mark.parametrize("target", ["g80", "sm_90"])
-def test_back_substitution_is_solved_and_left_unstaged_with_a_note(tmp_path, target):
+def test_back_substitution_is_staged_where_uncoalesced_and_bitwise_equal(tmp_path, target, n, m):
     kr = compile_source(tmp_path, BACKSUB, target)
-    assert not coalesce_decisions(kr, "applied")
-    if target == "g80":  # the broadcast U reads are uncoalesced there, and their loops count down
-        notes = {d.subject: d.reason for d in coalesce_decisions(kr, "skipped")}
-        assert "counts down" in notes["U[i * n + k]"] and "counts down" in notes["U[i * n + i]"]
-    n, m = 13, 37
-    rng = np.random.default_rng(1)
+    if target == "g80":  # the broadcast U reads are uncoalesced there; the inner 'k' loop's are staged
+        assert staged(kr) == {"U[i * n + k]", "launch"}
+        source = kernel_source(kr.optimized.funcdef)
+        for shape in ("for (int k0 = n - 1; k0 > i; k0 -= 16)", "for (int k = k0; k > k0 - 16 && k > i; k--)",
+                      "tile_U[k - (k0 - 15)]"):
+            assert shape in source, source
+    else:                # a broadcast is one request there: nothing to stage
+        assert not coalesce_decisions(kr, "applied") and not coalesce_decisions(kr, "skipped")
+    rng = np.random.default_rng(n)
     upper = np.triu(rng.uniform(-1, 1, (n, n))) + n * np.eye(n)
     rhs = rng.uniform(-1, 1, (n, m))
     args = {"U": upper.astype(np.float32).ravel(), "B": rhs.astype(np.float32).ravel(),
@@ -108,13 +153,13 @@ def test_back_substitution_is_solved_and_left_unstaged_with_a_note(tmp_path, tar
     np.testing.assert_array_equal(compiled["X"], naive["X"])
 
 
+@pytest.mark.parametrize("n", [37, 45, 64])
 @pytest.mark.parametrize("step", [1, 2, 3])
-def test_reversed_dot_product_is_skipped_with_a_note_and_computes_the_same(tmp_path, step):
-    kr = compile_source(tmp_path, MV_REVERSED.replace("STEP", str(step)))
-    notes = [d.reason for d in coalesce_decisions(kr, "skipped") if d.subject == "A[row * n + k]"]
-    assert notes == ["not staged: the 'k' loop counts down (only upward loops are unrolled around tiles)"]
-    assert kr.optimized.launch is None
-    n = 37
+@pytest.mark.parametrize("target", ["g80", "sm_90"])
+def test_reversed_dot_product_is_staged_and_bitwise_equal(tmp_path, target, step, n):
+    kr = compile_source(tmp_path, MV_REVERSED.replace("STEP", str(step)), target)
+    assert "A[row * n + k]" in staged(kr)
+    assert not coalesce_decisions(kr, "skipped")
     rng = np.random.default_rng(step)
     args = {"A": random(rng, n * n), "x": random(rng, n), "y": np.full(n, np.nan, np.float32), "n": n}
     naive, compiled = run_both(kr, args, n)
@@ -122,6 +167,73 @@ def test_reversed_dot_product_is_skipped_with_a_note_and_computes_the_same(tmp_p
     expected = args["A"].reshape(n, n)[:, k].astype(np.float64) @ args["x"][k]
     np.testing.assert_allclose(naive["y"], expected, rtol=1e-4)
     np.testing.assert_array_equal(compiled["y"], naive["y"])
+
+
+@pytest.mark.parametrize("n", [37, 64])
+@pytest.mark.parametrize("target", ["g80", "sm_90"])
+def test_reads_two_apart_in_a_down_loop_load_no_element_past_the_first_read(tmp_path, target, n):
+    # A tile starts one element below its step's lowest read (A[2 * n * n] does not exist), and an element
+    # below the loop's last read (x[-1]) is not loaded.
+    kr = compile_source(tmp_path, INTERLEAVED, target)
+    expected = {"A[row * 2 * n + 2 * k + 1]"} | ({"x[2 * k]"} if target == "g80" else set())
+    assert staged(kr) == expected | {"launch"}
+    rng = np.random.default_rng(n)
+    args = {"A": random(rng, 2 * n * n), "x": random(rng, 2 * n), "y": np.full(n, np.nan, np.float32), "n": n}
+    naive, compiled = run_both(kr, args, n)
+    np.testing.assert_array_equal(compiled["y"], naive["y"])
+    assert not np.isnan(naive["y"]).any()
+
+
+@pytest.mark.parametrize("lo, hi", [(-1, 36), (4, 30), (7, 7), (20, 3)])   # whole, ragged, no iteration
+def test_a_down_loop_bounded_by_parameters_may_not_run(tmp_path, lo, hi):
+    kr = compile_source(tmp_path, WINDOW)
+    assert "A[row * n + k]" in staged(kr)
+    n = 37
+    rng = np.random.default_rng(hi)
+    args = {"A": random(rng, n * n), "y": np.full(n, np.nan, np.float32), "n": n, "lo": lo, "hi": hi}
+    naive, compiled = run_both(kr, args, n)
+    if lo >= hi:
+        assert (naive["y"] == 0).all()
+    np.testing.assert_array_equal(compiled["y"], naive["y"])
+
+
+def test_a_down_loop_to_an_unordered_bound_is_left_with_a_note(tmp_path):
+    kr = compile_source(tmp_path, MV_REVERSED.replace("k >= 0", "k != -1").replace("STEP", "1"))
+    notes = [d.reason for d in coalesce_decisions(kr, "skipped") if d.subject == "A[row * n + k]"]
+    assert notes == ["not staged: the 'k' loop does not count up or down by a fixed step to a bound it "
+                     "approaches (<, <= up; >, >= down)"]
+    assert kr.optimized.launch is None
+
+
+@pytest.mark.parametrize("iterator", ["unsigned int k = n - 1; k > 0", "size_t k = n - 1; k > 0"])
+def test_a_down_loop_with_an_unsigned_iterator_is_left_with_a_note(tmp_path, iterator):
+    kr = compile_source(tmp_path, MV_REVERSED.replace("int k = n - 1; k >= 0", iterator).replace("STEP", "1"))
+    notes = [d.reason for d in coalesce_decisions(kr, "skipped") if d.subject == "A[row * n + k]"]
+    assert notes == ["not staged: the 'k' loop counts down with an iterator that is not a signed integer (its "
+                     "steps end below the last value, which would wrap around)"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("target", ["g80", "sm_90"])
+def test_the_staged_down_loops_compile(tmp_path, target):
+    sources = [BACKSUB, WINDOW, INTERLEAVED] + [MV_REVERSED.replace("STEP", str(s)) for s in (1, 2, 3)]
+    for number, source in enumerate(sources):
+        out = tmp_path / f"out{number}.cu"
+        out.write_text(compile_source(tmp_path, source, target, output=True))
+        proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", "/dev/null", str(out)],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("target", ["g80", "sm_90"])
+def test_verify_passes_on_the_down_loops(tmp_path, capsys, target):
+    path = tmp_path / "down.cu"
+    path.write_text("\n".join(textwrap.dedent(s) for s in (BACKSUB, WINDOW, INTERLEAVED,
+                                                            MV_REVERSED.replace("STEP", "2"))))
+    ok = run_verify(load_program(str(path)), get_target(target), None, {}, None, 1, None, Diagnostics(),
+                    {}, {}, [])
+    out = capsys.readouterr().out
+    assert ok and out.count("  ok\n") == 8 and out.rstrip().endswith("PASS"), out
 
 
 def test_a_loop_counting_down_inside_a_staged_loop_is_kept_and_equivalent(tmp_path):
