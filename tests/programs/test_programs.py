@@ -124,3 +124,15 @@ def test_unchanged_kernels_keep_the_users_text(compiled):
     text = output.read_text()
     assert "atomicAdd(result" in text
     assert "DATA_TYPE" in text.split("__global__ void dot_kernel")[1].split("{")[0]
+
+
+def test_trisolv_down_loops_are_staged_on_g80_and_verify(tmp_path):
+    report = tmp_path / "r.json"
+    proc = _cli("compile", "trisolv.cu", "-o", str(tmp_path / "t.cu"), "--target", "g80", "--report", str(report),
+                *_defines("trisolv.cu"))
+    assert proc.returncode == 0, proc.stderr
+    kernel = json.loads(report.read_text())["kernels"][0]
+    assert any(d["pass"] == "coalesce" and d["action"] == "applied" and d["subject"].startswith("U[")
+               for d in kernel["decisions"]), kernel["decisions"]
+    assert kernel["validation"]["status"] == "passed"
+    assert "counting down as it did" in (tmp_path / "t.cu").read_text()
