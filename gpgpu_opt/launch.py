@@ -120,8 +120,9 @@ def launch_helper(kernel: Kernel) -> str:
     config: LaunchConfig = kernel.launch
     gx, gy = config.grid_expressions()
     per = config.outputs_per_block
-    summary = "one thread per output" if per == config.block else \
-        f"{(per[0] * per[1]) // (config.block[0] * config.block[1])} outputs per thread"
+    outputs, threads = per[0] * per[1], config.block[0] * config.block[1]
+    summary = "one thread per output" if outputs == threads else \
+        f"{outputs // threads} outputs per thread" if outputs > threads else f"{threads // outputs} threads per output"
     return render("launch_helper.cu.j2", name=kernel.name, block=config.block, outputs=per, grid=(gx, gy),
                   summary=summary)
 

@@ -124,7 +124,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
         block = block_override or default_block(program, kernel)
         ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
                           device_functions=program.device_functions,
-                          aliasing=alias_facts(kernel, program, assume_restrict))
+                          aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names))
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None
         if self_check:

@@ -40,6 +40,16 @@ class Target:
     def has_partition_camping(self) -> bool:
         return self.partition_camping is not None
 
+    @property
+    def has_warp_shuffle(self) -> bool:
+        """`__shfl_*_sync`: compute capability 3.0 and later."""
+        return self.cuda_arch >= 300
+
+    @property
+    def resident_threads(self) -> int:
+        """Threads the whole GPU keeps in flight at full occupancy."""
+        return self.sm_count * self.max_threads_per_sm
+
 
 TARGETS: dict[str, Target] = {
     t.name: t

@@ -2,41 +2,35 @@
  * 1-D launch, one thread per row: x = r (0..rows-1), y = 1; e.g. 256-thread blocks,
  * grid (rows+255)/256. */
 
-// gpgpu-opt: launch configuration of the optimized 'mv': blocks of 64x1 threads,
-// each covering 64x1 threads of the naive launch (one thread per output).
+// gpgpu-opt: launch configuration of the optimized 'mv': blocks of 32x8 threads,
+// each covering 8x1 threads of the naive launch (32 threads per output).
 static dim3 mv_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(64, 1);
+    return dim3(32, 8);
 }
 
 static dim3 mv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 63) / 64, global_y);
+    return dim3((global_x + 7) / 8, global_y);
 }
 
-#pragma gpgpu_opt launch block(64, 1) grid((global_x + 63) / 64, global_y)
+#pragma gpgpu_opt launch block(32, 8) grid((global_x + 7) / 8, global_y)
 __global__ void mv(const float *A, const float *x, float *y, int rows, int cols) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    __shared__ float tile_A[64][33];
+    int r = blockIdx.x * 8 + threadIdx.y;
     float sum = 0;
-    // coalesce: 'c' loop unrolled by 32 around the staged tiles (the last step may be partial)
-    for (int c0 = 0; c0 < cols; c0 += 32) {
-        // coalesce: stage A[r * cols + c] in tile_A (64x32: rows of A read by the block in this step of 'c')
-        #pragma unroll
-        for (int rr = 0; rr < 64; rr += 2)
-            tile_A[rr + threadIdx.x / 32][threadIdx.x % 32] = (blockIdx.x * 64 + rr + threadIdx.x / 32 < rows && c0 + threadIdx.x % 32 < cols) ? A[(blockIdx.x * 64 + rr + threadIdx.x / 32) * cols + c0 + threadIdx.x % 32] : 0.0f;
-        __syncthreads();
-        if (r < rows) {
-            for (int c = c0; c < c0 + 32 && c < cols; c++) {
-                const float A_val = tile_A[threadIdx.x][c - c0];
-                const float x_val = x[c];
-                sum += A_val * x_val;
-            }
-        }
-        __syncthreads();
-    }
+    // merge: one warp per output; lane threadIdx.x takes one iteration of 'c' in 32 (the row is read coalesced)
     if (r < rows)
+        for (int c = threadIdx.x; c < cols; c += 32) {
+            const float A_val = A[r * cols + c];
+            const float x_val = x[c];
+            sum += A_val * x_val;
+        }
+    // merge: the lanes' partial sums added by shuffles; lane 0 holds the total
+    for (int offset = 16; offset > 0; offset /= 2)
+        sum += __shfl_down_sync(0xffffffff, sum, offset);
+    if (r < rows && threadIdx.x == 0) {
         y[r] = sum;
+    }
 }

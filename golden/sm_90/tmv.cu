@@ -7,13 +7,37 @@
 #define globalDimY 1
 #define A(y,x) A[(y)*WIDTH_A+(x)]
 
+// gpgpu-opt: launch configuration of the optimized 'tmv': blocks of 32x16 threads,
+// each covering 32x1 threads of the naive launch (16 threads per output).
+static dim3 tmv_block(dim3 naive_grid, dim3 naive_block)
+{
+    return dim3(32, 16);
+}
+
+static dim3 tmv_grid(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    return dim3((global_x + 31) / 32, global_y);
+}
+
+#pragma gpgpu_opt launch block(32, 16) grid((global_x + 31) / 32, global_y)
 __global__ void tmv(float *A, float *B, float *C) {
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ float partial_sum[16][32];
+    const int idx = blockIdx.x * 32 + threadIdx.x;
     float sum = 0;
-    for (int i = 0; i < 4096; i = i + 1) {
+    // merge: 16 threads per output; threadIdx.y takes one iteration of 'i' in 16
+    for (int i = threadIdx.y; i < 4096; i += 16) {
         float a = A[i * 4096 + idx];
         float b = B[i];
         sum += a * b;
     }
-    C[idx] = sum;
+    // merge: the 16 partial sums added through shared memory by threadIdx.y == 0
+    partial_sum[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y == 0) {
+        for (int part = 1; part < 16; part++)
+            sum += partial_sum[part][threadIdx.x];
+        C[idx] = sum;
+    }
 }

@@ -48,6 +48,7 @@ from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.launch_shape import block_choices
+from gpgpu_opt.passes.merge.split_loop import plan_split
 from gpgpu_opt.passes.staging import Unsupported
 from gpgpu_opt.passes.tile_plan import plan_reads
 from gpgpu_opt.passes.tile_rewrite import apply_plans
@@ -71,6 +72,10 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         info.check_kernel()
     except Unsupported as why:
         ctx.skip("kernel", f"no access staged: {why}", where)
+        return kernel
+    if "merge" in ctx.pass_names and _split_by_merge(work, ctx, info):
+        ctx.skip("kernel", "no access staged: left to merge: several threads per output read the loop's "
+                           "data coalesced without staging", where)
         return kernel
     last_reason = None
     rows_note = None
@@ -111,6 +116,16 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
                f"({block[1] // threads[1]} rows per thread, {threads[1]} apart): {why_block}")
     ctx.applied("launch", how, where)
     return work
+
+
+def _split_by_merge(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> bool:
+    """Whether the merge pass will split this kernel's loop over several threads per output: it works
+    from the kernel as normalize left it, so staging first would only stand in its way."""
+    try:
+        plan_split(kernel, ctx, info)
+    except Unsupported:
+        return False
+    return True
 
 
 def _subject(a: Access) -> str:

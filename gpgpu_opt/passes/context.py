@@ -38,6 +38,8 @@ class PassContext:
     #: Whether the kernel's pointer parameters may alias (None: not looked at).
     aliasing: AliasFacts | None = None
     pass_name: str = ""
+    #: The passes this compile runs (a pass may leave a kernel to a later one).
+    pass_names: list[str] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
 
     def applied(self, subject: str, reason: str, location: Location | None = None) -> None:

@@ -382,15 +382,7 @@ class KernelInfo:
             spelled = f"{n.name.name}.{n.field.name}"
             if n.name.name == "gridDim" or n.field.name == "z":
                 return f"it uses {spelled}"
-            top = n
-            while True:
-                parent = self.parents.get(id(top))
-                if isinstance(parent, c_ast.BinaryOp) and parent.op in ("+", "-", "*", "/", "%", "<<", ">>") \
-                        or isinstance(parent, c_ast.UnaryOp) and parent.op in ("-", "+") \
-                        or isinstance(parent, c_ast.Cast):
-                    top = parent
-                    continue
-                break
+            top = self.index_expression(n)
             try:
                 value = sympy.expand(to_sympy(top, env).subs(subs))
             except NotAffine:
@@ -398,6 +390,19 @@ class KernelInfo:
             if value.free_symbols & forbidden or any(s.name.startswith("?") for s in value.free_symbols):
                 return f"{text(top)} is not a function of the global thread index"
         return None
+
+    def index_expression(self, builtin: c_ast.StructRef) -> c_ast.Node:
+        """The arithmetic around a use of threadIdx/blockIdx/blockDim (`blockIdx.x * blockDim.x +
+        threadIdx.x`), up to the first node that is not arithmetic."""
+        top = builtin
+        while True:
+            parent = self.parents.get(id(top))
+            if isinstance(parent, c_ast.BinaryOp) and parent.op in ("+", "-", "*", "/", "%", "<<", ">>") \
+                    or isinstance(parent, c_ast.UnaryOp) and parent.op in ("-", "+") \
+                    or isinstance(parent, c_ast.Cast):
+                top = parent
+                continue
+            return top
 
     # -- the global thread space under a new block -----------------------------------------------------
     def coverage_problem(self, naive: tuple[int, int], block: tuple[int, int]) -> str | None:

@@ -1,0 +1,446 @@
+"""Several threads per output: a long accumulation loop split over a warp or a block column.
+
+A kernel with one output per thread in a 1-D thread space,
+
+    int i = <global x index>;
+    if (guard) { float acc = init; for (int k = s; k < e; k++) acc += f(k); out[i] = g(acc); }
+
+has too few threads for a modern GPU when there are few outputs (mv with 16384 rows: 16384 threads, a
+sixteenth of what an H100 keeps in flight), and each thread walks a long loop alone. Here each output gets
+a group of T threads, thread t of a group takes the iterations s + t, s + t + T, ... and the partial sums
+are added at the end. Two forms, chosen by how the loop reads memory:
+
+- rows (`A[i*cols + k]`: contiguous along k, not coalesced across outputs): one warp per output, lane l
+  takes every 32nd iteration, so the warp reads 32 consecutive words of the row at a time (coalesced);
+  the lanes' sums are added by `__shfl_down_sync` and lane 0 runs the statements after the loop.
+- columns (`A[k*W + i]`: already coalesced across outputs): 32 outputs in x, T threads in y per output;
+  threadIdx.y splits the loop, the partial sums go through a small shared array, and threadIdx.y == 0
+  adds them and runs the statements after the loop.
+
+Threads whose output is out of range still take part in the shuffles and the barrier: the guard moves
+onto the loop and onto the statements after it. Every accumulator starts from `init` in the thread that
+finishes the sum and from 0 in the others.
+
+When: the loop is long (at least 8 iterations per thread when its length is known) and the outputs are few
+(at most a quarter of the target's resident threads; the number of outputs is the guard's bound when the
+sizes are known, else about the loop's length, as for a square matrix). A row-wise loop of unknown length
+is split whatever the sizes, as the split also makes its reads coalesced. Splitting changes the summation
+order (floating-point sums round differently), which the report says.
+
+Safety: the loop is canonical (`k < e` or `k <= e`, step 1) and is the kernel's only loop; its body only
+declares private temporaries and adds to a float/double accumulator that nothing else in the loop reads;
+the statements before the loop only define local variables; and the kernel keeps to what `KernelInfo`
+allows for a new block (no shared memory, barriers or block-shape dependence).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.loops import assigned_names
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, param_symbol, to_sympy
+from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.codegen import Comment
+from gpgpu_opt.kernel import Kernel, LaunchConfig
+from gpgpu_opt.passes import guards as g
+from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
+from gpgpu_opt.templating import render
+
+#: Iterations each thread must keep for the split to pay off.
+MIN_ITERATIONS_PER_THREAD = 8
+#: Outputs per block in the row form (warps per block) and the largest y extent of the column form.
+WARPS_PER_BLOCK = 8
+MAX_COLUMN_THREADS = 16
+
+_G = sympy.Symbol("G.x", integer=True, nonnegative=True)
+_INDEX_BUILTINS = {"threadIdx", "blockIdx", "blockDim"}
+
+
+class NotAccumulation(Unsupported):
+    """The kernel is not of the shape the split is for (no note: most kernels are not)."""
+
+
+@dataclass
+class Split:
+    loop: c_ast.For
+    var: str
+    acc: c_ast.Decl
+    after: list[c_ast.Node]         # the statements after the loop in its block: run once per output
+    rows: bool                      # the row form (a warp per output) or the column form
+    threads: int                    # T, threads per output
+    why: str                        # why this form and this T
+    warp: int                       # the target's warp: the row form's lanes, the column form's outputs
+
+    @property
+    def block(self) -> tuple[int, int]:
+        return (self.warp, WARPS_PER_BLOCK) if self.rows else (self.warp, self.threads)
+
+    @property
+    def outputs_per_block(self) -> tuple[int, int]:
+        return (WARPS_PER_BLOCK, 1) if self.rows else (self.warp, 1)
+
+    @property
+    def part(self) -> str:
+        """Which thread of its output's group a thread is."""
+        return "threadIdx.x" if self.rows else "threadIdx.y"
+
+    @property
+    def output_index(self) -> str:
+        """The naive thread (output) a thread works for."""
+        return f"blockIdx.x * {WARPS_PER_BLOCK} + threadIdx.y" if self.rows else \
+            f"blockIdx.x * {self.warp} + threadIdx.x"
+
+
+# -- is the kernel of the shape, and is it worth it -------------------------------------------------------
+def plan_split(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> Split:
+    """The split for this kernel, or Unsupported saying why not. Does not change the kernel."""
+    body = kernel.body
+    _check_one_dimensional(body)
+    loops = [n for n in walk(body) if isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile))]
+    if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
+        raise NotAccumulation("the kernel does not have exactly one loop")
+    loop = loops[0]
+    acc_name = _accumulation(loop)
+    info.check_kernel()
+    var, start = _canonical_header(loop)
+    path = g.path_to(loop, info.parents, body)
+    after = _check_path(path, loop)
+    # The guard moves onto the loop and the statements after it, so it is evaluated again there.
+    g.check_sinkable(path, info.uniform, info.uniform_header, info.decl_counts)
+    acc = _accumulator(body, loop, acc_name, path, info)
+    _check_index_uses(info)
+    trip = _trip_count(loop, start, info, ctx)
+    rows, why_form = _form(loop, var, info)
+    threads, why_size = _threads(rows, trip, _outputs(path, info, ctx), ctx)
+    split = Split(loop, var, acc, after, rows, threads, f"{why_form}; {why_size}", ctx.target.warp_size)
+    problem = info.coverage_problem(ctx.naive_block, split.outputs_per_block)
+    if problem:
+        raise Unsupported(problem)
+    return split
+
+
+def _check_one_dimensional(body: c_ast.Node) -> None:
+    for n in walk(body):
+        if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _INDEX_BUILTINS \
+                and n.field.name != "x":
+            raise NotAccumulation(f"the thread space is not 1-D (it uses {n.name.name}.{n.field.name})")
+
+
+def _canonical_header(loop: c_ast.For) -> tuple[str, c_ast.Node]:
+    var, start, declared = g.loop_var(loop)
+    if not declared:
+        raise Unsupported("the loop does not declare its iterator")
+    cond, nxt = loop.cond, loop.next
+    if not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=") and isinstance(cond.left, c_ast.ID)
+            and cond.left.name == var and var not in ids_in(cond.right)):
+        raise Unsupported(f"the loop's condition is not '{var} < end'")
+    if not _is_unit_step(nxt, var):
+        raise Unsupported(f"the loop does not count up by 1 ('{text(nxt) if nxt else ''}')")
+    bounds = ids_in(start) | ids_in(cond.right) | {var}
+    changed = assigned_names(loop.stmt) & bounds
+    if changed:
+        raise Unsupported(f"the loop body changes {', '.join(sorted(changed))}, which its bounds use")
+    if not (g.is_pure(start, allow_memory=True) and g.is_pure(cond.right, allow_memory=True)):
+        raise Unsupported("the loop's bounds have side effects")
+    return var, start
+
+
+def _is_unit_step(nxt: c_ast.Node | None, var: str) -> bool:
+    if isinstance(nxt, c_ast.UnaryOp) and nxt.op in ("++", "p++"):
+        return isinstance(nxt.expr, c_ast.ID) and nxt.expr.name == var
+    if not (isinstance(nxt, c_ast.Assignment) and isinstance(nxt.lvalue, c_ast.ID) and nxt.lvalue.name == var):
+        return False
+    if nxt.op == "+=":
+        return text(nxt.rvalue) == "1"
+    r = nxt.rvalue
+    return nxt.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op == "+" \
+        and {text(r.left), text(r.right)} == {var, "1"}
+
+
+def _accumulation(loop: c_ast.For) -> str:
+    """The accumulator of the loop body's one side effect, `acc += f` (or `-=`, `acc = acc + f`,
+    `acc = acc - f`)."""
+    updates = []
+    for stmt in g.items(loop.stmt):
+        if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID):
+            updates.append(stmt)
+        elif not isinstance(stmt, c_ast.Decl):
+            raise NotAccumulation(f"the loop body does more than accumulate (a {type(stmt).__name__})")
+    if len(updates) != 1 or _added_term(updates[0]) is None:
+        raise NotAccumulation("the loop body does not add into one scalar")
+    update = updates[0]
+    acc = update.lvalue.name
+    for stmt in g.items(loop.stmt):
+        if isinstance(stmt, c_ast.Decl) and stmt.init is not None and not g.is_pure(stmt.init, allow_memory=True):
+            raise Unsupported(f"the initializer of '{stmt.name}' in the loop has side effects")
+    if not g.is_pure(_added_term(update), allow_memory=True):
+        raise Unsupported(f"the term added in '{text(update)}' has side effects")
+    uses = sum(1 for n in walk(loop) if isinstance(n, c_ast.ID) and n.name == acc)
+    if uses != (1 if update.op in ("+=", "-=") else 2):
+        raise Unsupported(f"the loop reads the accumulator '{acc}' other than to add to it")
+    return acc
+
+
+def _added_term(update: c_ast.Assignment) -> c_ast.Node | None:
+    acc = update.lvalue.name
+    if update.op in ("+=", "-="):
+        return update.rvalue
+    r = update.rvalue
+    if update.op != "=" or not (isinstance(r, c_ast.BinaryOp) and r.op in ("+", "-")):
+        return None
+    if isinstance(r.left, c_ast.ID) and r.left.name == acc:
+        return r.right
+    if r.op == "+" and isinstance(r.right, c_ast.ID) and r.right.name == acc:
+        return r.left
+    return None
+
+
+def _check_path(path: list[c_ast.Node], loop: c_ast.For) -> list[c_ast.Node]:
+    """Between the body and the loop only blocks and ifs without else; before the loop only local
+    definitions, after it nothing but the statements that follow the loop in its own block (returned)."""
+    after: list[c_ast.Node] = []
+    for parent, child in zip(path, path[1:]):
+        if isinstance(parent, c_ast.If):
+            if child is not parent.iftrue or parent.iffalse is not None:
+                raise Unsupported("the loop is under an if with an else branch")
+            continue
+        if not isinstance(parent, c_ast.Compound):
+            raise Unsupported(f"the loop is inside a {type(parent).__name__.lower()} statement")
+        stmts = g.items(parent)
+        k = next(j for j, s in enumerate(stmts) if s is child)
+        for stmt in stmts[:k]:
+            _check_local(stmt)
+        if child is loop:
+            after = stmts[k + 1:]
+        elif stmts[k + 1:]:
+            raise Unsupported("statements follow the if around the loop")
+    if not after:
+        raise Unsupported("nothing after the loop uses its sum")
+    return after
+
+
+def _check_local(stmt: c_ast.Node) -> None:
+    for n in walk(stmt):
+        target = n.lvalue if isinstance(n, c_ast.Assignment) else \
+            n.expr if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--") else None
+        if target is not None and not isinstance(target, c_ast.ID):
+            raise Unsupported("a statement before the loop writes memory (every thread of an output would)")
+
+
+def _accumulator(body, loop, name: str, path, info: g.KernelInfo) -> c_ast.Decl:
+    if info.decl_counts.get(name) != 1:
+        raise Unsupported(f"the accumulator '{name}' is not one local variable")
+    decl = next((s for p in path if isinstance(p, c_ast.Compound) for s in g.items(p)
+                 if isinstance(s, c_ast.Decl) and s.name == name), None)
+    if decl is None or decl.init is None:
+        raise Unsupported(f"the accumulator '{name}' is not declared with a start value before the loop")
+    t = decl.type
+    if not (isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType)
+            and t.type.names in (["float"], ["double"])):
+        raise Unsupported(f"the accumulator '{name}' is not a float or double scalar")
+    in_loop = {id(n) for n in walk(loop)}
+    for n in walk(body):
+        if id(n) in in_loop:
+            continue
+        if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == name \
+                or isinstance(n, c_ast.UnaryOp) and n.op in ("&", "++", "--", "p++", "p--") \
+                and isinstance(n.expr, c_ast.ID) and n.expr.name == name:
+            raise Unsupported(f"the accumulator '{name}' is changed outside the loop")
+    return decl
+
+
+def _check_index_uses(info: g.KernelInfo) -> None:
+    """Every use of the thread index is the global x index itself, which the split recomputes."""
+    env = info._flat_env()
+    to_global = {TID["x"]: _G - BID["x"] * BDIM["x"]}
+    for n in walk(info.body):
+        if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _INDEX_BUILTINS:
+            top = info.index_expression(n)
+            try:
+                value = sympy.expand(to_sympy(top, env).subs(to_global))
+            except NotAffine:
+                value = None
+            if value != _G:
+                raise Unsupported(f"'{text(top)}' is not the global thread index")
+
+
+def _known(expr: sympy.Expr, ctx: PassContext) -> sympy.Expr:
+    return sympy.expand(expr.subs({param_symbol(k): v for k, v in ctx.bindings.items()}))
+
+
+def _trip_count(loop: c_ast.For, start: c_ast.Node, info: g.KernelInfo, ctx: PassContext) -> int | None:
+    env = info._flat_env()
+    try:
+        trip = _known(to_sympy(loop.cond.right, env) - to_sympy(start, env), ctx)
+    except NotAffine:
+        return None
+    return int(trip) + (1 if loop.cond.op == "<=" else 0) if trip.is_Integer else None
+
+
+def _form(loop: c_ast.For, var: str, info: g.KernelInfo) -> tuple[bool, str]:
+    """Rows (a warp per output) when some read is not coalesced across outputs but every read is
+    contiguous along the loop; columns when every read is already coalesced across outputs."""
+    k = iterator_symbol(var)
+    in_loop = {id(n) for n in walk(loop.stmt)}
+    across, along = [], []
+    for a in info.accesses:
+        if id(a.node) not in in_loop or a.mode != "read":
+            continue
+        if a.index is None:
+            raise Unsupported(f"the read {a.array}[{a.index_text}] cannot be analysed")
+        index = sympy.expand(a.index.subs(TID["x"], _G - BID["x"] * BDIM["x"]))
+        across.append((a, sympy.diff(index, _G)))
+        along.append(sympy.diff(index, k))
+    strided = [a for a, d in across if d not in (0, 1)]
+    if not strided:
+        return False, "the loop's reads are already coalesced across outputs, so threadIdx.y splits the loop"
+    if all(d in (0, 1) for d in along):
+        names = ", ".join(sorted({f"{a.array}[{a.index_text}]" for a in strided}))
+        return True, f"{names} runs along the loop, so a warp per output reads it coalesced"
+    raise Unsupported("a read in the loop is neither coalesced across outputs nor contiguous along the loop")
+
+
+def _outputs(path, info: g.KernelInfo, ctx: PassContext) -> int | None:
+    """The number of outputs where a guard `i < n` bounds the global index and n is known."""
+    env = info._flat_env()
+    for node in path:
+        if not isinstance(node, c_ast.If):
+            continue
+        for clause in g.clauses(node.cond):
+            if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=")):
+                continue
+            try:
+                lhs = sympy.expand(to_sympy(clause.left, env).subs(TID["x"], _G - BID["x"] * BDIM["x"]))
+                bound = _known(to_sympy(clause.right, env), ctx)
+            except NotAffine:
+                continue
+            if lhs == _G and bound.is_Integer:
+                return int(bound) + (1 if clause.op == "<=" else 0)
+    return None
+
+
+def _threads(rows: bool, trip: int | None, outputs: int | None, ctx: PassContext) -> tuple[int, str]:
+    target = ctx.target
+    resident = target.resident_threads
+    estimate = outputs if outputs is not None else trip
+    how = f"{estimate} outputs" if outputs is not None else \
+        f"about {estimate} outputs (taken as the loop's length: the launch does not say)"
+    if estimate is not None and estimate > resident // 4:
+        raise Unsupported(f"{how} keep the target busy with one thread each (it keeps {resident} threads "
+                          "resident)")
+    if rows:
+        if not target.has_warp_shuffle:
+            raise Unsupported("a warp per output needs warp shuffles, which the target does not have")
+        threads = target.warp_size
+    else:
+        if estimate is None:
+            raise Unsupported("the number of outputs is not known (give the sizes with --bind)")
+        threads = min(MAX_COLUMN_THREADS, 1 << max(1, math.ceil(math.log2(resident / estimate))))
+        if trip is not None:
+            while threads > 2 and trip < MIN_ITERATIONS_PER_THREAD * threads:
+                threads //= 2
+    if trip is not None and trip < MIN_ITERATIONS_PER_THREAD * threads:
+        raise Unsupported(f"the loop's {trip} iterations are too few to split over {threads} threads")
+    if estimate is None:
+        return threads, "the sizes are not known (a row-wise loop is split whatever they are)"
+    return threads, f"{how} x {threads} threads per output use more of the {resident} threads the target " \
+                    "keeps resident"
+
+
+# -- the rewrite ------------------------------------------------------------------------------------------
+def apply_split(kernel: Kernel, info: g.KernelInfo, split: Split) -> None:
+    """Rewrite `kernel` (the one planned) in place."""
+    body = kernel.body
+    _recompute_index(info, split)
+    if not _is_zero(split.acc.init):
+        # Only the thread that finishes the sum starts from the start value.
+        split.acc.init = parse_expr(f"{split.part} == 0 ? {text(split.acc.init)} : 0")
+    loop = split.loop
+    start = loop.init.decls[0].init
+    loop.init.decls[0].init = parse_expr(split.part if _is_zero(start) else f"{text(start)} + {split.part}")
+    loop.next = parse_expr(f"{split.var} += {split.threads}")
+    holder = info.parents[id(loop)]
+    holder.block_items = [s for s in holder.block_items if all(s is not a for a in split.after)]
+    path = g.path_to(loop, info.parents, body)
+    on_path = {id(n) for n in path[1:]}
+    partial = info.fresh(f"partial_{split.acc.name}")
+    sinker = g.Sinker({id(loop): lambda guards: _split_loop(split, info, partial, guards)}, on_path, info.uniform)
+    items = sinker.rewrite(g.items(body), [])
+    if not split.rows:
+        items.insert(0, parse_statements(f"__shared__ {_type(split.acc)} {partial}[{split.threads}][{split.warp}];")[0])
+    body.block_items = items
+    kernel.launch = LaunchConfig(block=split.block, outputs_per_block=split.outputs_per_block)
+
+
+def _recompute_index(info: g.KernelInfo, split: Split) -> None:
+    tops = {}
+    for n in walk(info.body):
+        if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _INDEX_BUILTINS:
+            top = info.index_expression(n)
+            tops[id(top)] = top
+    for top in tops.values():
+        _replace_child(info.parents[id(top)], top, parse_expr(split.output_index))
+
+
+def _replace_child(parent: c_ast.Node, old: c_ast.Node, new: c_ast.Node) -> None:
+    for attr in parent.__slots__:
+        value = getattr(parent, attr, None)
+        if value is old:
+            setattr(parent, attr, new)
+            return
+        if isinstance(value, list) and any(v is old for v in value):
+            setattr(parent, attr, [new if v is old else v for v in value])
+            return
+    raise Unsupported("internal: the thread index is not where the kernel's tree says")
+
+
+def _split_loop(split: Split, info: g.KernelInfo, partial: str, guards: list) -> list[c_ast.Node]:
+    """The split loop under the guards in force, the combining of the partial sums, and the statements
+    after the loop for the one thread that holds the total."""
+    t, acc, var = split.threads, split.acc.name, split.var
+    finish = conj([copy.deepcopy(c) for c in guards] + [parse_expr(f"{split.part} == 0")])
+    if split.rows:
+        how = (f"merge: one warp per output; lane {split.part} takes one iteration of '{var}' in {t} "
+               "(the row is read coalesced)")
+        done = "merge: the lanes' partial sums added by shuffles; lane 0 holds the total"
+        source = render("merge_warp_combine.cu.j2", offset=info.fresh("offset"), half=t // 2, acc=acc,
+                        cond=text(finish))
+    else:
+        how = f"merge: {t} threads per output; {split.part} takes one iteration of '{var}' in {t}"
+        done = f"merge: the {t} partial sums added through shared memory by threadIdx.y == 0"
+        source = render("merge_block_combine.cu.j2", partial=partial, part=info.fresh("part"), threads=t,
+                        acc=acc, cond=text(finish))
+    combine = parse_statements(source)
+    for n in walk(combine[-1]):
+        if isinstance(n, c_ast.Compound):
+            n.block_items = [a for s in n.block_items for a in (split.after if is_placeholder(s, "__merge_after__")
+                                                                else [s])]
+    loop = g.guarded([split.loop], guards) if guards else split.loop
+    return [Comment(how), loop, Comment(done), *combine]
+
+
+def _is_zero(expr: c_ast.Node) -> bool:
+    if not isinstance(expr, c_ast.Constant):
+        return False
+    try:
+        return float(expr.value.rstrip("fFlLuU")) == 0.0
+    except ValueError:
+        return False
+
+
+def _type(decl: c_ast.Decl) -> str:
+    return " ".join(decl.type.type.names)
+
+
+def describe(split: Split) -> str:
+    shape = (f"one warp of {split.threads} lanes per output, partial sums added by __shfl_down_sync"
+             if split.rows else
+             f"{split.threads} threads per output in y (blocks of {split.warp} outputs), partial sums added through "
+             "shared memory")
+    return (f"'{split.var}' loop split over {shape}: {split.why}; the summation order changes (the sum rounds "
+            "differently from the naive kernel's)")
