@@ -195,6 +195,7 @@ def test_nvcc_compiles_ragged_forms(tmp_path):
     (("float sum = 0;", "__shared__ float s[4]; float sum = 0;"), "already uses shared memory"),
     (("y[r] = sum;", "y[r] = sum; sum = 0;"), "changed outside the loop"),
     (("float sum = 0;", "int n = rows; rows = 0; float sum = n;"), "the guard's variables change"),
+
 ])
 def test_unsafe_kernels_are_skipped_with_a_note(tmp_path, change, why):
     """Run without coalesce, which would otherwise stage these kernels first (merge then leaves them)."""
@@ -235,3 +236,21 @@ def test_unknown_number_of_columns_is_skipped(tmp_path):
 def test_two_dimensional_kernels_get_no_note():
     k = next(k for k in compile_file(INPUTS / "mm.cu").kernels if k.naive.name == "mm")
     assert not [d for d in k.context.decisions if d.pass_name == "merge"]
+
+
+OUTSIDE_COUNTER = ROWS.replace("float sum = 0;\n        for (int c = 0;", "float sum = 0;\n        int c;\n        for (c = 0;")
+
+
+def test_a_counter_declared_before_the_loop_is_split_as_the_suites_write_it(tmp_path):
+    k = only(compile_text(tmp_path, OUTSIDE_COUNTER, passes="merge"))
+    assert merge_decisions(k, "applied")
+    from gpgpu_opt.codegen import kernel_source
+
+    assert "for (c = threadIdx.x; c < cols; c += 32)" in kernel_source(k.optimized.funcdef)
+    assert_equivalent(k, {"rows": 45, "cols": 301}, 45)
+
+
+def test_a_counter_used_after_the_loop_is_not_split(tmp_path):
+    k = only(compile_text(tmp_path, OUTSIDE_COUNTER.replace("y[r] = sum;", "y[r] = sum + c;"), passes="merge"))
+    assert not merge_decisions(k, "applied")
+    assert any("is used outside the loop" in r for r in merge_decisions(k, "skipped"))

@@ -107,7 +107,7 @@ def plan_split(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> Split:
     loop = loops[0]
     acc_name = _accumulation(loop)
     info.check_kernel()
-    var, start = _canonical_header(loop)
+    var, start = _canonical_header(loop, body)
     path = g.path_to(loop, info.parents, body)
     after = _check_path(path, loop)
     # The guard moves onto the loop and the statements after it, so it is evaluated again there.
@@ -131,10 +131,13 @@ def _check_one_dimensional(body: c_ast.Node) -> None:
             raise NotAccumulation(f"the thread space is not 1-D (it uses {n.name.name}.{n.field.name})")
 
 
-def _canonical_header(loop: c_ast.For) -> tuple[str, c_ast.Node]:
+def _canonical_header(loop: c_ast.For, body: c_ast.Node) -> tuple[str, c_ast.Node]:
     var, start, declared = g.loop_var(loop)
-    if not declared:
-        raise Unsupported("the loop does not declare its iterator")
+    if var is None:
+        raise Unsupported("the loop's start is not a plain assignment to its iterator")
+    inside = {id(n) for n in walk(loop)}
+    if not declared and any(isinstance(n, c_ast.ID) and n.name == var and id(n) not in inside for n in walk(body)):
+        raise Unsupported(f"'{var}' is used outside the loop (each thread's last value would differ)")
     cond, nxt = loop.cond, loop.next
     if not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=") and isinstance(cond.left, c_ast.ID)
             and cond.left.name == var and var not in ids_in(cond.right)):
@@ -361,8 +364,12 @@ def apply_split(kernel: Kernel, info: g.KernelInfo, split: Split) -> None:
         # Only the thread that finishes the sum starts from the start value.
         split.acc.init = parse_expr(f"{split.part} == 0 ? {text(split.acc.init)} : 0")
     loop = split.loop
-    start = loop.init.decls[0].init
-    loop.init.decls[0].init = parse_expr(split.part if _is_zero(start) else f"{text(start)} + {split.part}")
+    _, start, declared = g.loop_var(loop)
+    first = parse_expr(split.part if _is_zero(start) else f"{text(start)} + {split.part}")
+    if declared:
+        loop.init.decls[0].init = first
+    else:  # `int j;` before the loop, used nowhere else (the plan checked)
+        loop.init.rvalue = first
     loop.next = parse_expr(f"{split.var} += {split.threads}")
     holder = info.parents[id(loop)]
     holder.block_items = [s for s in holder.block_items if all(s is not a for a in split.after)]
