@@ -61,7 +61,8 @@ class CudaGenerator(c_generator.CGenerator):
     def _generate_type(self, n, modifiers=None, emit_declname=True, **options):
         text = super()._generate_type(n, modifiers or [], emit_declname, **options)
         if self.cuda_spellings:
-            text = text.replace("* restrict ", "* __restrict__ ").replace("*restrict ", "*__restrict__ ")
+            # `float *__restrict__ p`, as people write it (and as a requalified signature reads)
+            text = text.replace("* restrict ", "*__restrict__ ").replace("*restrict ", "*__restrict__ ")
             text = text.replace(" restrict ", " __restrict__ ")
         return text
 

@@ -38,6 +38,13 @@ class KernelResult:
     def rewritten(self) -> bool:
         return self.optimized.launch is not None
 
+    @property
+    def transformed(self) -> bool:
+        """Did a pass transform the kernel? Pointer qualifiers alone, or normalize's temporaries alone (a
+        form for the later passes), are not a transformation: such a kernel is written as the user wrote it."""
+        return self.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
+                                     for d in self.context.decisions)
+
 
 @dataclass
 class CompileResult:
@@ -133,7 +140,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
             checker = quick_check(program, kernel, block)
         optimized, ran = optimize_kernel(kernel, ctx, [] if races else pass_names, dump_dir, checker)
         result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
-        if validate and _changes_computation(kernel, ran):
+        if validate and result.transformed:
             from gpgpu_opt.validate import validate as validate_kernel
 
             result.optimized, result.validation = validate_kernel(program, kernel, [("naive", kernel), *ran], block)
@@ -150,14 +157,6 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
 
 def _after(pass_name: str | None) -> str:
     return "as written" if pass_name in (None, "naive") else f"as it was after {pass_name}"
-
-
-def _changes_computation(naive: Kernel, ran: list[tuple[str, Kernel]]) -> bool:
-    """Did the passes change more than the pointer qualifiers (which the emulator cannot tell apart)?"""
-    if not ran:
-        return False
-    baseline = ran[0][1] if ran[0][0] == "restrict" else naive
-    return kernel_source(ran[-1][1].funcdef) != kernel_source(baseline.funcdef)
 
 
 def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int],
@@ -208,9 +207,7 @@ def _kernel_text(as_written: str, result: KernelResult) -> str:
     """A kernel no pass transformed keeps the user's text, only its parameters requalified (normalize's
     temporaries are a form for the later passes, not worth a change of their own); a transformed one is
     printed, after the line that states its launch if that changed."""
-    transformed = result.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
-                                          for d in result.context.decisions)
-    if not transformed and not result.naive.shorthand:
+    if not result.transformed and not result.naive.shorthand:
         try:
             return requalified(as_written, result.optimized)
         except ValueError:

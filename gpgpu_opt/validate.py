@@ -11,6 +11,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.diagnostics import CompileError
@@ -47,7 +48,7 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
     naive kernel computes on the check's case, and what the check found."""
     start = time.perf_counter()
     try:
-        case = default_cases(naive, program, {}, None)[-1]
+        case = _case(program, naive, block)
     except CompileError as err:
         return versions[-1][1], Validation("skipped", f"not emulated: {err.message}")
     per_thread = estimated_work(naive, case) / math.prod(case.global_space)
@@ -76,6 +77,20 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
         if first_failure is None:
             first_failure = f"after {name}: {result.error or result.mismatches[0]}"
     return naive, Validation("rolled back", first_failure or "", case, None, time.perf_counter() - start)
+
+
+def _case(program, naive: Kernel, block: tuple[int, int]) -> Case:
+    """The ragged case of `verify`. A kernel with no guard and no stated thread space only works for a launch
+    of whole blocks, so any number of naive blocks is a launch the program could make: take two in x (the
+    passes keep their blocks dividing the naive one, so this divides theirs too)."""
+    try:
+        return default_cases(naive, program, {}, None)[-1]
+    except CompileError as unknown_space:
+        space = (2 * block[0], block[1] if uses_y(naive, collect_accesses(naive)) else 1)
+        try:
+            return default_cases(naive, program, {}, space)[-1]
+        except CompileError:
+            raise unknown_space from None
 
 
 def corner_regions(case: Case, block: tuple[int, int], versions: list[Kernel]) -> list[Region] | None:

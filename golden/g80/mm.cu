@@ -21,7 +21,7 @@ static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
 }
 
 #pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
-__global__ void mm(const float * __restrict__ A, const float * __restrict__ B, float * __restrict__ C, int n) {
+__global__ void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     __shared__ float tile_A[16];

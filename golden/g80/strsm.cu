@@ -19,7 +19,7 @@ static dim3 strsm_grid(dim3 naive_grid, dim3 naive_block)
 }
 
 #pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
-__global__ void strsm(const float * __restrict__ L, const float * __restrict__ B, float * __restrict__ X, int n, int m) {
+__global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, float *__restrict__ X, int n, int m) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     __shared__ float tile_L[16];
     for (int i = 0; i < n; i++) {

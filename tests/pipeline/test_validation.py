@@ -110,3 +110,14 @@ def c_parser_parse(text):
     from gpgpu_opt.frontend.cuda_c import cuda_to_c, parse_c
 
     return parse_c(cuda_to_c(text)[0], "<test>").ext[-1]
+
+
+def test_an_unguarded_kernel_of_unknown_size_is_checked_on_whole_naive_blocks(tmp_path):
+    """tmv (no guard, no launch in the file) only works for launches of whole blocks: two naive blocks."""
+    report = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(INPUTS / "tmv.cu"), "-o",
+                           str(tmp_path / "o.cu"), "--report", str(report)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    kernel = json.loads(report.read_text())["kernels"][0]
+    assert "merge" in kernel["passes"] and kernel["validation"]["status"] == "passed"
+    assert kernel["validation"]["threads"] == [2 * kernel["naive_block"][0], 1]
