@@ -26,6 +26,7 @@ from gpgpu_opt.ast_util import fresh_name, ids_in, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
 
 _UPDATES = ("+=", "-=", "*=")
@@ -97,7 +98,7 @@ class _Promoter:
         for stmt in _body_items(loop):
             if isinstance(stmt, c_ast.Assignment) and stmt.op in _UPDATES and _array_of(stmt.lvalue) in self.params:
                 array = _array_of(stmt.lvalue)
-                if ids_in(stmt.lvalue.subscript) & (assigned_names(loop.stmt) | {_iterator(loop)}):
+                if ids_in(stmt.lvalue.subscript) & (assigned_names(loop.stmt) | {g.loop_var(loop)[0]}):
                     continue  # the element changes with the loop: not an accumulator
                 return _Candidate(stmt, array, f"{array}[{self.printer.visit(stmt.lvalue.subscript)}]")
         return None
@@ -137,23 +138,18 @@ class _Promoter:
 
     def _entry_condition(self, loop: c_ast.For) -> tuple[c_ast.Node | None, str]:
         """The loop's first test with the counter at its start value: `0 < nk` for `k = 0; k < nk`."""
-        var = _iterator(loop)
-        start = _start_value(loop)
-        if not var or start is None or loop.cond is None:
+        var, start, declared = g.loop_var(loop)
+        if var is None or start is None or loop.cond is None:
             return None, "its start is not a plain assignment"
-        if _has_side_effects(loop.cond) or _has_side_effects(start):
+        if not (g.is_pure(loop.cond, allow_memory=True) and g.is_pure(start, allow_memory=True)):
             return None, "its condition has side effects"
         if (ids_in(loop.cond) | ids_in(start)) - {var} & assigned_names(loop.stmt):
             return None, "its bound changes inside it"
-        if not isinstance(loop.init, c_ast.DeclList) and not self._only_used_in(loop, var):
+        if not declared and not g.used_only_within(self.kernel.body, loop, var):
             return None, f"'{var}' is used outside the loop"
         cond = transform(copy.deepcopy(loop.cond),
                          lambda n: copy.deepcopy(start) if isinstance(n, c_ast.ID) and n.name == var else None)
         return cond, ""
-
-    def _only_used_in(self, loop: c_ast.For, var: str) -> bool:
-        inside = {id(n) for n in walk(loop)}
-        return all(id(n) in inside for n in walk(self.kernel.body) if isinstance(n, c_ast.ID) and n.name == var)
 
     # -- the rewrite -----------------------------------------------------------------------------------
     def _rewrite(self, prefix: list, loop: c_ast.For, c: _Candidate, before: list, entry) -> list:
@@ -188,26 +184,3 @@ def _body_items(loop: c_ast.For) -> list:
 
 def _array_of(node) -> str | None:
     return node.name.name if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID) else None
-
-
-def _iterator(loop: c_ast.For) -> str:
-    init = loop.init
-    if isinstance(init, c_ast.DeclList):
-        return init.decls[0].name
-    if isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
-        return init.lvalue.name
-    return ""
-
-
-def _start_value(loop: c_ast.For):
-    init = loop.init
-    if isinstance(init, c_ast.DeclList) and len(init.decls) == 1:
-        return init.decls[0].init
-    if isinstance(init, c_ast.Assignment) and init.op == "=":
-        return init.rvalue
-    return None
-
-
-def _has_side_effects(expr) -> bool:
-    return any(isinstance(n, (c_ast.Assignment, c_ast.FuncCall)) or
-               (isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")) for n in walk(expr))

@@ -83,6 +83,12 @@ def is_pure(expr: c_ast.Node, allow_memory: bool = False) -> bool:
     return True
 
 
+def used_only_within(body: c_ast.Node, node: c_ast.Node, name: str) -> bool:
+    """Is every use of the variable `name` in `body` inside `node`?"""
+    inside = {id(n) for n in walk(node)}
+    return all(id(n) in inside for n in walk(body) if isinstance(n, c_ast.ID) and n.name == name)
+
+
 def items(stmt: c_ast.Node | None) -> list[c_ast.Node]:
     if stmt is None:
         return []

@@ -172,3 +172,10 @@ def test_an_allocation_in_another_function_does_not_count(tmp_path):
                           "int main(void)\n{").replace("    cudaMalloc((void **)&d_x, n * sizeof(float));\n", "")
     facts = _facts(tmp_path, host)
     assert not facts.restrict and "not allocated with cudaMalloc in the function that launches" in facts.why_not
+
+
+def test_a_parameter_list_over_several_lines_keeps_its_layout(tmp_path):
+    kernel = KERNEL.replace("float *x, float *y, float a, int n", "float *x,   /* input */\n                     float* y,\n                     float a, int n")
+    result, _ = _compile(tmp_path, PROVED, kernel)
+    assert ("axpy(const float *__restrict__ x,   /* input */\n                     float*__restrict__ y,\n"
+            "                     float a, int n)") in result.output

@@ -135,8 +135,7 @@ def _canonical_header(loop: c_ast.For, body: c_ast.Node) -> tuple[str, c_ast.Nod
     var, start, declared = g.loop_var(loop)
     if var is None:
         raise Unsupported("the loop's start is not a plain assignment to its iterator")
-    inside = {id(n) for n in walk(loop)}
-    if not declared and any(isinstance(n, c_ast.ID) and n.name == var and id(n) not in inside for n in walk(body)):
+    if not declared and not g.used_only_within(body, loop, var):
         raise Unsupported(f"'{var}' is used outside the loop (each thread's last value would differ)")
     cond, nxt = loop.cond, loop.next
     if not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=") and isinstance(cond.left, c_ast.ID)
