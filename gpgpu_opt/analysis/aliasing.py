@@ -64,6 +64,11 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
     if not sites:
         return AliasFacts(False, "", why_not=f"no launch of '{kernel.name}' in this file; {hint}",
                           written=written)
+    hidden = _launch_we_cannot_see(program.text, kernel.name, sites)
+    if hidden:
+        return AliasFacts(False, "", why_not=f"'{kernel.name}' is also named at line {hidden} (in a macro, or as "
+                                             f"a function pointer), so not every launch can be read; {hint}",
+                          written=written)
     positions = {p.name: k for k, p in enumerate(kernel.params)}
     for site in sites:
         args = site.args
@@ -84,6 +89,22 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
                 return AliasFacts(False, "", why_not=f"the launch at line {site.line} passes '{buffers[name]}' "
                                                      f"to both '{name}' and '{shared[0]}'", written=written)
     return AliasFacts(True, "launch sites", sites=[s.line for s in sites], written=written)
+
+
+def _launch_we_cannot_see(text: str, name: str, sites: list) -> int | None:
+    """The line of a mention of kernel `name` that is neither its definition or a declaration (after `void`)
+    nor one of the launch sites read: a launch in a macro, a function pointer."""
+    at_sites = {s.start for s in sites}
+    all_tokens = scanner.tokenize(text)
+    for tok in all_tokens:
+        if tok.kind == "pp" and re.search(rf"\b{re.escape(name)}\b", tok.text):
+            return tok.line
+    tokens = [t for t in all_tokens if t.kind != "pp"]
+    for k, tok in enumerate(tokens):
+        if tok.kind == "ident" and tok.text == name and tok.start not in at_sites \
+                and not (k and tokens[k - 1].text == "void"):
+            return tok.line
+    return None
 
 
 class HostPointers:

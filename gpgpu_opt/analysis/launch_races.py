@@ -20,6 +20,7 @@ _BUILTIN_DIMENSIONS = {("threadIdx", "x"): "threadIdx.x", ("threadIdx", "y"): "t
                        ("blockIdx", "x"): "blockIdx.x", ("blockIdx", "y"): "blockIdx.y"}
 _SYMBOLS = {"threadIdx.x": TID["x"], "threadIdx.y": TID["y"], "blockIdx.x": BID["x"], "blockIdx.y": BID["y"]}
 _ALL = frozenset(_SYMBOLS)
+_ALL_SYMBOLS = frozenset(_SYMBOLS.values())
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,6 @@ def launch_races(kernel: Kernel, block: tuple[int, int], grid: tuple[int | None,
     return found
 
 
-_ALL_SYMBOLS = frozenset(_SYMBOLS.values())
-
-
 def _dimension_dependence(body: c_ast.Node):
     """A function giving the launch dimensions an expression may depend on, through the kernel's locals.
     A load from memory may depend on anything."""
@@ -70,8 +68,8 @@ def _dimension_dependence(body: c_ast.Node):
         out: set[str] = set()
         for n in walk(expr):
             if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID):
-                out |= {_BUILTIN_DIMENSIONS[(n.name.name, n.field.name)]} \
-                    if (n.name.name, n.field.name) in _BUILTIN_DIMENSIONS else set()
+                dimension = _BUILTIN_DIMENSIONS.get((n.name.name, n.field.name))
+                out |= {dimension} if dimension else set()
             elif isinstance(n, c_ast.ID):
                 out |= local.get(n.name, set())
             elif isinstance(n, (c_ast.ArrayRef, c_ast.FuncCall)) or (isinstance(n, c_ast.UnaryOp) and n.op == "*"):

@@ -179,3 +179,17 @@ def test_a_parameter_list_over_several_lines_keeps_its_layout(tmp_path):
     result, _ = _compile(tmp_path, PROVED, kernel)
     assert ("axpy(const float *__restrict__ x,   /* input */\n                     float*__restrict__ y,\n"
             "                     float a, int n)") in result.output
+
+
+@pytest.mark.parametrize("hidden", [
+    "#define LAUNCH(p, q) axpy<<<1, 256>>>(p, q, 2.0f, n)\n",
+    "void (*kernel_ptr)(float *, float *, float, int) = axpy;\n",
+])
+def test_a_launch_the_scanner_cannot_read_blocks_the_proof(tmp_path, hidden):
+    facts = _facts(tmp_path, hidden + PROVED)
+    assert not facts.restrict and "also named at line" in facts.why_not
+
+
+def test_a_forward_declaration_of_the_kernel_is_no_hidden_launch(tmp_path):
+    facts = _facts(tmp_path, "__global__ void axpy(float *x, float *y, float a, int n);\n" + PROVED)
+    assert facts.restrict
