@@ -70,7 +70,7 @@ def test_cuda_qualifiers_round_trip(tmp_path):
     assert k.launch_bounds == ["256"]
     assert "sq" in prog.device_functions
     text = kernel_source(k.funcdef)
-    assert "__global__ void k(const float * __restrict__ A, float *B)" in text
+    assert "__global__ void k(const float *__restrict__ A, float *B)" in text
     assert "__shared__ float tile[16][17];" in text
     shared = [d for d in k.funcdef.body.block_items if isinstance(d, c_ast.Decl)]
     assert shared[0].storage == ["__shared__"]
