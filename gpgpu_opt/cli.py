@@ -13,6 +13,7 @@ from gpgpu_opt.analysis import analyze_kernel
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
+from gpgpu_opt.passes.context import MergeRequest
 from gpgpu_opt.pipeline import compile_program, default_block
 from gpgpu_opt.targets import DEFAULT_TARGET, TARGETS, get_target
 
@@ -23,6 +24,8 @@ TargetOpt = typer.Option(DEFAULT_TARGET, "--target", help=f"GPU target: {', '.jo
 DefineOpt = typer.Option(None, "-D", help="Define a macro, NAME or NAME=VALUE (as nvcc -D)")
 IncludeOpt = typer.Option(None, "-I", help="Add an include directory (as nvcc -I)")
 BindOpt = typer.Option(None, "--bind", help="Give a kernel parameter a known value, NAME=VALUE")
+MergeOpt = typer.Option(None, "--merge", help="merge factors instead of the model's choice: x=NX,y=NY "
+                                              "(outputs per thread in each dimension)")
 
 
 def _defines(values: Optional[List[str]]) -> dict[str, str]:
@@ -31,6 +34,15 @@ def _defines(values: Optional[List[str]]) -> dict[str, str]:
         name, _, value = v.partition("=")
         out[name] = value if value else "1"
     return out
+
+
+def _merge(text: Optional[str]) -> Optional[MergeRequest]:
+    if text is None:
+        return None
+    try:
+        return MergeRequest.parse(text)
+    except ValueError as err:
+        raise CompileError(str(err)) from None
 
 
 def _bindings(values: Optional[List[str]]) -> dict[str, int]:
@@ -111,6 +123,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
                                            help="kernel pointer parameters never alias (as nvcc --restrict)"),
              no_validate: bool = typer.Option(False, "--no-validate",
                                               help="write rewritten kernels without emulating them first"),
+             merge: Optional[str] = MergeOpt,
              define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
              bind: Optional[List[str]] = BindOpt) -> None:
     """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
@@ -123,7 +136,8 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
         result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
-                                 self_check=self_check, assume_restrict=restrict, validate=not no_validate)
+                                 self_check=self_check, assume_restrict=restrict, validate=not no_validate,
+                                 merge_request=_merge(merge))
         rep = result.report()
         rep["notes"] = [str(n) for n in diagnostics.notes]
         from gpgpu_opt.nvcc import resource_usage
@@ -150,6 +164,7 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
            block: Optional[str] = typer.Option(None, "--block", help="naive launch block X[,Y] (default: the file's launch)"),
            grid: Optional[str] = typer.Option(None, "--grid", help="naive launch grid X[,Y] (default: the file's launch)"),
            extent: Optional[List[str]] = typer.Option(None, "--extent", help="array size in elements, NAME=N (gathers)"),
+           merge: Optional[str] = MergeOpt,
            define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
            bind: Optional[List[str]] = BindOpt) -> None:
     """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
@@ -166,7 +181,7 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
             space = (parts[0], parts[1] if len(parts) > 1 else 1)
         ok = run_verify(program, tgt, passes, sizes, space, seed, against, diagnostics, _bindings(bind),
                         _defines(define), include, parse_shape("--block", block), parse_shape("--grid", grid),
-                        parse_extents(extent))
+                        parse_extents(extent), _merge(merge))
     except (CompileError, ValueError) as err:
         _fail(err)
         return

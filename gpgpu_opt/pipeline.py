@@ -17,7 +17,7 @@ from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import registered_passes
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.context import MergeRequest, PassContext
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
 
@@ -123,15 +123,18 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
 def compile_program(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
                     bindings: dict[str, int] | None = None, dump_dir: str | None = None,
                     block_override: tuple[int, int] | None = None, self_check: bool = False,
-                    assume_restrict: bool = False, validate: bool = False) -> CompileResult:
+                    assume_restrict: bool = False, validate: bool = False,
+                    merge_request: MergeRequest | None = None) -> CompileResult:
     """Optimize every kernel. `assume_restrict`: no pointer parameters alias (nvcc's --restrict).
-    `validate`: emulate each rewritten kernel against the naive one before keeping it."""
+    `validate`: emulate each rewritten kernel against the naive one before keeping it. `merge_request`:
+    the merge factors asked for with `--merge`."""
     results = []
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
         ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
                           device_functions=program.device_functions,
-                          aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names))
+                          aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
+                          merge_request=merge_request)
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None
         if self_check:

@@ -25,6 +25,28 @@ class Decision:
         return d
 
 
+@dataclass(frozen=True)
+class MergeRequest:
+    """`--merge x=NX,y=NY`: the merge factors the user (or `tune`) asks for instead of the model's choice.
+    A factor is outputs per thread in that dimension; 1 keeps one output per thread there."""
+    x: int = 1
+    y: int = 1
+
+    @classmethod
+    def parse(cls, text: str) -> "MergeRequest":
+        factors = {"x": 1, "y": 1}
+        for part in text.split(","):
+            name, sep, value = part.partition("=")
+            name = name.strip().lower()
+            if not sep or name not in factors or not value.strip().isdigit() or int(value) < 1:
+                raise ValueError(f"--merge: expected x=NX,y=NY with positive integers, got '{text}'")
+            factors[name] = int(value)
+        return cls(**factors)
+
+    def __str__(self) -> str:
+        return f"x={self.x},y={self.y}"
+
+
 @dataclass
 class PassContext:
     target: Target
@@ -40,6 +62,8 @@ class PassContext:
     pass_name: str = ""
     #: The passes this compile runs (a pass may leave a kernel to a later one).
     pass_names: list[str] = field(default_factory=list)
+    #: Merge factors asked for with `--merge` (None: the merge pass's model chooses).
+    merge_request: MergeRequest | None = None
     decisions: list[Decision] = field(default_factory=list)
 
     def applied(self, subject: str, reason: str, location: Location | None = None) -> None:

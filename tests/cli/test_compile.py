@@ -159,3 +159,14 @@ def test_a_loop_of_exactly_one_staged_step_has_no_step_loop():
     assert "__shared__ float tile_filt[16];" in text and "filt[j * 16 + threadIdx.x]" in text
     assert "i0" not in text and "for (int i = 0; i < 16; i++)" in text
     assert text.count("__syncthreads();") == 2
+
+
+def test_merge_option_is_parsed_and_bad_values_are_errors(tmp_path):
+    from gpgpu_opt.passes.context import MergeRequest
+
+    assert MergeRequest.parse("x=2,y=8") == MergeRequest(2, 8)
+    assert MergeRequest.parse("y=4") == MergeRequest(1, 4)
+    out = tmp_path / "out.cu"
+    for bad in ("z=2", "x=0", "x=two", "x"):
+        proc = compile_file(ROOT / "inputs" / "mm.cu", out, "--merge", bad)
+        assert proc.returncode != 0 and "--merge" in proc.stderr and not out.exists()
