@@ -33,6 +33,10 @@ class CudaGenerator(c_generator.CGenerator):
                            [f for f in n.funcspec if not f.startswith("__")], n.type, n.init, n.bitsize, n.coord)
         return super().visit_Decl(n, no_type)
 
+    def visit_Alignas(self, n):
+        text = super().visit_Alignas(n)
+        return text.replace("_Alignas", "__align__", 1) if self.cuda_spellings else text
+
     def visit_Comment(self, n):
         return f"// {n.text}" if self.cuda_spellings else ""
 

@@ -4,7 +4,8 @@ pycparser parses C99. A kernel is C plus CUDA's qualifiers and builtins, so befo
 - `__global__ __device__ __host__ __forceinline__ __noinline__ __launch_bounds__(...)` are blanked
   (same width, so columns stay right) and recorded as the function's `funcspec`;
 - `__shared__` becomes `_Thread_local` (a C storage class nobody writes in a kernel) and is turned back
-  into the storage `__shared__` on the Decl; `__restrict__` becomes C99's `restrict`;
+  into the storage `__shared__` on the Decl; `__restrict__` becomes C99's `restrict` and `__align__(N)`
+  C11's `_Alignas(N)`;
 - a prelude declares CUDA's builtin variables, vector types and device functions.
 The printer (gpgpu_opt.codegen) restores the CUDA spellings.
 """
@@ -83,6 +84,8 @@ def cuda_to_c(text: str) -> tuple[str, list[str], list[str]]:
             replacement = " " * len(tok.text)
         elif tok.kind == "ident" and tok.text == "__shared__":
             replacement = "_Thread_local"
+        elif tok.kind == "ident" and tok.text == "__align__":
+            replacement = "_Alignas "
         elif tok.kind == "ident" and tok.text in ("__restrict__", "__restrict"):
             replacement = "restrict".ljust(len(tok.text))
         elif tok.kind == "ident" and tok.text == "__launch_bounds__":

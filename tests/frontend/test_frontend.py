@@ -60,6 +60,8 @@ def test_cuda_qualifiers_round_trip(tmp_path):
         __device__ float sq(float v) { return v * v; }
         __global__ void __launch_bounds__(256) k(const float * __restrict__ A, float *B) {
             __shared__ float tile[16][17];
+            __shared__ __align__(16) float wide[4][8];
+            wide[threadIdx.y][threadIdx.x] = 0.0f;
             tile[threadIdx.y][threadIdx.x] = A[threadIdx.x];
             __syncthreads();
             B[threadIdx.x] = sq(tile[threadIdx.x][threadIdx.y]);
@@ -72,6 +74,7 @@ def test_cuda_qualifiers_round_trip(tmp_path):
     text = kernel_source(k.funcdef)
     assert "__global__ void k(const float *__restrict__ A, float *B)" in text
     assert "__shared__ float tile[16][17];" in text
+    assert "__shared__ __align__(16) float wide[4][8];" in text
     shared = [d for d in k.funcdef.body.block_items if isinstance(d, c_ast.Decl)]
     assert shared[0].storage == ["__shared__"]
 
