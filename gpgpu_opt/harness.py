@@ -42,10 +42,7 @@ def renamed_source(kernel: Kernel, new_name: str) -> str:
     while not isinstance(node, c_ast.TypeDecl):
         node = node.type
     node.declname = new_name
-    text = kernel_source(func)
-    if kernel.launch_bounds:
-        text = text.replace("__global__", f"__global__ __launch_bounds__({', '.join(kernel.launch_bounds)})", 1)
-    return text
+    return kernel.with_launch_bounds(kernel_source(func))
 
 
 def _array_roles(kernel: Kernel) -> dict[str, tuple[bool, bool]]:

@@ -67,6 +67,19 @@ class Kernel:
     def body(self) -> c_ast.Compound:
         return self.funcdef.body
 
+    def printed_launch_bounds(self) -> list[str]:
+        """The `__launch_bounds__` arguments to print: the user's hold for the user's launch only, so a
+        kernel with a new launch states its own, if any."""
+        if self.launch is None:
+            return list(self.launch_bounds)
+        return [str(self.launch.threads)] if self.launch.bounded else []
+
+    def with_launch_bounds(self, printed: str) -> str:
+        bounds = self.printed_launch_bounds()
+        if not bounds:
+            return printed
+        return printed.replace("__global__ ", f"__global__ __launch_bounds__({', '.join(bounds)}) ", 1)
+
     def copy(self, **changes) -> "Kernel":
         return replace(self, funcdef=copy.deepcopy(self.funcdef), **changes)
 
@@ -79,6 +92,13 @@ class LaunchConfig:
     outputs_per_block: tuple[int, int]
     #: A 1-D grid over a fixed number of blocks (reductions) instead of covering the thread space.
     fixed_grid: tuple[int, int] | None = None
+    #: Print `__launch_bounds__(threads per block)`: a kernel that needs many registers per thread tells
+    #: ptxas the block size, so that it may use them.
+    bounded: bool = False
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1]
 
     def grid_expressions(self) -> tuple[str, str]:
         if self.fixed_grid:

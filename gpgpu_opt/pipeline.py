@@ -216,7 +216,7 @@ def _kernel_text(as_written: str, result: KernelResult) -> str:
         except ValueError:
             pass  # a parameter list the text edit cannot follow (a comment with a comma): print it
     pragma = launch.launch_pragma(result.optimized) + "\n" if result.rewritten else ""
-    return pragma + kernel_source(result.optimized.funcdef).rstrip("\n")
+    return pragma + result.optimized.with_launch_bounds(kernel_source(result.optimized.funcdef).rstrip("\n"))
 
 
 def _after_preamble(text: str) -> int:

@@ -6,15 +6,98 @@
 #define BLOCK_X 16
 #define BLOCK_Y 16
 
-__global__ void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n)
+// gpgpu-opt: launch configuration of the optimized 'mm': blocks of 16x16 threads,
+// each covering 128x128 threads of the naive launch (64 outputs per thread).
+static dim3 mm_block(dim3 naive_grid, dim3 naive_block)
 {
-    int row = blockIdx.y * blockDim.y + threadIdx.y;
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row < n && col < n) {
-        float sum = 0.0f;
-        for (int k = 0; k < n; k++)
-            sum += A[row * n + k] * B[k * n + col];
-        C[row * n + col] = sum;
+    return dim3(16, 16);
+}
+
+static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    return dim3((global_x + 127) / 128, (global_y + 127) / 128);
+}
+
+#pragma gpgpu_opt launch block(16, 16) grid((global_x + 127) / 128, (global_y + 127) / 128)
+__global__ __launch_bounds__(256) void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
+    // merge: 8x8 outputs per thread; per step of 'k' the block stages its operands in shared tiles, each value then reused from registers
+    __shared__ __align__(16) float tile_A[16][132];
+    __shared__ __align__(16) float tile_B[16][128];
+    float sum[8][8];
+    #pragma unroll
+    for (int r = 0; r < 8; r++) {
+        #pragma unroll
+        for (int c = 0; c < 8; c++) {
+            sum[r][c] = 0.0f;
+        }
+    }
+    for (int k0 = 0; k0 < n; k0 += 16) {
+        // loads of the step's operands all issued before their stores, so that they are in flight together
+        float A_staged[8];
+        float B_staged[8];
+        // A[row * n + k] for the block's 128 rows and 16 iterations: 8 loads per thread
+        #pragma unroll
+        for (int l = 0; l < 8; l++) {
+            const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
+            const int load_row = blockIdx.y * 128 + e / 16;
+            const int load_k = k0 + e % 16;
+            A_staged[l] = (load_row < n && 0 < n && load_k < n) ? A[load_row * n + load_k] : 0;
+        }
+        // B[k * n + col] for the block's 128 columns and 16 iterations: 8 loads per thread
+        #pragma unroll
+        for (int l = 0; l < 8; l++) {
+            const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
+            const int load_col = blockIdx.x * 128 + e % 128;
+            const int load_k = k0 + e / 128;
+            B_staged[l] = (load_col < n && 0 < n && load_k < n) ? B[load_col + load_k * n] : 0;
+        }
+        #pragma unroll
+        for (int l = 0; l < 8; l++) {
+            const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
+            tile_A[e % 16][e / 16] = A_staged[l];
+        }
+        #pragma unroll
+        for (int l = 0; l < 8; l++) {
+            const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
+            tile_B[e / 128][e % 128] = B_staged[l];
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int kk = 0; kk < 16; kk++) {
+            if (k0 + kk >= n)
+                break;
+            float A_frag[8];
+            #pragma unroll
+            for (int r = 0; r < 8; r++)
+                A_frag[r] = tile_A[kk][r / 4 * 64 + threadIdx.y * 4 + r % 4];
+            float B_frag[8];
+            #pragma unroll
+            for (int c = 0; c < 8; c++)
+                B_frag[c] = tile_B[kk][c / 4 * 64 + threadIdx.x * 4 + c % 4];
+            #pragma unroll
+            for (int r = 0; r < 8; r++) {
+                #pragma unroll
+                for (int c = 0; c < 8; c++) {
+                    const float A_val = A_frag[r];
+                    const float B_val = B_frag[c];
+                    sum[r][c] += A_val * B_val;
+                }
+            }
+        }
+        __syncthreads();
+    }
+    #pragma unroll
+    for (int r = 0; r < 8; r++) {
+        #pragma unroll
+        for (int c = 0; c < 8; c++) {
+            int row = blockIdx.y * 128 + r / 4 * 64 + threadIdx.y * 4 + r % 4;
+            int col = blockIdx.x * 128 + c / 4 * 64 + threadIdx.x * 4 + c % 4;
+            if (row < n && col < n) {
+                C[row * n + col] = sum[r][c];
+            }
+        }
     }
 }
 
@@ -53,7 +136,7 @@ int main(int argc, char **argv)
     dim3 grid((n + BLOCK_X - 1) / BLOCK_X, (n + BLOCK_Y - 1) / BLOCK_Y);
     gpu_timer t;
     timer_start(&t);
-    mm<<<grid, block>>>(dA, dB, dC, n);
+    mm<<<mm_grid(grid, block), mm_block(grid, block)>>>(dA, dB, dC, n);
     CUDA_CHECK_LAUNCH();
     float ms = timer_stop_ms(&t);
 

@@ -1,8 +1,12 @@
 """merge: more work per thread or more threads per piece of work (paper §3.5; DESIGN.md §4 item 4).
 
-Today: several threads per output (`split_loop`), for kernels whose outputs are too few to fill the GPU and
-whose one accumulation loop is long (mv, tmv). Kernels not of that shape are left as they are; a kernel of
-that shape that the split cannot take gets a note saying why.
+The merges, tried in order on a kernel not yet given a new launch:
+- `register_tile`: one thread computes a 2-D tile of outputs of a matrix-product-like kernel (thread merge
+  in x and y, operands staged in shared tiles and reused from registers);
+- `split_loop`: several threads per output, for kernels whose outputs are too few to fill the GPU and whose
+  one accumulation loop is long (mv, tmv).
+A kernel of none of their shapes is left as it is; a kernel of a merge's shape that the merge cannot take
+gets a note saying why.
 """
 from __future__ import annotations
 
@@ -10,27 +14,32 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.split_loop import NotAccumulation, apply_split, describe, plan_split
+from gpgpu_opt.passes.merge import register_tile, split_loop
+from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.staging import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     if kernel.launch is not None:
         return kernel
-    work = kernel.copy()
-    g.normalize_early_returns(work.body)
-    info = g.KernelInfo(work, ctx)
-    where = Location.of(work.funcdef)
-    try:
-        split = plan_split(work, ctx, info)
-    except NotAccumulation:
-        return kernel
-    except Unsupported as why:
-        ctx.skip("kernel", f"one thread per output kept: {why}", where)
-        return kernel
-    apply_split(work, info, split)
-    ctx.applied("kernel", describe(split), where)
-    ctx.applied("launch", f"blocks of {split.block[0]}x{split.block[1]} threads, each covering "
-                          f"{split.outputs_per_block[0]} outputs ({split.threads} threads per output)", where)
-    return work
-
+    where = Location.of(kernel.funcdef)
+    for plan, apply, describe, describe_launch, what in (
+            (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
+             register_tile.describe_launch, "one output per thread kept"),
+            (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
+             "one thread per output kept")):
+        work = kernel.copy()
+        g.normalize_early_returns(work.body)
+        info = g.KernelInfo(work, ctx)
+        try:
+            chosen = plan(work, ctx, info)
+        except NotAccumulation:
+            continue
+        except Unsupported as why:
+            ctx.skip("kernel", f"{what}: {why}", where)
+            return kernel
+        apply(work, info, chosen)
+        ctx.applied("kernel", describe(chosen), where)
+        ctx.applied("launch", describe_launch(chosen), where)
+        return work
+    return kernel

@@ -126,7 +126,9 @@ def check_local(stmt: c_ast.Node) -> None:
             raise Unsupported("a statement before the loop writes memory (every thread of an output would)")
 
 
-def accumulator(body, loop, name: str, path, info: g.KernelInfo) -> c_ast.Decl:
+def accumulator(body, loop, name: str, path, info: g.KernelInfo, updates_before: bool = False) -> c_ast.Decl:
+    """The accumulator's declaration. `updates_before`: it may also be updated between its declaration and
+    the loop (`c_acc *= beta;`), where a merge keeps those statements with the start value."""
     if info.decl_counts.get(name) != 1:
         raise Unsupported(f"the accumulator '{name}' is not one local variable")
     decl = next((s for p in path if isinstance(p, c_ast.Compound) for s in g.items(p)
@@ -137,9 +139,15 @@ def accumulator(body, loop, name: str, path, info: g.KernelInfo) -> c_ast.Decl:
     if not (isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType)
             and t.type.names in (["float"], ["double"])):
         raise Unsupported(f"the accumulator '{name}' is not a float or double scalar")
-    in_loop = {id(n) for n in walk(loop)}
+    allowed = {id(n) for n in walk(loop)}
+    holder = info.parents[id(loop)]
+    if updates_before and any(s is decl for s in g.items(holder)):
+        items = g.items(holder)
+        between = items[next(i for i, s in enumerate(items) if s is decl) + 1:
+                        next(i for i, s in enumerate(items) if s is loop)]
+        allowed |= {id(n) for s in between for n in walk(s)}
     for n in walk(body):
-        if id(n) in in_loop:
+        if id(n) in allowed:
             continue
         if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == name \
                 or isinstance(n, c_ast.UnaryOp) and n.op in ("&", "++", "--", "p++", "p--") \

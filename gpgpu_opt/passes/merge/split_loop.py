@@ -302,6 +302,11 @@ def _type(decl: c_ast.Decl) -> str:
     return " ".join(decl.type.type.names)
 
 
+def describe_launch(split: Split) -> str:
+    return (f"blocks of {split.block[0]}x{split.block[1]} threads, each covering {split.outputs_per_block[0]} "
+            f"outputs ({split.threads} threads per output)")
+
+
 def describe(split: Split) -> str:
     shape = (f"one warp of {split.threads} lanes per output, partial sums added by __shfl_down_sync"
              if split.rows else

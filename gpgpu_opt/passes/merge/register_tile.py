@@ -1,0 +1,549 @@
+"""2-D register tiles: one thread computes TM x TN outputs of a matrix-product-like kernel.
+
+This is the paper's thread merge in X and Y (§3.5, Fig. 6-7) in the form modern GPUs need. A kernel with
+one output per thread of a 2-D thread space and one accumulation loop (accumulation.py),
+
+    if (row < n && col < n) { float sum = 0; for (k...) sum += A[row*n + k] * B[k*n + col]; C[...] = sum; }
+
+whose reads in the loop each depend on the loop and on one axis of the output (`A[row*n+k]` on its row:
+shared by every output of the row, `B[k*n+col]` on its column), becomes blocks of 16x16 threads that each
+compute TM x TN outputs. Per step of BK iterations the block stages the operands of its 16*TM rows and
+16*TN columns in shared tiles (cooperative, coalesced loads), then every thread reads its TM row values and
+TN column values into registers and runs TM*TN updates per iteration: each operand value loaded from
+shared memory is used TN (or TM) times from a register. A thread's outputs are two groups of 4 rows (and
+columns) 64 apart, so that its reads of a tile are 16-byte vectors and a warp's reads do not conflict in
+the banks.
+
+Each output keeps its own code: the statements before the loop (its start value, under its guard), the
+loop body (per output, with the operands from registers), and the statements after it (the store, under
+its guard), so ragged sizes stay exact. The summation order per output is the naive one. The loads of a
+step are predicated by the guard's clauses (taken at the loading thread's row or column, and at the
+block's first column or row) and by the loop's bound; iterations past the loop's end are skipped unless
+the loop's length is known to divide the step.
+
+Requires restrict-qualified (non-aliasing) arrays read in the loop and not written by the kernel, guards
+that bound each axis on its own, and a target whose register file holds the tile (model: `choose_shape`).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, to_sympy
+from gpgpu_opt.ast_util import ids_in, transform, walk
+from gpgpu_opt.codegen import Comment
+from gpgpu_opt.kernel import Kernel, LaunchConfig
+from gpgpu_opt.passes import guards as g
+from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
+                                                check_path, known, trip_count)
+from gpgpu_opt.passes.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
+from gpgpu_opt.passes.witness import sym_to_ast
+from gpgpu_opt.templating import render
+
+#: Threads per block in each direction, and outputs per thread group (one 16-byte vector of floats).
+THREADS = 16
+GROUP = 4
+#: Iterations staged per step; measured on an H100 (bench/RESULTS.md): 16 beats 8 for 128x128 tiles.
+STEP = 16
+#: Registers a thread needs besides its accumulators and operand registers (addresses, loop counters).
+OVERHEAD_REGISTERS = 40
+#: Blocks per SM the tile must leave room for (one block's barrier then overlaps another's loads).
+BLOCKS_PER_SM = 2
+
+_GX = sympy.Symbol("G.x", integer=True, nonnegative=True)
+_GY = sympy.Symbol("G.y", integer=True, nonnegative=True)
+_AXIS_SYMBOL = {"x": _GX, "y": _GY}
+_TO_GLOBAL = {TID["x"]: _GX - BID["x"] * BDIM["x"], TID["y"]: _GY - BID["y"] * BDIM["y"]}
+_LOAD_POS = sympy.Symbol("_load_a_pos", integer=True)  # sorts before the iterator: A[row * n + k]
+_LOAD_K = sympy.Symbol("_load_b_k", integer=True)
+
+
+@dataclass
+class Operand:
+    """Reads in the loop of one array at one subscript that depends on the loop and one output axis."""
+    array: str
+    axis: str                       # 'y': one value per output row; 'x': per output column
+    index: sympy.Expr               # in the axis' global index, the loop iterator and parameters
+    along_loop: bool                # contiguous along the loop rather than along the axis
+    nodes: list[c_ast.ArrayRef] = field(default_factory=list)
+    tile: str = ""
+    fragment: str = ""
+
+
+@dataclass
+class RegisterTile:
+    loop: c_ast.For
+    var: str
+    start: c_ast.Node
+    acc: c_ast.Decl
+    path: list[c_ast.Node]
+    operands: list[Operand]
+    clauses: dict[str, list[tuple[sympy.Expr, str, sympy.Expr]]]   # guard clauses by axis ('' = neither)
+    tm: int
+    tn: int
+    step: int
+    divides: bool                   # the loop's length is a multiple of the step
+    why: str
+    element: str                    # the operands' C type
+
+    @property
+    def block(self) -> tuple[int, int]:
+        return (THREADS, THREADS)
+
+    @property
+    def outputs_per_block(self) -> tuple[int, int]:
+        return (THREADS * self.tn, THREADS * self.tm)
+
+
+# -- is the kernel of the shape -------------------------------------------------------------------------
+def plan_register_tile(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> RegisterTile:
+    body = kernel.body
+    loops = [n for n in walk(body) if isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile))]
+    if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
+        raise NotAccumulation("the kernel does not have exactly one loop")
+    loop = loops[0]
+    acc_name = accumulation(loop)
+    if not _uses_both_axes(info):
+        raise NotAccumulation("the thread space is not 2-D")
+    info.check_kernel()
+    var, start = canonical_header(loop, body)
+    if not (info.uniform(start) and info.uniform(loop.cond.right)):
+        raise Unsupported(f"the bounds of '{var}' depend on the output's position ('{text(loop.cond)}'): the "
+                          "outputs of a thread would need different steps")
+    path = g.path_to(loop, info.parents, body)
+    check_path(path, loop)
+    acc = accumulator(body, loop, acc_name, path, info, updates_before=True)
+    _check_start(loop, acc, info)
+    env = info._flat_env()
+    operands = _operands(loop, var, info)
+    if not operands:
+        raise NotAccumulation("no read in the loop is shared along a row or a column of outputs")
+    if not {o.axis for o in operands} >= {"x", "y"}:
+        raise NotAccumulation("the loop's reads are shared along one axis only (a thread merge's case)")
+    clauses = _guard_clauses(path, env)
+    element = _element_type(info, operands)
+    trip = trip_count(loop, start, info, ctx)
+    tm, tn, why = choose_shape(ctx, _output_counts(clauses, ctx), element, len(operands))
+    step = STEP if trip is None or trip > STEP // 2 else STEP // 2
+    tile = RegisterTile(loop, var, start, acc, path, operands, clauses, tm, tn, step,
+                        trip is not None and trip % step == 0, why, element)
+    _check_body_uses(tile, info)
+    _check_shared_memory(tile, ctx)
+    problem = info.coverage_problem(ctx.naive_block, tile.outputs_per_block)
+    if problem:
+        raise Unsupported(problem)
+    return tile
+
+
+def _check_start(loop: c_ast.For, acc: c_ast.Decl, info: g.KernelInfo) -> None:
+    """The statements before the loop run once per output twice over (start value, then the use of the
+    sum): the accumulator is declared beside the loop and, before it, only set."""
+    holder = info.parents[id(loop)]
+    items = g.items(holder)
+    if not any(s is acc for s in items):
+        raise Unsupported(f"the accumulator '{acc.name}' is not declared in the loop's block")
+    for stmt in items[:next(i for i, s in enumerate(items) if s is loop)]:
+        if stmt is not acc and not _sets_start(stmt, acc) and acc.name in ids_in(stmt):
+            raise Unsupported(f"'{text(stmt)}' uses the accumulator before the loop")
+        if _sets_start(stmt, acc) and stmt is not acc and not g.is_pure(stmt.rvalue, allow_memory=True):
+            raise Unsupported(f"'{text(stmt)}' has side effects")
+
+
+def _uses_both_axes(info: g.KernelInfo) -> bool:
+    axes = {n.field.name for n in walk(info.body) if isinstance(n, c_ast.StructRef)
+            and isinstance(n.name, c_ast.ID) and n.name.name in ("threadIdx", "blockIdx")}
+    return {"x", "y"} <= axes
+
+
+def _global(expr: sympy.Expr) -> sympy.Expr:
+    return sympy.expand(expr.subs(_TO_GLOBAL))
+
+
+def _operands(loop: c_ast.For, var: str, info: g.KernelInfo) -> list[Operand]:
+    k = iterator_symbol(var)
+    in_loop = {id(n) for n in walk(loop.stmt)}
+    found: list[Operand] = []
+    for a in info.accesses:
+        if id(a.node) not in in_loop:
+            continue
+        if a.mode != "read":
+            raise Unsupported(f"the loop writes {a.array}[{a.index_text}]")
+        if a.index is None:
+            raise Unsupported(f"the read {a.array}[{a.index_text}] cannot be analysed")
+        index = _global(a.index)
+        stray = {s for s in index.free_symbols if s.name.startswith("?") or s in set(BID.values())
+                 | set(BDIM.values()) | set(TID.values())}
+        if stray:
+            raise Unsupported(f"{a.array}[{a.index_text}] is not a function of the output's position and '{var}'")
+        on = {axis for axis, sym in _AXIS_SYMBOL.items() if index.has(sym)}
+        if len(on) == 2:
+            raise Unsupported(f"{a.array}[{a.index_text}] depends on both the row and the column of the output")
+        if not on:
+            continue  # the same for every output of a block: left as a (cached, broadcast) read
+        axis = on.pop()
+        pos = _AXIS_SYMBOL[axis]
+        if not index.has(k):
+            raise Unsupported(f"{a.array}[{a.index_text}] does not change with '{var}' (hoist it first)")
+        if any(sympy.diff(index, s1, s2) != 0 for s1 in (pos, k) for s2 in (pos, k)):
+            raise Unsupported(f"{a.array}[{a.index_text}] is not affine in the output's position and '{var}'")
+        if a.array in info.written:
+            raise Unsupported(f"the kernel writes {a.array}, which the loop reads (a staged copy would be stale)")
+        if not info.params[a.array].is_restrict:
+            raise Unsupported(f"{a.array} may alias the array the kernel writes (declare it __restrict__)")
+        same = next((o for o in found if o.array == a.array and o.axis == axis and o.index == index), None)
+        if same is None:
+            same = Operand(a.array, axis, index, sympy.diff(index, k) == 1 or sympy.diff(index, pos) != 1)
+            same.tile = info.fresh(f"tile_{a.array}")
+            same.fragment = info.fresh(f"{a.array}_frag")
+            found.append(same)
+        same.nodes.append(a.node)
+    return found
+
+
+def _guard_clauses(path: list[c_ast.Node], env: dict) -> dict[str, list]:
+    """The clauses of the ifs around the loop, by the axis they bound: each must bound one axis
+    monotonically (`row < n`), or neither."""
+    out: dict[str, list] = {"x": [], "y": [], "": []}
+    for node in path:
+        if not isinstance(node, c_ast.If):
+            continue
+        for clause in g.clauses(node.cond):
+            if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
+                raise Unsupported(f"the guard '{text(clause)}' is not a comparison")
+            try:
+                lhs, rhs = _global(to_sympy(clause.left, env)), _global(to_sympy(clause.right, env))
+            except NotAffine:
+                raise Unsupported(f"the guard '{text(clause)}' cannot be analysed") from None
+            diff = lhs - rhs
+            on = [axis for axis, sym in _AXIS_SYMBOL.items() if diff.has(sym)]
+            if any(s.name.startswith("?") for s in diff.free_symbols) or \
+                    diff.free_symbols & (set(BID.values()) | set(BDIM.values()) | set(TID.values())):
+                raise Unsupported(f"the guard '{text(clause)}' is not a function of the output's position")
+            if len(on) == 2:
+                raise Unsupported(f"the guard '{text(clause)}' ties the row to the column")
+            axis = on[0] if on else ""
+            if axis:
+                slope = sympy.diff(diff, _AXIS_SYMBOL[axis])
+                if not slope.is_number or (slope > 0) != (clause.op in ("<", "<=")):
+                    raise Unsupported(f"the guard '{text(clause)}' is not an upper bound of the output's "
+                                      f"{'column' if axis == 'x' else 'row'}")
+            out[axis].append((lhs, clause.op, rhs))
+    return out
+
+
+def _element_type(info: g.KernelInfo, operands: list[Operand]) -> str:
+    types = {info.params[o.array].base_type for o in operands}
+    if len(types) != 1 or not types <= {"float", "double"}:
+        raise Unsupported(f"the loop's operands are of type {', '.join(sorted(types))}, not all float or double")
+    return types.pop()
+
+
+def _output_counts(clauses: dict, ctx: PassContext) -> tuple[int | None, int | None]:
+    """Outputs in x and y where a guard `pos < N` with N known bounds them."""
+    counts = []
+    for axis in ("x", "y"):
+        count = None
+        for lhs, op, rhs in clauses[axis]:
+            bound = known(rhs - lhs + _AXIS_SYMBOL[axis], ctx) if op in ("<", "<=") else None
+            if bound is not None and bound.is_Integer:
+                count = int(bound) + (1 if op == "<=" else 0)
+        counts.append(count)
+    return counts[0], counts[1]
+
+
+def choose_shape(ctx: PassContext, outputs: tuple[int | None, int | None], element: str,
+                 operands: int) -> tuple[int, int, str]:
+    """TM x TN outputs per thread: `--merge` when given, else the largest tile whose registers fit two
+    blocks of 256 threads per SM and whose grid still gives every SM a block."""
+    target = ctx.target
+    words = 2 if element == "double" else 1
+    budget = min(target.max_registers_per_thread, target.registers_per_sm // (THREADS * THREADS * BLOCKS_PER_SM))
+
+    def registers(tm: int, tn: int) -> int:
+        return words * (tm * tn + tm + tn) + OVERHEAD_REGISTERS
+
+    request = ctx.merge_request
+    if request is not None:
+        if request.x not in (GROUP, 2 * GROUP) or request.y not in (GROUP, 2 * GROUP):
+            raise Unsupported(f"--merge {request}: a register tile takes 4 or 8 outputs per thread in each "
+                              "direction")
+        return request.y, request.x, f"--merge {request}"
+    fitting = [(tm, tn) for tm, tn in ((8, 8), (4, 4)) if registers(tm, tn) <= budget]
+    if not fitting:
+        raise Unsupported(f"a 4x4 tile needs about {registers(4, 4)} registers per thread, more than the "
+                          f"{budget} the target has for two blocks of {THREADS * THREADS} threads per SM")
+    ox, oy = outputs
+    for tm, tn in fitting:
+        if ox is None or oy is None:
+            return tm, tn, (f"{tm}x{tn} outputs per thread (about {registers(tm, tn)} registers of the "
+                            f"{budget} a thread can have at two blocks per SM); the sizes are not known, "
+                            "so the tile for large matrices")
+        blocks = math.ceil(ox / (THREADS * tn)) * math.ceil(oy / (THREADS * tm))
+        if blocks >= target.sm_count or (tm, tn) == fitting[-1]:
+            return tm, tn, (f"{tm}x{tn} outputs per thread (about {registers(tm, tn)} registers of the "
+                            f"{budget} a thread can have at two blocks per SM) give {blocks} blocks of "
+                            f"{THREADS * tm}x{THREADS * tn} outputs for {target.sm_count} SMs")
+    raise AssertionError("unreachable")
+
+
+def _check_body_uses(tile: RegisterTile, info: g.KernelInfo) -> None:
+    """Per output, the loop body may use its operands (from registers), the accumulator, the iterator and
+    values every output shares; not the output's position (the loop runs once for all outputs)."""
+    replaced = {id(n) for o in tile.operands for node in o.nodes for n in walk(node)}
+    own = {tile.acc.name} | {n.name for n in walk(tile.loop.stmt) if isinstance(n, c_ast.Decl)}
+    position = (info.thread_vars - own) | {"threadIdx", "blockIdx", "blockDim"}
+    for n in walk(tile.loop.stmt):
+        if id(n) in replaced:
+            continue
+        if isinstance(n, c_ast.ID) and n.name in position:
+            raise Unsupported(f"the loop body uses '{n.name}', the output's position, outside its operands")
+
+
+def _check_shared_memory(tile: RegisterTile, ctx: PassContext) -> None:
+    size = 8 if tile.element == "double" else 4
+    total = sum(tile.step * (_width(tile, o) + _padding(o)) * size for o in tile.operands)
+    if total > ctx.target.shared_per_block:
+        raise Unsupported(f"the tiles need {total} bytes of shared memory, more than the target's "
+                          f"{ctx.target.shared_per_block} per block")
+
+
+def _width(tile: RegisterTile, o: Operand) -> int:
+    return THREADS * (tile.tm if o.axis == "y" else tile.tn)
+
+
+def _padding(o: Operand) -> int:
+    """Stored along the loop, a tile's rows are written by threads a row apart: pad them by one vector
+    (bank conflicts halve, and rows stay 16-byte aligned for the vector reads)."""
+    return GROUP if o.along_loop else 0
+
+
+# -- the rewrite ----------------------------------------------------------------------------------------
+def apply_register_tile(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile) -> None:
+    names = {base: info.fresh(base) for base in ("r", "c", "k0", "kk", "e", "l")}
+    position = {"y": _position(tile, "y", names["r"]), "x": _position(tile, "x", names["c"])}
+    acc_ref = f"{tile.acc.name}[{names['r']}][{names['c']}]"
+    init, finish = _per_output_code(kernel, info, tile, position, acc_ref)
+    source = render("merge_register_tile.cu.j2", tile=tile, names=names, acc=tile.acc.name,
+                    acc_type=" ".join(tile.acc.type.type.names), element=tile.element,
+                    tiles=[_tile_view(tile, o, names, info) for o in tile.operands],
+                    loop_cond=text(_loop_condition(tile, parse_expr(names["k0"]))),
+                    k_end=None if tile.divides else text(g.negate(_loop_condition(
+                        tile, parse_expr(f"{names['k0']} + {names['kk']}")))),
+                    start=text(tile.start), needs_k=_body_needs_iterator(tile),
+                    threads=THREADS * THREADS, fragments=[_fragment_view(tile, o, names) for o in tile.operands])
+    items = parse_statements(source)
+    kernel.body.block_items = _filled(items, {"__init__": init, "__body__": _body(tile, names, acc_ref),
+                                              "__finish__": finish})
+    kernel.launch = LaunchConfig(block=tile.block, outputs_per_block=tile.outputs_per_block, bounded=True)
+
+
+def _position(tile: RegisterTile, axis: str, counter: str) -> c_ast.Node:
+    """The global index of a thread's `counter`-th output along `axis`."""
+    per_thread = tile.tm if axis == "y" else tile.tn
+    span = THREADS * per_thread
+    part = "y" if axis == "y" else "x"
+    if per_thread == GROUP:
+        return parse_expr(f"blockIdx.{part} * {span} + threadIdx.{part} * {GROUP} + {counter}")
+    return parse_expr(f"blockIdx.{part} * {span} + ({counter} / {GROUP}) * {THREADS * GROUP} + "
+                      f"threadIdx.{part} * {GROUP} + {counter} % {GROUP}")
+
+
+def _loop_condition(tile: RegisterTile, at: c_ast.Node) -> c_ast.Node:
+    cond = copy.deepcopy(tile.loop.cond)
+    cond.left = at
+    return cond
+
+
+def _body_needs_iterator(tile: RegisterTile) -> bool:
+    replaced = {id(n) for o in tile.operands for node in o.nodes for n in walk(node)}
+    return any(isinstance(n, c_ast.ID) and n.name == tile.var and id(n) not in replaced
+               for n in walk(tile.loop.stmt))
+
+
+def _tile_view(tile: RegisterTile, o: Operand, names: dict, info: g.KernelInfo) -> dict:
+    """How the block loads one operand's tile for a step: element e of the tile is (step row, position)."""
+    width, step, threads = _width(tile, o), tile.step, THREADS * THREADS
+    e = names["e"]
+    if o.along_loop:
+        k_of, pos_of = f"{e} % {step}", f"{e} / {step}"
+    else:
+        k_of, pos_of = f"{e} / {width}", f"{e} % {width}"
+    pos_name, k_name = ("load_row" if o.axis == "y" else "load_col"), "load_k"
+    first = f"blockIdx.{o.axis} * {width}"
+    pos_sym = _AXIS_SYMBOL[o.axis]
+    k = iterator_symbol(tile.var)
+    names_map = {_LOAD_POS: c_ast.ID(pos_name), _LOAD_K: c_ast.ID(k_name)}
+    load = c_ast.ArrayRef(c_ast.ID(o.array), sym_to_ast(o.index.subs({pos_sym: _LOAD_POS, k: _LOAD_K}), names_map))
+    # Some output reads the element if its own axis' guard holds and some output of the other axis exists:
+    # the other axis' bounds are upper bounds, so that is the first one's.
+    other = "x" if o.axis == "y" else "y"
+    predicate = [_clause_at(c, o.axis, c_ast.ID(pos_name)) for c in tile.clauses[o.axis]]
+    predicate += [_clause_at(c, other, c_ast.Constant("int", "0")) for c in tile.clauses[other]]
+    predicate += [_clause_at(c, "", None) for c in tile.clauses[""]]
+    predicate.append(_loop_condition(tile, c_ast.ID(k_name)))
+    return {"name": o.tile, "staged": info.fresh(f"{o.array}_staged"), "rows": step, "width": width + _padding(o), "loads": step * width // threads,
+            "pos_name": pos_name, "pos": f"{first} + {pos_of}", "k_name": k_name, "k_of": k_of, "pos_of": pos_of,
+            "load": text(load), "predicate": text(conj(predicate)), "array": o.array,
+            "index_text": ", ".join(sorted({text(n.subscript) for n in o.nodes})),
+            "what": "rows" if o.axis == "y" else "columns", "count": width}
+
+
+def _clause_at(clause: tuple, axis: str, value: c_ast.Node | None) -> c_ast.Node:
+    lhs, op, rhs = clause
+    subs = {_AXIS_SYMBOL[axis]: _LOAD_POS} if axis else {}
+    names = {_LOAD_POS: value} if axis else {}
+    return c_ast.BinaryOp(op, sym_to_ast(lhs.subs(subs), names), sym_to_ast(rhs.subs(subs), names))
+
+
+def _fragment_view(tile: RegisterTile, o: Operand, names: dict) -> dict:
+    counter = names["r"] if o.axis == "y" else names["c"]
+    per_thread = tile.tm if o.axis == "y" else tile.tn
+    part = "y" if o.axis == "y" else "x"
+    if per_thread == GROUP:
+        offset = f"threadIdx.{part} * {GROUP} + {counter}"
+    else:
+        offset = f"({counter} / {GROUP}) * {THREADS * GROUP} + threadIdx.{part} * {GROUP} + {counter} % {GROUP}"
+    return {"name": o.fragment, "count": per_thread, "counter": counter, "tile": o.tile, "offset": offset}
+
+
+def _body(tile: RegisterTile, names: dict, acc_ref: str) -> list[c_ast.Node]:
+    """The loop body for output (r, c): operands from the fragments, the accumulator its element."""
+    memo: dict = {}
+    stmts = [copy.deepcopy(s, memo) for s in g.items(tile.loop.stmt)]
+    replacement = {}
+    for o in tile.operands:
+        counter = names["r"] if o.axis == "y" else names["c"]
+        for node in o.nodes:
+            replacement[id(memo[id(node)])] = parse_expr(f"{o.fragment}[{counter}]")
+    acc = tile.acc.name
+
+    def swap(n: c_ast.Node):
+        if id(n) in replacement:
+            return replacement[id(n)]
+        if isinstance(n, c_ast.ID) and n.name == acc:
+            return parse_expr(acc_ref)
+        return None
+
+    return [transform(s, swap, skip_member_names=True) for s in stmts]
+
+
+def _per_output_code(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile, position: dict,
+                     acc_ref: str) -> tuple[list[c_ast.Node], list[c_ast.Node]]:
+    """The kernel's statements for one output: before the loop (its start value) and after it (its use
+    of the sum), each under the kernel's guards, with the output's position recomputed."""
+    tops = {}
+    for n in walk(info.body):
+        if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in ("threadIdx", "blockIdx", "blockDim"):
+            top = info.index_expression(n)
+            tops[id(top)] = top
+    env = info._flat_env()
+    holder = info.parents[id(tile.loop)]
+    loop_at = next(i for i, s in enumerate(holder.block_items) if s is tile.loop)
+
+    def version(keep_start: bool) -> list[c_ast.Node]:
+        memo: dict = {}
+        body = copy.deepcopy(info.body, memo)
+        twin = memo[id(holder)]
+        items = twin.block_items
+        if keep_start:
+            twin.block_items = items[:loop_at]
+        else:
+            twin.block_items = [s for s, original in zip(items[:loop_at], holder.block_items)
+                                if not _sets_start(original, tile.acc)] + items[loop_at + 1:]
+        swaps = {}
+        for key, top in tops.items():
+            if key in memo:
+                value = _global(to_sympy(top, env))
+                axis = "x" if value.has(_GX) else "y"
+                swaps[id(memo[key])] = sym_to_ast(value, {_AXIS_SYMBOL[axis]: position[axis]})
+
+        def swap(n: c_ast.Node):
+            if id(n) in swaps:
+                return swaps[id(n)]
+            if isinstance(n, c_ast.Decl) and n.name == tile.acc.name:
+                return c_ast.Assignment("=", parse_expr(acc_ref), n.init)
+            if isinstance(n, c_ast.ID) and n.name == tile.acc.name:
+                return parse_expr(acc_ref)
+            return None
+
+        body = transform(body, swap, skip_member_names=True)
+        return _without_unused_locals(g.items(body))
+
+    start = version(True)
+    updates = [s for s in holder.block_items[:loop_at] if _sets_start(s, tile.acc) and s is not tile.acc]
+    if isinstance(tile.acc.init, c_ast.Constant) and not updates:
+        start = [c_ast.Assignment("=", parse_expr(acc_ref), copy.deepcopy(tile.acc.init))]
+    else:  # outputs out of range still accumulate (unused): give them a defined start
+        start = [c_ast.Assignment("=", parse_expr(acc_ref), c_ast.Constant("int", "0")), *start]
+    return start, version(False)
+
+
+def _sets_start(stmt: c_ast.Node, acc: c_ast.Decl) -> bool:
+    """The accumulator's declaration or an update of it before the loop (`c_acc *= beta;`)."""
+    return stmt is acc or isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID) \
+        and stmt.lvalue.name == acc.name
+
+
+def _without_unused_locals(stmts: list[c_ast.Node]) -> list[c_ast.Node]:
+    """Drop declarations nothing uses (the other half of the output's code used them), then ifs and
+    blocks left empty."""
+    while True:
+        root = c_ast.Compound(stmts)
+        used = [n.name for n in walk(root) if isinstance(n, c_ast.ID)]
+        changed = False
+
+        def prune(n: c_ast.Node):
+            nonlocal changed
+            if isinstance(n, c_ast.Compound):
+                kept = [s for s in n.block_items or [] if not _removable(s, used)]
+                if len(kept) != len(n.block_items or []):
+                    changed = True
+                    n.block_items = kept
+            return None
+
+        transform(root, prune)
+        stmts = root.block_items
+        if not changed:
+            return stmts
+
+
+def _removable(stmt: c_ast.Node, used: list[str]) -> bool:
+    if isinstance(stmt, c_ast.Decl):
+        return stmt.name not in used and (stmt.init is None or g.is_pure(stmt.init, allow_memory=True))
+    if isinstance(stmt, c_ast.If) and stmt.iffalse is None:
+        return not g.items(stmt.iftrue) and g.is_pure(stmt.cond, allow_memory=True)
+    return isinstance(stmt, c_ast.Compound) and not stmt.block_items
+
+
+def _filled(items: list[c_ast.Node], parts: dict[str, list[c_ast.Node]]) -> list[c_ast.Node]:
+    """The template's statements with each `__part__();` placeholder replaced by its statements."""
+    for n in list(walk(c_ast.Compound(items))):
+        if isinstance(n, c_ast.Compound):
+            n.block_items = [x for s in n.block_items or [] for x in _expand(s, parts)]
+    return [x for s in items for x in _expand(s, parts)]
+
+
+def _expand(stmt: c_ast.Node, parts: dict) -> list[c_ast.Node]:
+    if is_placeholder(stmt, "__note__"):
+        return [Comment(stmt.args.exprs[0].value.strip('"'))]
+    for name, stmts in parts.items():
+        if is_placeholder(stmt, name):
+            return copy.deepcopy(stmts)
+    return [stmt]
+
+
+def describe_launch(tile: RegisterTile) -> str:
+    (bx, by), (ox, oy) = tile.block, tile.outputs_per_block
+    return f"blocks of {bx}x{by} threads, each covering {ox}x{oy} outputs ({tile.tn}x{tile.tm} per thread)"
+
+
+def describe(tile: RegisterTile) -> str:
+    staged = ", ".join(f"{o.array} ({'rows' if o.axis == 'y' else 'columns'})" for o in tile.operands)
+    return (f"thread merge in x and y: {tile.why}; "
+            f"{staged} staged per {tile.step} iterations of '{tile.var}' and reused from registers")
+

@@ -1,0 +1,187 @@
+"""The merge pass's 2-D register tiles (thread merge in x and y): the shape of mm's output, equivalence at
+ragged sizes in the emulator for the matrix products people write (in-place gemm, transposed operands,
+the same array on both sides, doubles), `--merge`, what it leaves alone and why, and nvcc."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpgpu_opt.codegen import kernel_source
+from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.verify import Case, run_case
+from tests.passes.test_split_loop import INPUTS, assert_nvcc_compiles, compile_file, compile_text, merge_decisions, only
+
+
+def assert_equivalent_2d(kernel, sizes: dict, space: tuple[int, int]) -> None:
+    case = Case(sizes=sizes, global_space=space)
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5, device_functions={})
+    assert result.ok, result.error or result.mismatches
+    assert result.elements >= space[0] * space[1]
+
+
+def test_mm_sm90_8x8_per_thread_with_both_operands_staged(tmp_path):
+    result = compile_file(INPUTS / "mm.cu")
+    k = next(r for r in result.kernels if r.naive.name == "mm")
+    text = kernel_source(k.optimized.funcdef)
+    # CHECK: 8x8 accumulators per thread, a 16-step tile of 128 rows of A (padded) and of 128 columns of B
+    assert "float sum[8][8];" in text
+    assert "__shared__ __align__(16) float tile_A[16][132];" in text
+    assert "__shared__ __align__(16) float tile_B[16][128];" in text
+    # CHECK: a thread's rows and columns are two groups of 4, 64 apart (16-byte, conflict-free reads)
+    assert "A_frag[r] = tile_A[kk][r / 4 * 64 + threadIdx.y * 4 + r % 4];" in text
+    assert "B_frag[c] = tile_B[kk][c / 4 * 64 + threadIdx.x * 4 + c % 4];" in text
+    assert "sum[r][c] += A_val * B_val;" in text
+    # CHECK: coalesced loads, all issued before the stores; one barrier after the stores, one after the use
+    assert "A_staged[l] = (load_row < n && 0 < n && load_k < n) ? A[load_row * n + load_k] : 0;" in text
+    assert text.count("__syncthreads();") == 2
+    assert re.search(r"if \(k0 \+ kk >= n\)\s*break;", text)  # n is not known to divide the step
+    # CHECK: each output keeps its guard on the store
+    assert re.search(r"if \(row < n && col < n\) \{\s*C\[row \* n \+ col\] = sum\[r\]\[c\];", text)
+    assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((16, 16), (128, 128))
+    assert "__global__ __launch_bounds__(256) void mm(" in result.output
+    assert any("8x8 outputs per thread" in r for r in merge_decisions(k, "applied"))
+    assert_equivalent_2d(k, {"n": 37}, (37, 37))
+    assert_nvcc_compiles(result, tmp_path)
+
+
+GEMM = """
+__global__ void gemm(int ni, int nj, int nk, float alpha, float beta, const float *__restrict__ A,
+                     const float *__restrict__ B, float *__restrict__ C)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i < ni && j < nj) {
+        C[i * nj + j] *= beta;
+        for (int k = 0; k < nk; k++)
+            C[i * nj + j] += alpha * A[i * nk + k] * B[k * nj + j];
+    }
+}
+"""
+
+
+def test_in_place_gemm_with_rectangular_ragged_sizes(tmp_path):
+    k = only(compile_text(tmp_path, GEMM))
+    text = kernel_source(k.optimized.funcdef)
+    assert "C_acc[r][c] = C[i * nj + j];" in text and "C_acc[r][c] *= beta;" in text
+    assert "C_acc[r][c] += alpha * A_val * B_val;" in text
+    assert_equivalent_2d(k, {"ni": 37, "nj": 45, "nk": 29, "alpha": 1.5, "beta": 0.5}, (45, 37))
+    assert_equivalent_2d(k, {"ni": 3, "nj": 130, "nk": 1, "alpha": 1.5, "beta": 0.5}, (130, 3))
+
+
+def test_zero_trip_loop_keeps_beta_only(tmp_path):
+    k = only(compile_text(tmp_path, GEMM))
+    assert_equivalent_2d(k, {"ni": 20, "nj": 19, "nk": 0, "alpha": 1.5, "beta": 0.5}, (19, 20))
+
+
+SYRK_T = """
+__global__ void syrk_t(int n, int m, const double *__restrict__ A, double *__restrict__ C)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < n && col < n) {
+        double acc = 0.0;
+        for (int k = 0; k < m; k++)
+            acc += A[k * n + row] * A[k * n + col];
+        C[row * n + col] = acc;
+    }
+}
+"""
+
+
+def test_transposed_operands_of_one_array_in_double(tmp_path):
+    """A^T A: both operands come from A, each contiguous along its output axis (loaded row-wise). Doubles
+    take twice the registers: 4x4 outputs per thread."""
+    k = only(compile_text(tmp_path, SYRK_T))
+    text = kernel_source(k.optimized.funcdef)
+    assert "__shared__ __align__(16) double tile_A[16][64];" in text
+    assert "__shared__ __align__(16) double tile_A2[16][64];" in text
+    assert "double acc[4][4];" in text
+    assert "tile_A[e / 64][e % 64] = A_staged[l];" in text
+    assert_equivalent_2d(k, {"n": 33, "m": 18}, (33, 33))
+
+
+def test_merge_request_picks_the_tile_and_rejects_other_factors(tmp_path):
+    path = tmp_path / "gemm.cu"
+    path.write_text(GEMM)
+    from gpgpu_opt.diagnostics import Diagnostics
+    from gpgpu_opt.frontend import load_program
+    from gpgpu_opt.passes import parse_pass_list
+    from gpgpu_opt.pipeline import compile_program
+    from gpgpu_opt.targets import get_target
+
+    def with_request(request):
+        program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+        return only(compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+                                    merge_request=request))
+
+    k = with_request(MergeRequest(x=8, y=4))
+    text = kernel_source(k.optimized.funcdef)
+    assert "float C_acc[4][8];" in text and k.optimized.launch.outputs_per_block == (128, 64)
+    assert any("--merge x=8,y=4" in r for r in merge_decisions(k, "applied"))
+    assert_equivalent_2d(k, {"ni": 37, "nj": 45, "nk": 29, "alpha": 1.5, "beta": 0.5}, (45, 37))
+    k = with_request(MergeRequest(x=2, y=2))
+    assert k.optimized.launch is None
+    assert any("register tile takes 4 or 8" in r for r in merge_decisions(k, "skipped"))
+
+
+def test_small_known_sizes_take_the_4x4_tile(tmp_path):
+    k = only(compile_text(tmp_path, GEMM, bindings={"ni": 512, "nj": 512, "nk": 512}))
+    assert k.optimized.launch.outputs_per_block == (64, 64)
+    assert any("64 blocks of 64x64" in r for r in merge_decisions(k, "applied"))
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("""
+__global__ void tri(int n, const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < n && col <= row) {
+        float s = 0.0f;
+        for (int k = 0; k < n; k++)
+            s += A[row * n + k] * B[k * n + col];
+        C[row * n + col] = s;
+    }
+}
+""", "ties the row to the column"),
+    ("""
+__global__ void aliased(int n, const float *A, const float *B, float *C)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < n && col < n) {
+        float s = 0.0f;
+        for (int k = 0; k < n; k++)
+            s += A[row * n + k] * B[k * n + col];
+        C[row * n + col] = s;
+    }
+}
+""", "may alias"),
+    ("""
+__global__ void positional(int n, const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < n && col < n) {
+        float s = 0.0f;
+        for (int k = 0; k < n; k++)
+            s += (k == row ? 2.0f : 1.0f) * A[row * n + k] * B[k * n + col];
+        C[row * n + col] = s;
+    }
+}
+""", "the output's position"),
+])
+def test_what_it_leaves_alone_says_why(tmp_path, source, reason):
+    k = only(compile_text(tmp_path, source))
+    assert k.optimized.launch is None or k.optimized.launch.outputs_per_block != (128, 128)
+    assert any(reason in r for r in merge_decisions(k, "skipped")), merge_decisions(k, "skipped")
+
+
+def test_g80_has_no_registers_for_a_tile(tmp_path):
+    k = next(r for r in compile_file(INPUTS / "mm.cu", "g80").kernels if r.naive.name == "mm")
+    assert "tile_A[16]" in kernel_source(k.optimized.funcdef)
+    assert not any("outputs per thread" in r for r in merge_decisions(k, "applied"))
+    k = only(compile_text(tmp_path, GEMM, target="g80", passes="merge"))
+    assert k.optimized.launch is None
+    assert any("registers per thread" in r for r in merge_decisions(k, "skipped"))
