@@ -48,6 +48,7 @@ from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.launch_shape import block_choices
+from gpgpu_opt.passes.merge.register_tile import plan_register_tile
 from gpgpu_opt.passes.merge.split_loop import plan_split
 from gpgpu_opt.passes.staging import Unsupported
 from gpgpu_opt.passes.tile_plan import plan_reads
@@ -73,9 +74,13 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     except Unsupported as why:
         ctx.skip("kernel", f"no access staged: {why}", where)
         return kernel
-    if "merge" in ctx.pass_names and _split_by_merge(work, ctx, info):
+    if "merge" in ctx.pass_names and _taken_by(plan_split, work, ctx, info):
         ctx.skip("kernel", "no access staged: left to merge: several threads per output read the loop's "
                            "data coalesced without staging", where)
+        return kernel
+    if "merge" in ctx.pass_names and _taken_by(plan_register_tile, work, ctx, info):
+        ctx.skip("kernel", "no access staged: left to merge: its 2-D register tile stages the loop's operands "
+                           "for many outputs per thread", where)
         return kernel
     last_reason = None
     rows_note = None
@@ -118,11 +123,11 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     return work
 
 
-def _split_by_merge(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> bool:
-    """Whether the merge pass will split this kernel's loop over several threads per output: it works
-    from the kernel as normalize left it, so staging first would only stand in its way."""
+def _taken_by(plan, kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> bool:
+    """Whether a merge will take this kernel (`plan` succeeds): it works from the kernel as normalize left
+    it, so staging first would only stand in its way."""
     try:
-        plan_split(kernel, ctx, info)
+        plan(kernel, ctx, info)
     except Unsupported:
         return False
     return True
