@@ -35,13 +35,13 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
-from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
                                                 check_path, known, trip_count)
-from gpgpu_opt.passes.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
+from gpgpu_opt.passes.merge.per_output import filled, sets_start, without_unused_locals
+from gpgpu_opt.passes.staging import Unsupported, conj, parse_expr, parse_statements, text
 from gpgpu_opt.passes.witness import sym_to_ast
 from gpgpu_opt.templating import render
 
@@ -148,9 +148,9 @@ def _check_start(loop: c_ast.For, acc: c_ast.Decl, info: g.KernelInfo) -> None:
     if not any(s is acc for s in items):
         raise Unsupported(f"the accumulator '{acc.name}' is not declared in the loop's block")
     for stmt in items[:next(i for i, s in enumerate(items) if s is loop)]:
-        if stmt is not acc and not _sets_start(stmt, acc) and acc.name in ids_in(stmt):
+        if stmt is not acc and not sets_start(stmt, acc) and acc.name in ids_in(stmt):
             raise Unsupported(f"'{text(stmt)}' uses the accumulator before the loop")
-        if _sets_start(stmt, acc) and stmt is not acc and not g.is_pure(stmt.rvalue, allow_memory=True):
+        if sets_start(stmt, acc) and stmt is not acc and not g.is_pure(stmt.rvalue, allow_memory=True):
             raise Unsupported(f"'{text(stmt)}' has side effects")
 
 
@@ -337,7 +337,7 @@ def apply_register_tile(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile) 
                     start=text(tile.start), needs_k=_body_needs_iterator(tile),
                     threads=THREADS * THREADS, fragments=[_fragment_view(tile, o, names) for o in tile.operands])
     items = parse_statements(source)
-    kernel.body.block_items = _filled(items, {"__init__": init, "__body__": _body(tile, names, acc_ref),
+    kernel.body.block_items = filled(items, {"__init__": init, "__body__": _body(tile, names, acc_ref),
                                               "__finish__": finish})
     kernel.launch = LaunchConfig(block=tile.block, outputs_per_block=tile.outputs_per_block, bounded=True)
 
@@ -454,7 +454,7 @@ def _per_output_code(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile, pos
             twin.block_items = items[:loop_at]
         else:
             twin.block_items = [s for s, original in zip(items[:loop_at], holder.block_items)
-                                if not _sets_start(original, tile.acc)] + items[loop_at + 1:]
+                                if not sets_start(original, tile.acc)] + items[loop_at + 1:]
         swaps = {}
         for key, top in tops.items():
             if key in memo:
@@ -472,69 +472,15 @@ def _per_output_code(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile, pos
             return None
 
         body = transform(body, swap, skip_member_names=True)
-        return _without_unused_locals(g.items(body))
+        return without_unused_locals(g.items(body))
 
     start = version(True)
-    updates = [s for s in holder.block_items[:loop_at] if _sets_start(s, tile.acc) and s is not tile.acc]
+    updates = [s for s in holder.block_items[:loop_at] if sets_start(s, tile.acc) and s is not tile.acc]
     if isinstance(tile.acc.init, c_ast.Constant) and not updates:
         start = [c_ast.Assignment("=", parse_expr(acc_ref), copy.deepcopy(tile.acc.init))]
     else:  # outputs out of range still accumulate (unused): give them a defined start
         start = [c_ast.Assignment("=", parse_expr(acc_ref), c_ast.Constant("int", "0")), *start]
     return start, version(False)
-
-
-def _sets_start(stmt: c_ast.Node, acc: c_ast.Decl) -> bool:
-    """The accumulator's declaration or an update of it before the loop (`c_acc *= beta;`)."""
-    return stmt is acc or isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID) \
-        and stmt.lvalue.name == acc.name
-
-
-def _without_unused_locals(stmts: list[c_ast.Node]) -> list[c_ast.Node]:
-    """Drop declarations nothing uses (the other half of the output's code used them), then ifs and
-    blocks left empty."""
-    while True:
-        root = c_ast.Compound(stmts)
-        used = [n.name for n in walk(root) if isinstance(n, c_ast.ID)]
-        changed = False
-
-        def prune(n: c_ast.Node):
-            nonlocal changed
-            if isinstance(n, c_ast.Compound):
-                kept = [s for s in n.block_items or [] if not _removable(s, used)]
-                if len(kept) != len(n.block_items or []):
-                    changed = True
-                    n.block_items = kept
-            return None
-
-        transform(root, prune)
-        stmts = root.block_items
-        if not changed:
-            return stmts
-
-
-def _removable(stmt: c_ast.Node, used: list[str]) -> bool:
-    if isinstance(stmt, c_ast.Decl):
-        return stmt.name not in used and (stmt.init is None or g.is_pure(stmt.init, allow_memory=True))
-    if isinstance(stmt, c_ast.If) and stmt.iffalse is None:
-        return not g.items(stmt.iftrue) and g.is_pure(stmt.cond, allow_memory=True)
-    return isinstance(stmt, c_ast.Compound) and not stmt.block_items
-
-
-def _filled(items: list[c_ast.Node], parts: dict[str, list[c_ast.Node]]) -> list[c_ast.Node]:
-    """The template's statements with each `__part__();` placeholder replaced by its statements."""
-    for n in list(walk(c_ast.Compound(items))):
-        if isinstance(n, c_ast.Compound):
-            n.block_items = [x for s in n.block_items or [] for x in _expand(s, parts)]
-    return [x for s in items for x in _expand(s, parts)]
-
-
-def _expand(stmt: c_ast.Node, parts: dict) -> list[c_ast.Node]:
-    if is_placeholder(stmt, "__note__"):
-        return [Comment(stmt.args.exprs[0].value.strip('"'))]
-    for name, stmts in parts.items():
-        if is_placeholder(stmt, name):
-            return copy.deepcopy(stmts)
-    return [stmt]
 
 
 def describe_launch(tile: RegisterTile) -> str:
