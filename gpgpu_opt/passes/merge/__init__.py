@@ -4,7 +4,9 @@ The merges, tried in order on a kernel not yet given a new launch:
 - `register_tile`: one thread computes a 2-D tile of outputs of a matrix-product-like kernel (thread merge
   in x and y, operands staged in shared tiles and reused from registers);
 - `split_loop`: several threads per output, for kernels whose outputs are too few to fill the GPU and whose
-  one accumulation loop is long (mv, tmv).
+  one accumulation loop is long (mv, tmv);
+- `thread_merge`: one thread computes several outputs in y (and/or x) of any kernel whose reads are shared
+  between them (vv: `B[idx]` read once for the rows of a thread; paper §3.5 Fig. 6-7).
 A kernel of none of their shapes is left as it is; a kernel of a merge's shape that the merge cannot take
 gets a note saying why.
 """
@@ -14,7 +16,7 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge import register_tile, split_loop
+from gpgpu_opt.passes.merge import register_tile, split_loop, thread_merge
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.staging import Unsupported
 
@@ -27,7 +29,9 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
             (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
              register_tile.describe_launch, "one output per thread kept"),
             (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
-             "one thread per output kept")):
+             "one thread per output kept"),
+            (thread_merge.plan_thread_merge, thread_merge.apply_thread_merge, thread_merge.describe,
+             thread_merge.describe_launch, "one output per thread kept")):
         work = kernel.copy()
         g.normalize_early_returns(work.body)
         info = g.KernelInfo(work, ctx)
