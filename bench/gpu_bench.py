@@ -33,6 +33,7 @@ BENCHMARKS = {
             {"WIDTH_A": 16384, "HEIGHT_A": 16384}),
     "transpose": ("transpose.cu", "transpose", {"rows": 8192, "cols": 8192}, (8192, 8192), 0.0, "copy", {}),
     "mm": ("mm.cu", "mm", {"n": 4096}, (4096, 4096), 2.0 * 4096 ** 3, "sgemm", {}),
+    "vv": ("vv.cu", "vv", {}, (4096, 4096), 2.0 * 4096 * 4096, "sger", {"WIDTH_C": 4096, "HEIGHT_C": 4096}),
 }
 
 

@@ -1,6 +1,6 @@
 """The GPU run harness: a standalone CUDA program (templates/run_harness.cu.j2) that runs one kernel's naive
 and optimized versions on the same random inputs, checks every output element, and times both (and,
-on request, a library reference: cuBLAS sgemm/sgemv or a device-to-device copy).
+on request, a library reference: cuBLAS sgemm/sgemv/sger or a device-to-device copy).
 
 The generated program needs only nvcc (and cuBLAS for the cuBLAS references); no Python on the GPU machine.
 """
@@ -29,7 +29,8 @@ _TYPES = {
 
 #: Reference kinds and the names they may be asked for by.
 REFERENCE_ALIASES = {"sgemm": "sgemm", "mm": "sgemm", "sgemv_t": "sgemv_t", "mv": "sgemv_t",
-                     "sgemv_n": "sgemv_n", "tmv": "sgemv_n", "copy": "copy", "transpose": "copy"}
+                     "sgemv_n": "sgemv_n", "tmv": "sgemv_n", "copy": "copy", "transpose": "copy",
+                     "sger": "sger", "vv": "sger"}
 
 TOLERANCE = 1e-4
 
@@ -76,6 +77,8 @@ def _reference(kind: str, arrays: list[dict], global_space: tuple[int, int], ker
     if len(outputs) != 1:
         fail(f"it writes {len(outputs)} arrays, the reference one")
     out = outputs[0]
+    if kind == "sger":
+        return _sger(out, inputs, global_space, fail)
     if out["read"]:
         fail(f"its output '{out['name']}' is also read")
     ref = {"kind": kind, "out": out["name"], "ctype": out["ctype"], "count": out["extent"], "cublas": kind != "copy"}
@@ -119,6 +122,26 @@ def _reference(kind: str, arrays: list[dict], global_space: tuple[int, int], ker
     return ref
 
 
+def _sger(out: dict, inputs: list[dict], global_space: tuple[int, int], fail) -> dict:
+    """`C(y, x) += A[y] * B[x]` for row-major C of H x W: C is updated in place, so the reference starts from
+    the same C as the kernels. The vector as long as the thread space is high is A (the first when both fit)."""
+    width, height = global_space
+    if not out["read"]:
+        fail(f"its output '{out['name']}' is not updated in place (C += A B^T reads C)")
+    if out["ctype"] != "float" or any(a["ctype"] != "float" for a in inputs):
+        fail("cuBLAS references are float32 only")
+    if out["extent"] != width * height:
+        fail(f"'{out['name']}' has {out['extent']} elements, not {width}x{height}")
+    column = next((a for a in inputs if a["extent"] == height), None)
+    row = next((a for a in inputs if a["extent"] == width and a is not column), None)
+    if column is None or row is None:
+        fail(f"no inputs of {height} and {width} elements for the thread space {width}x{height}")
+    return {"kind": "sger", "out": out["name"], "ctype": "float", "count": out["extent"], "cublas": True,
+            "A": column["name"], "B": row["name"], "rows": height, "cols": width, "label": "cublasSger",
+            "description": f"cublasSger: row-major {out['name']} ({height}x{width}) += {column['name']} "
+                           f"{row['name']}^T, in place from the same {out['name']} as the kernels"}
+
+
 def generate_harness(program, compile_result, kernel_name: str, sizes: dict, global_space=None,
                      flops: float = 0, reference: str | None = None, runs: int = 30, warmup: int = 3,
                      seed: int = 1) -> str:
@@ -126,7 +149,7 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
 
     `sizes` gives the kernel's scalar parameters (float scalars default to 0.75); `global_space` the naive
     launch's thread space (x, y), inferred like `verify` does when None; `flops` the work of one launch (0:
-    GFLOP/s prints 0); `reference`: None, 'sgemm'/'mm', 'sgemv_t'/'mv', 'sgemv_n'/'tmv' or 'copy'/'transpose'."""
+    GFLOP/s prints 0); `reference`: None, 'sgemm'/'mm', 'sgemv_t'/'mv', 'sgemv_n'/'tmv', 'sger'/'vv' or 'copy'/'transpose'."""
     result = next((k for k in compile_result.kernels if k.naive.name == kernel_name), None)
     if result is None:
         raise CompileError(f"no kernel '{kernel_name}' in '{program.path}' "

@@ -134,7 +134,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
         ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
                           device_functions=program.device_functions,
                           aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
-                          merge_request=merge_request)
+                          merge_request=merge_request, global_space=_stated_space(program))
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None
         if self_check:
@@ -156,6 +156,12 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                                  kernel=kernel.name)
         results.append(result)
     return CompileResult(program, target, results, assemble(program, results))
+
+
+def _stated_space(program: Program) -> tuple[int | None, int | None]:
+    """globalDimX/globalDimY where the program defines them (the original compiler's inputs)."""
+    return tuple(launch.evaluate_int(name, program.macros) if name in program.macros else None
+                 for name in ("globalDimX", "globalDimY"))
 
 
 def _after(pass_name: str | None) -> str:

@@ -4,6 +4,8 @@
 
 #define WIDTH_C 4096
 #define HEIGHT_C 4096
+#define globalDimX WIDTH_C
+#define globalDimY HEIGHT_C
 #define C(y,x) C[(y)*WIDTH_C+(x)]
 
 __global__ void vv(float *A, float *B, float *C)

@@ -64,6 +64,8 @@ class PassContext:
     pass_names: list[str] = field(default_factory=list)
     #: Merge factors asked for with `--merge` (None: the merge pass's model chooses).
     merge_request: MergeRequest | None = None
+    #: The naive thread space where the program states it (`#define globalDimX 4096`), per axis, else None.
+    global_space: tuple[int | None, int | None] = (None, None)
     decisions: list[Decision] = field(default_factory=list)
 
     def applied(self, subject: str, reason: str, location: Location | None = None) -> None:

@@ -176,6 +176,13 @@ class _Dependence:
         return found
 
 
+def _is_update(s: c_ast.Node, info: g.KernelInfo) -> bool:
+    """`X[e] op= v` on a global array, v free of side effects."""
+    return isinstance(s, c_ast.Assignment) and s.op != "=" and isinstance(s.lvalue, c_ast.ArrayRef) \
+        and _base_name(s.lvalue) in info.params and g.is_pure(s.rvalue, allow_memory=True) \
+        and g.is_pure(s.lvalue.subscript, allow_memory=True)
+
+
 def _base_name(lvalue: c_ast.Node) -> str | None:
     while isinstance(lvalue, c_ast.ArrayRef):
         lvalue = lvalue.name
@@ -269,22 +276,27 @@ def _check_stores(info: g.KernelInfo, deps: _Dependence, axes: set[str]) -> None
 
 
 def _block(info: g.KernelInfo, ctx: PassContext, factors: tuple[int, int]) -> tuple[tuple[int, int], str | None]:
-    """The new block: the naive block cut by the factors when the kernel's launch must stay made of whole
-    naive blocks (an access no guard bounds), else a warp wide."""
+    """The new block: a warp wide where the merged blocks may cover more than a naive block (a guard bounds
+    every access, or the program states a thread space they tile), else the naive block cut by the factors
+    (the launch must stay made of whole naive blocks)."""
     naive, warp = ctx.naive_block, ctx.target.warp_size
-    wide = (max(naive[0], warp), 1)
-    wide = (wide[0], max(1, naive[0] * naive[1] // wide[0]))
-    block = []
+    wide = (max(naive[0], warp), max(1, naive[0] * naive[1] // max(naive[0], warp)))
+    block, tiled = [], []
     for dim in (0, 1):
+        stated = ctx.global_space[dim]
+        if stated is not None and stated % (wide[dim] * factors[dim]) == 0:
+            block.append(wide[dim])
+            tiled.append(wide[dim] * factors[dim])       # whole merged blocks: nothing to stop
+            continue
         free = info.coverage_problem(naive, tuple(n * 2 if d == dim else n for d, n in enumerate(naive))) is None
-        size = wide[dim] if free else naive[dim] // factors[dim]
         if not free and naive[dim] % factors[dim]:
             return (0, 0), (f"{factors[dim]} outputs per thread do not divide the naive block's "
                             f"{naive[dim]} threads in {'xy'[dim]} (the kernel has no guard to stop the rest)")
-        block.append(max(1, size))
+        block.append(max(1, wide[dim] if free else naive[dim] // factors[dim]))
+        tiled.append(naive[dim])
     if block[0] * block[1] < warp:
         return (0, 0), f"blocks of {block[0]}x{block[1]} would not fill a warp"
-    problem = info.coverage_problem(naive, (block[0] * factors[0], block[1] * factors[1]))
+    problem = info.coverage_problem((tiled[0], tiled[1]), (block[0] * factors[0], block[1] * factors[1]))
     return (block[0], block[1]), problem
 
 
@@ -302,6 +314,10 @@ def _model(info: g.KernelInfo, ctx: PassContext, deps: _Dependence) -> tuple[tup
         block, problem = _block(info, ctx, (1, n))
         if problem:
             break
+        if n > 1 and block[0] < t.warp_size and streamed:
+            raise Unsupported(f"the merged blocks must stay {block[0]} wide (the kernel has no guard and states no "
+                              "thread space that wider ones tile), so each warp's reads stay split over rows; "
+                              "more outputs per thread do not make up for that (vv on an H100: 4% slower)")
         registers = BASE_REGISTERS + n * values * REGISTERS_PER_VALUE
         if registers > t.max_registers_per_thread:
             break
@@ -376,6 +392,15 @@ class _Rewriter:
         axes = self._axes_of(s)
         if not axes:
             return [self.copy(s, {})]
+        if _is_update(s, self.info):
+            # Every copy's old value is loaded before any copy stores: the loads are all in flight at once.
+            old = self.info.fresh(f"{_base_name(s.lvalue)}_val")
+            self.deps.per_copy[old] = set(axes)
+            elem = self.info.params[_base_name(s.lvalue)].base_type
+            load = parse_statements(f"{elem} {old};")[0]
+            load.init = copy.deepcopy(s.lvalue)
+            store = c_ast.Assignment("=", s.lvalue, c_ast.BinaryOp(s.op[:-1], c_ast.ID(old), s.rvalue))
+            return self.replicate(load, axes, guard) + self.replicate(store, axes, guard)
         return self.replicate(s, axes, guard)
 
     def _axes_of(self, s: c_ast.Node) -> set[str]:
@@ -397,8 +422,9 @@ class _Rewriter:
         return set().union(*(self.deps.deps(p) for p in parts if p is not None))
 
     def _shares(self, stmt: c_ast.Node) -> bool:
-        """Does anything under `stmt` stay once (a read to share)?"""
-        return any(isinstance(s, (c_ast.Decl, c_ast.Assignment)) and not self._axes_of(s) for s in walk(stmt))
+        """Is anything under `stmt` shared by some of the copies (a read to share)?"""
+        return any(isinstance(s, (c_ast.Decl, c_ast.Assignment)) and self._axes_of(s) < set(self.plan.axes)
+                   for s in walk(stmt))
 
     def _bounds_from_above(self, clause: c_ast.Node) -> bool:
         """`e < b`, `e <= b` (or `b > e`, `b >= e`) with e growing with every merged index and b shared."""
