@@ -4,6 +4,8 @@
 
 #define WIDTH_C 4096
 #define HEIGHT_C 4096
+#define globalDimX WIDTH_C
+#define globalDimY HEIGHT_C
 #define C(y,x) C[(y)*WIDTH_C+(x)]
 
 // gpgpu-opt: launch configuration of the optimized 'vv': blocks of 16x1 threads,

@@ -33,6 +33,8 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cubl
                            const float *beta, float *C, int ldc);
 cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const float *alpha,
                            const float *A, int lda, const float *x, int incx, const float *beta, float *y, int incy);
+cublasStatus_t cublasSger(cublasHandle_t handle, int m, int n, const float *alpha, const float *x, int incx,
+                          const float *y, int incy, float *A, int lda);
 """
 
 
@@ -144,3 +146,14 @@ def test_errors():
         generate_harness(program, result, "nope", {})
     with pytest.raises(CompileError, match="no value for parameter 'cols'"):
         generate_harness(program, result, "mv", {"rows": 64}, (64, 1))
+
+
+@requires_nvcc
+def test_vv_harness_updates_c_in_place_against_cublas_sger(tmp_path):
+    """C is read and written: the reference starts from the kernels' C; cuBLAS is column-major, so x and y swap."""
+    text, _ = _bench_module().generate("vv", "sm_90", None, 30)
+    assert 'result_line("cublasSger"' in text
+    assert "cublasSger(handle, width, height, &one, d_B, 1, d_A, 1, d_ref," in text
+    assert "CHECK(cudaMemcpy(d_ref, h_C, ref_n * sizeof(float), cudaMemcpyHostToDevice));" in text
+    assert "const int height = 4096, width = 4096;" in text
+    _nvcc_compile(tmp_path, text, "vv")

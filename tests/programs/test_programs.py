@@ -25,6 +25,7 @@ SMALL = {
     "correlation.cu": ["M=37", "N=45"],
     "2DConvolution.cu": ["NI=37", "NJ=45"],
     "trisolv.cu": ["N=29", "M=45"],
+    "rank1_update.cu": ["NI=37", "NJ=45"],
 }
 #: Gathers need the extent of the array they index into (verify cannot see it in the subscript).
 EXTENTS = {"gather.cu": ["src=2880", "v=64", "x=64"]}
@@ -150,3 +151,16 @@ def test_row_walking_kernels_get_a_warp_per_output_on_sm90(compiled, name, kerne
     assert any(d["pass"] == "merge" and d["action"] == "applied" for d in found["decisions"]), found["decisions"]
     assert found["launch"]["block"] == [32, 8] and found["validation"]["status"] == "passed"
     assert "__shfl_down_sync" in output.read_text().split(f"void {kernel}")[1].split("\n}\n")[0]
+
+
+def test_rank1_update_merges_rows_and_reads_the_row_vectors_once(compiled):
+    """v[j] and bias[j] are the same for every row: one thread updates 4 rows (each with its own guard)."""
+    output, report, _ = compiled["rank1_update.cu"]
+    (kernel,) = report["kernels"]
+    assert any(d["pass"] == "merge" and d["action"] == "applied" and d["reason"].startswith("thread merge, 4")
+               for d in kernel["decisions"]), kernel["decisions"]
+    assert kernel["launch"]["block"] == [32, 8] and kernel["launch"]["outputs_per_block"] == [32, 32]
+    assert kernel["validation"]["status"] == "passed"
+    body = output.read_text().split("void rank1_kernel")[1].split("\n}\n")[0]
+    assert body.count("= v[j];") == 1 and body.count("= bias[j];") == 1
+    assert "if (i + 8 * r < ni)" in body

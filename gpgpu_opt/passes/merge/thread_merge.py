@@ -7,7 +7,8 @@ at one by one (paper §3.5):
 
 - a statement whose value does not depend on the merged dimension (no threadIdx.y / blockIdx.y, no local
   that does) is kept ONCE: the reads that cause sharing (`B[idx]` of vv merged in y), control flow whose
-  header is shared, the index variables themselves (`idy`: copy r uses `idy + r * blockDim.y`);
+  header is shared, the index variables themselves (`idy`: copy r uses `idy + r * blockDim.y`); what
+  depends on what is dependence.py's analysis;
 - every other statement (declarations, arithmetic, other memory accesses, stores) is replicated: a
   `#pragma unroll` loop over the copies, each statement in its own loop so that the copies' loads are
   all issued before their uses; a local of such a statement becomes an array, `A_val[r]`;
@@ -36,13 +37,14 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, to_sympy
+from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
+from gpgpu_opt.passes.merge.dependence import G, Dependence, base_name, builtin_axis, global_value, is_update
 from gpgpu_opt.passes.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
@@ -54,10 +56,7 @@ LOADED_LATENCY = 2
 BASE_REGISTERS = 16
 REGISTERS_PER_VALUE = 2
 
-_BUILTINS = {"threadIdx", "blockIdx", "blockDim"}
 _AXES = ("y", "x")                  # the order of a per-copy array's subscripts: [ry][rx]
-_G = {a: sympy.Symbol(f"G.{a}", integer=True, nonnegative=True) for a in "xy"}
-_TO_GLOBAL = {TID[a]: _G[a] - BID[a] * BDIM[a] for a in "xy"}
 
 
 class NotMergeable(NotAccumulation):
@@ -70,7 +69,7 @@ class ThreadMerge:
     block: tuple[int, int]              # the new block
     why: str
     shared: list[str] = field(default_factory=list)   # the reads kept once, as written
-    deps: "_Dependence | None" = field(default=None, repr=False)
+    deps: "Dependence | None" = field(default=None, repr=False)
 
     @property
     def outputs_per_block(self) -> tuple[int, int]:
@@ -87,116 +86,13 @@ class ThreadMerge:
         return self.block[0 if axis == "x" else 1]
 
 
-# -- which values depend on the merged dimensions ------------------------------------------------------
-class _Dependence:
-    """Per local: the merged dimensions its value depends on. An *index* local (`const int idy = blockIdx.y *
-    blockDim.y + threadIdx.y`, or any never-reassigned integer with a constant coefficient on the global
-    index) is kept once, as copy 0's value; copy r adds `coefficient * r * blockDim`."""
-
-    def __init__(self, info: g.KernelInfo, axes: set[str]):
-        self.info, self.axes = info, axes
-        self.index: dict[str, dict[str, int]] = {}
-        self.per_copy: dict[str, set[str]] = {}
-        self._find_index_locals()
-        self._propagate()
-
-    def deps(self, node: c_ast.Node) -> set[str]:
-        found: set[str] = set()
-        for n in walk(node):
-            if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _BUILTINS \
-                    and n.field.name in self.axes:
-                found.add(n.field.name)
-        for name in ids_in(node):
-            found |= set(self.index.get(name, ())) | self.per_copy.get(name, set())
-        return found
-
-    def _find_index_locals(self) -> None:
-        info = self.info
-        env = info._flat_env()
-        for n in walk(info.body):
-            if not (isinstance(n, c_ast.Decl) and n.init is not None and isinstance(n.type, c_ast.TypeDecl)
-                    and n.name not in info.assigned and info.decl_counts[n.name] == 1
-                    and isinstance(n.type.type, c_ast.IdentifierType)
-                    and not set(n.type.type.names) & {"float", "double"} and g.is_pure(n.init)):
-                continue
-            try:
-                value = sympy.expand(to_sympy(n.init, env).subs(_TO_GLOBAL))
-            except NotAffine:
-                continue
-            coefficients = {a: value.coeff(_G[a]) for a in self.axes}
-            rest = value - sum(c * _G[a] for a, c in coefficients.items())
-            if not any(coefficients.values()) or not all(c.is_Integer for c in coefficients.values()):
-                continue
-            if any(s.name.startswith("?") or s in TID.values() or s in BID.values() or s in BDIM.values()
-                   or s in _G.values() and s not in (_G[a] for a in "xy" if a not in self.axes)
-                   for s in rest.free_symbols):
-                continue
-            self.index[n.name] = {a: int(c) for a, c in coefficients.items() if c}
-
-    def _propagate(self) -> None:
-        """A local depends on what its definitions read and on the conditions and loop headers they sit
-        under (unless it is declared inside that if or loop, where all its uses are too)."""
-        sites = list(self._definitions())
-        changed = True
-        while changed:
-            changed = False
-            for name, reads, site in sites:
-                found = set().union(*(self.deps(r) for r in reads)) | self._control(name, site)
-                if not found <= self.per_copy.get(name, set()):
-                    self.per_copy[name] = self.per_copy.get(name, set()) | found
-                    changed = True
-
-    def _definitions(self):
-        info = self.info
-        for n in walk(info.body):
-            if isinstance(n, c_ast.Decl) and n.name and n.init is not None and n.name not in self.index:
-                yield n.name, [n.init], n
-            elif isinstance(n, c_ast.Assignment):
-                base = _base_name(n.lvalue)
-                if base is not None and base not in info.params:
-                    yield base, [n.rvalue, n.lvalue], n
-            elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"):
-                base = _base_name(n.expr)
-                if base is not None and base not in info.params:
-                    yield base, [n.expr], n
-
-    def _control(self, name: str, site: c_ast.Node) -> set[str]:
-        found: set[str] = set()
-        path = g.path_to(site, self.info.parents, self.info.body)
-        for parent, child in zip(path, path[1:]):
-            declared_inside = any(isinstance(d, c_ast.Decl) and d.name == name for d in walk(parent))
-            if declared_inside:
-                continue
-            if isinstance(parent, c_ast.If) and child is not parent.cond:
-                found |= self.deps(parent.cond)
-            elif isinstance(parent, c_ast.For):
-                found |= set().union(*(self.deps(p) for p in (parent.init, parent.cond, parent.next) if p))
-            elif isinstance(parent, (c_ast.While, c_ast.DoWhile)):
-                found |= self.deps(parent.cond)
-        return found
-
-
-def _is_update(s: c_ast.Node, info: g.KernelInfo) -> bool:
-    """`X[e] op= v` on a global array, v free of side effects."""
-    return isinstance(s, c_ast.Assignment) and s.op != "=" and isinstance(s.lvalue, c_ast.ArrayRef) \
-        and _base_name(s.lvalue) in info.params and g.is_pure(s.rvalue, allow_memory=True) \
-        and g.is_pure(s.lvalue.subscript, allow_memory=True)
-
-
-def _base_name(lvalue: c_ast.Node) -> str | None:
-    while isinstance(lvalue, c_ast.ArrayRef):
-        lvalue = lvalue.name
-    return lvalue.name if isinstance(lvalue, c_ast.ID) else None
-
-
 # -- the plan -------------------------------------------------------------------------------------------
 def plan_thread_merge(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> ThreadMerge:
     """The thread merge for this kernel, or Unsupported saying why not. Does not change the kernel."""
-    used = {n.field.name for n in walk(kernel.body) if isinstance(n, c_ast.StructRef)
-            and isinstance(n.name, c_ast.ID) and n.name.name in _BUILTINS}
+    used = {builtin_axis(n, "xy") for n in walk(kernel.body)} - {None}
     request = ctx.merge_request
     if request is None:
-        both = _Dependence(info, {"x", "y"} & used)
+        both = Dependence(info, {"x", "y"} & used)
         shared = _shared_reads(info, both, lambda d: d == {"x"})
         if "y" not in used or not shared:
             raise NotMergeable("no read that varies across a warp is shared by the outputs in y")
@@ -210,7 +106,7 @@ def plan_thread_merge(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> T
                               f"{' or '.join(sorted(axes - used))} dimension")
     info.check_kernel()
     _check_index_uses(info, axes)
-    deps = _Dependence(info, axes)
+    deps = Dependence(info, axes)
     _check_locals(info, deps)
     _check_stores(info, deps, axes)
     shared = _shared_reads(info, deps, lambda d: not d)
@@ -230,23 +126,22 @@ def _check_index_uses(info: g.KernelInfo, axes: set[str]) -> None:
     recomputes per copy)."""
     env = info._flat_env()
     for n in walk(info.body):
-        if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _BUILTINS \
-                and n.field.name in axes:
+        if builtin_axis(n, axes):
             top = info.index_expression(n)
             try:
-                value = sympy.expand(to_sympy(top, env).subs(_TO_GLOBAL))
+                value = global_value(top, env)
             except NotAffine:
                 value = None
-            if value != _G[n.field.name]:
+            if value != G[n.field.name]:
                 raise Unsupported(f"'{text(top)}' is not the global {n.field.name} index itself")
 
 
-def _shared_reads(info: g.KernelInfo, deps: _Dependence, keep) -> list[str]:
+def _shared_reads(info: g.KernelInfo, deps: Dependence, keep) -> list[str]:
     return sorted({f"{a.array}[{a.index_text}]" for a in info.accesses
                    if a.mode == "read" and keep(deps.deps(a.node))})
 
 
-def _check_locals(info: g.KernelInfo, deps: _Dependence) -> None:
+def _check_locals(info: g.KernelInfo, deps: Dependence) -> None:
     for n in walk(info.body):
         if isinstance(n, c_ast.Decl) and n.name in deps.per_copy and deps.per_copy[n.name]:
             if info.decl_counts[n.name] != 1:
@@ -255,7 +150,7 @@ def _check_locals(info: g.KernelInfo, deps: _Dependence) -> None:
                 raise Unsupported(f"the local array '{n.name}' would need a copy per output")
 
 
-def _check_stores(info: g.KernelInfo, deps: _Dependence, axes: set[str]) -> None:
+def _check_stores(info: g.KernelInfo, deps: Dependence, axes: set[str]) -> None:
     """Every store's subscript moves with every merged dimension, so the copies store to distinct elements."""
     env = info._flat_env()
     for a in info.accesses:
@@ -263,13 +158,13 @@ def _check_stores(info: g.KernelInfo, deps: _Dependence, axes: set[str]) -> None
             continue
         where = f"{a.array}[{a.index_text}]"
         try:
-            value = sympy.expand(to_sympy(a.node.subscript, {**env, **a.extra.get("env", {})}).subs(_TO_GLOBAL))
+            value = global_value(a.node.subscript, {**env, **a.extra.get("env", {})})
         except NotAffine:
             raise Unsupported(f"the store to {where} cannot be analysed, so the copies' stores are not "
                               "proved distinct") from None
         for axis in sorted(axes):
-            step = sympy.diff(value, _G[axis])
-            if step == 0 or step.free_symbols & (set(_G.values()) | set(TID.values()) | set(BID.values())) \
+            step = sympy.diff(value, G[axis])
+            if step == 0 or step.free_symbols & (set(G.values()) | set(TID.values()) | set(BID.values())) \
                     or any(s.name.startswith("?") for s in step.free_symbols):
                 raise Unsupported(f"the store to {where} does not move with the global {axis} index, so "
                                   "the copies would store to the same element")
@@ -300,7 +195,7 @@ def _block(info: g.KernelInfo, ctx: PassContext, factors: tuple[int, int]) -> tu
     return (block[0], block[1]), problem
 
 
-def _model(info: g.KernelInfo, ctx: PassContext, deps: _Dependence) -> tuple[tuple[int, int], tuple[int, int], str]:
+def _model(info: g.KernelInfo, ctx: PassContext, deps: Dependence) -> tuple[tuple[int, int], tuple[int, int], str]:
     """The smallest power of two N (outputs per thread in y) that keeps the memory busy (module docstring)."""
     t = ctx.target
     need = LOADED_LATENCY * t.memory_bandwidth_gbs / t.sm_count * t.memory_latency_cycles / t.clock_ghz
@@ -392,11 +287,11 @@ class _Rewriter:
         axes = self._axes_of(s)
         if not axes:
             return [self.copy(s, {})]
-        if _is_update(s, self.info):
+        if is_update(s, self.info):
             # Every copy's old value is loaded before any copy stores: the loads are all in flight at once.
-            old = self.info.fresh(f"{_base_name(s.lvalue)}_val")
+            old = self.info.fresh(f"{base_name(s.lvalue)}_val")
             self.deps.per_copy[old] = set(axes)
-            elem = self.info.params[_base_name(s.lvalue)].base_type
+            elem = self.info.params[base_name(s.lvalue)].base_type
             load = parse_statements(f"{elem} {old};")[0]
             load.init = copy.deepcopy(s.lvalue)
             store = c_ast.Assignment("=", s.lvalue, c_ast.BinaryOp(s.op[:-1], c_ast.ID(old), s.rvalue))
@@ -410,7 +305,7 @@ class _Rewriter:
         for n in walk(s):
             target = n.lvalue if isinstance(n, c_ast.Assignment) else \
                 n.expr if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--") else None
-            base = _base_name(target) if target is not None else None
+            base = base_name(target) if target is not None else None
             if base in self.info.params:
                 return set(self.plan.axes)        # a store: one per copy (the plan proved them distinct)
             if base is not None:
@@ -436,10 +331,10 @@ class _Rewriter:
         if ids_in(low) & set(self.deps.per_copy):
             return False
         try:
-            value = sympy.expand(to_sympy(low, self.info._flat_env()).subs(_TO_GLOBAL))
+            value = global_value(low, self.info._flat_env())
         except NotAffine:
             return False
-        steps = [sympy.diff(value, _G[a]) for a in self.plan.axes]
+        steps = [sympy.diff(value, G[a]) for a in self.plan.axes]
         return all(s.is_number and s >= 0 for s in steps) and any(s > 0 for s in steps)
 
     # -- copies ---------------------------------------------------------------------------------------
@@ -480,8 +375,7 @@ class _Rewriter:
         parents = g.parents_of(node)
         tops = {}
         for n in walk(node):
-            if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _BUILTINS \
-                    and n.field.name in self.plan.axes:
+            if builtin_axis(n, self.plan.axes):
                 top = n
                 while isinstance(parents.get(id(top)), (c_ast.BinaryOp, c_ast.UnaryOp, c_ast.Cast)) \
                         and getattr(parents[id(top)], "op", "+") in ("+", "-", "*", "/", "%", "<<", ">>"):
