@@ -149,7 +149,7 @@ def test_guarded_kernel_equivalent_at_ragged_sizes(tmp_path, w, h):
 @pytest.mark.parametrize("request_", ["y=8", "y=2", "x=2", "x=2,y=4"])
 def test_merge_requests_equivalent(tmp_path, request_):
     k = only(compile_text(tmp_path, OUTER, merge=request_))
-    assert any(f"--merge" in r for r in merge_decisions(k, "applied")), merge_decisions(k, "skipped")
+    assert any("--merge" in r for r in merge_decisions(k, "applied")), merge_decisions(k, "skipped")
     factors = MergeRequest.parse(request_)
     launch = k.optimized.launch
     assert launch.outputs_per_block == (launch.block[0] * factors.x, launch.block[1] * factors.y)
@@ -193,3 +193,51 @@ def test_a_request_for_a_dimension_the_kernel_lacks_is_declined(tmp_path):
              "if (i < n) x[i] = 2.0f * x[i]; }"
     k = only(compile_text(tmp_path, source, merge="y=4"))
     assert any("has no y dimension" in r for r in merge_decisions(k, "skipped")), k.context.decisions
+
+
+# -- a kernel coalesce staged (paper Fig. 7: g80 mm merged in y by 16) ------------------------------------------
+def _staged_mm(merge=None):
+    from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
+
+    k = next(k for k in compile_file(INPUTS / "mm.cu", "g80", merge=merge).kernels if k.naive.name == "mm")
+    return k, thread_merge_staged(k.optimized, k.context)
+
+
+def test_g80_mm_staged_merge_has_the_shape_of_the_papers_figure_7():
+    k, merged = _staged_mm()
+    text = kernel_source(merged.funcdef)
+    # CHECK: the A tile replicated per merged row, staged once per row
+    assert "__shared__ float tile_A[16][16];" in text and "float sum[16];" in text
+    assert "tile_A[r][threadIdx.x] = (row + r < n && " in text and "A[(row + r) * n + k0 + threadIdx.x]" in text
+    # CHECK: B[k * n + col] read once into a register for the 16 rows
+    assert text.count("= B[k * n + col];") == 1 and "sum[r] += A_val[r] * B_val;" in text
+    # CHECK: the barriers kept once each
+    assert text.count("__syncthreads();") == 2
+    assert "C[(row + r) * n + col] = sum[r];" in text
+    assert (merged.launch.block, merged.launch.outputs_per_block) == ((16, 1), (16, 16))
+    for n in (37, 16):
+        result = run_case(k.naive, merged, k.context.naive_block, Case(sizes={"n": n}, global_space=(n, n)),
+                          seed=2, device_functions={}, check_races=True)
+        assert result.ok and result.elements == n * n, result.error or result.mismatches
+
+
+def test_staged_merge_request_and_declines(tmp_path):
+    k, merged = _staged_mm("y=4")
+    assert merged.launch.outputs_per_block == (16, 4)
+    result = run_case(k.naive, merged, k.context.naive_block, Case(sizes={"n": 23}, global_space=(23, 23)),
+                      seed=2, device_functions={}, check_races=True)
+    assert result.ok, result.error or result.mismatches
+    k, same = _staged_mm("x=2")
+    assert same is k.optimized
+    assert any("merged in y only" in r for r in merge_decisions(k, "skipped"))
+
+
+def test_staged_merge_nvcc(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    _, merged = _staged_mm()
+    out = tmp_path / "mm_fig7.cu"
+    out.write_text(kernel_source(merged.funcdef))
+    proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "--resource-usage", "-o", "/dev/null", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "0 bytes spill stores" in proc.stdout + proc.stderr, proc.stderr

@@ -32,6 +32,7 @@ warp wide.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 
 import sympy
@@ -70,10 +71,12 @@ class ThreadMerge:
     why: str
     shared: list[str] = field(default_factory=list)   # the reads kept once, as written
     deps: "Dependence | None" = field(default=None, repr=False)
+    covers: tuple[int, int] | None = None   # outputs per block before the merge (a kernel already given a launch)
 
     @property
     def outputs_per_block(self) -> tuple[int, int]:
-        return self.block[0] * self.factors[0], self.block[1] * self.factors[1]
+        base = self.covers or self.block
+        return base[0] * self.factors[0], base[1] * self.factors[1]
 
     @property
     def axes(self) -> list[str]:
@@ -141,12 +144,14 @@ def _shared_reads(info: g.KernelInfo, deps: Dependence, keep) -> list[str]:
                    if a.mode == "read" and keep(deps.deps(a.node))})
 
 
-def _check_locals(info: g.KernelInfo, deps: Dependence) -> None:
+def _check_locals(info: g.KernelInfo, deps: Dependence, shared_arrays: bool = False) -> None:
+    """Each per-copy local can become an array (`shared_arrays`: a __shared__ array gets a copy per output)."""
     for n in walk(info.body):
         if isinstance(n, c_ast.Decl) and n.name in deps.per_copy and deps.per_copy[n.name]:
             if info.decl_counts[n.name] != 1:
                 raise Unsupported(f"'{n.name}' is declared more than once (a copy per output needs one name)")
-            if not isinstance(n.type, c_ast.TypeDecl):
+            if not isinstance(n.type, c_ast.TypeDecl) and not (shared_arrays and "__shared__" in n.storage
+                                                                and n.init is None):
                 raise Unsupported(f"the local array '{n.name}' would need a copy per output")
 
 
@@ -246,7 +251,10 @@ def apply_thread_merge(kernel: Kernel, info: g.KernelInfo, plan: ThreadMerge) ->
     rewriter = _Rewriter(info, plan)
     items = rewriter.statements(g.items(kernel.body), [])
     kernel.body.block_items = [Comment(describe_code(plan))] + items
-    kernel.launch = LaunchConfig(block=plan.block, outputs_per_block=plan.outputs_per_block)
+    if kernel.launch is None:
+        kernel.launch = LaunchConfig(block=plan.block, outputs_per_block=plan.outputs_per_block)
+    else:
+        kernel.launch = dataclasses.replace(kernel.launch, outputs_per_block=plan.outputs_per_block)
 
 
 class _Rewriter:
@@ -346,7 +354,8 @@ class _Rewriter:
             array = copy.deepcopy(s)
             array.init = None
             array.quals = [q for q in array.quals if q != "const"]
-            array.type.quals = [q for q in array.type.quals if q != "const"]
+            if isinstance(array.type, c_ast.TypeDecl):
+                array.type.quals = [q for q in array.type.quals if q != "const"]
             inner = array.type
             for a in reversed([a for a in _AXES if a in self.deps.per_copy[s.name]]):
                 inner = c_ast.ArrayDecl(inner, c_ast.Constant("int", str(self.plan.factor(a))), [])
