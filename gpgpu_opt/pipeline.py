@@ -111,6 +111,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
             detail = "".join(traceback.format_exception_only(type(err), err)).strip()
             ctx.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
             continue
+        ctx.received[name] = current      # the pass worked on a copy
         current = result
         ran.append((name, current))
         if dump_dir:

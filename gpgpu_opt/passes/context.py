@@ -64,6 +64,8 @@ class PassContext:
     pass_names: list[str] = field(default_factory=list)
     #: Merge factors asked for with `--merge` (None: the merge pass's model chooses).
     merge_request: MergeRequest | None = None
+    #: The kernel as each pass that ran received it (a later pass may re-plan an earlier one's work).
+    received: dict = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
 
     def applied(self, subject: str, reason: str, location: Location | None = None) -> None:

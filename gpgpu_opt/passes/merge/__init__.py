@@ -5,6 +5,8 @@ The merges, tried in order on a kernel not yet given a new launch:
   in x and y, operands staged in shared tiles and reused from registers);
 - `split_loop`: several threads per output, for kernels whose outputs are too few to fill the GPU and whose
   one accumulation loop is long (mv, tmv).
+A kernel whose launch the coalesce pass set (its staged tiles) is given to `block_merge`: neighbouring
+blocks that share a staged tile, or have too few threads, become one block.
 A kernel of none of their shapes is left as it is; a kernel of a merge's shape that the merge cannot take
 gets a note saying why.
 """
@@ -14,14 +16,14 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge import register_tile, split_loop
+from gpgpu_opt.passes.merge import block_merge, register_tile, split_loop
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.staging import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     if kernel.launch is not None:
-        return kernel
+        return _block_merge(kernel, ctx)
     where = Location.of(kernel.funcdef)
     for plan, apply, describe, describe_launch, what in (
             (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
@@ -43,3 +45,21 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         ctx.applied("launch", describe_launch(chosen), where)
         return work
     return kernel
+
+
+def _block_merge(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Thread-block merge of a kernel the coalesce pass staged (its launch is set)."""
+    where = Location.of(kernel.funcdef)
+    # Until thread merge takes `--merge`, a factor asked for there is the number of blocks merged.
+    request = ctx.merge_request
+    try:
+        plan = block_merge.plan_block_merge(kernel, ctx, (request.x, request.y) if request is not None else None)
+    except block_merge.NotMergeable:
+        return kernel
+    except Unsupported as why:
+        ctx.skip("kernel", f"blocks not merged: {why}", where)
+        return kernel
+    merged = block_merge.apply_block_merge(kernel, ctx, plan)
+    ctx.applied("kernel", f"thread-block merge: {plan.describe()}", where)
+    ctx.applied("launch", f"blocks of {plan.block[0]}x{plan.block[1]} threads, one thread per output", where)
+    return merged
