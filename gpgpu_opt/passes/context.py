@@ -64,6 +64,9 @@ class PassContext:
     pass_names: list[str] = field(default_factory=list)
     #: Merge factors asked for with `--merge` (None: the merge pass's model chooses).
     merge_request: MergeRequest | None = None
+    #: Whether the program launches the kernel with `naive_block` (else it is a default the launch may
+    #: narrow, so an unguarded kernel's thread space is only known to be whole blocks of some divisor).
+    naive_block_known: bool = True
     #: The kernel as each pass that ran received it (a later pass may re-plan an earlier one's work).
     received: dict = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)

@@ -165,7 +165,11 @@ def plan_block_merge(kernel: Kernel, ctx: PassContext, factors: tuple[int, int] 
             return plan
     kept = f"blocks of {block[0]}x{block[1]} kept ({now} threads resident per SM)"
     if reasons:
-        raise Unsupported(f"{kept}: " + "; ".join(reasons))
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for n, axis, why in reasons:
+            grouped.setdefault((axis, why), []).append(str(n))
+        raise Unsupported(f"{kept}: " + "; ".join(f"{', '.join(ns)} in {axis}: {why}"
+                                                  for (axis, why), ns in grouped.items()))
     raise Unsupported(f"{kept}: no larger block keeps more threads resident or fits the target")
 
 
@@ -193,14 +197,14 @@ def _best_factor(base, ctx, current: _Staging, axis, shared, factor, now, reason
         steps = max(1, min(n, max_steps))
         staging = _candidate(base, ctx, merged, steps, current)
         if isinstance(staging, str):
-            reasons.append(f"{n} in {axis}: {staging}")
+            reasons.append((n, axis, staging))
             continue
         resident = _resident(target, merged, staging.shared_bytes)
         key = (resident, n if shared else -n)
         if factor is not None or key > best_key:
             best, best_key = (n, merged, steps, staging), key
         else:
-            reasons.append(f"{n} in {axis}: {resident} threads resident")
+            reasons.append((n, axis, f"{resident} threads resident"))
     if best is None:
         return None
     n, merged, steps, staging = best
@@ -242,7 +246,13 @@ def _candidate(base, ctx, merged, steps, current: _Staging) -> _Staging | str:
         staging = _stage(base, ctx, merged, steps)
     except Unsupported as why:
         return str(why)
-    problem = staging.info.coverage_problem(ctx.naive_block, merged)
+    # A merged block must tile the naive launch's blocks, or every access of the extra threads be guarded;
+    # when the program does not launch the kernel, its block is not known and the guards are needed.
+    naive = ctx.naive_block if ctx.naive_block_known else (1, 1)
+    problem = staging.info.coverage_problem(naive, merged)
+    if problem and not ctx.naive_block_known:
+        return "the program does not launch the kernel and not every access is guarded by the global index, " \
+               "so the merged block might not divide its thread space"
     if problem:
         return problem
     if staging.subjects != current.subjects:
