@@ -191,20 +191,23 @@ def _best_factor(base, ctx, current: _Staging, axis, shared, factor, now, reason
         factors = [1 << k for k in range(1, int(math.log2(limit)) + 1)] if limit >= 2 else []
     else:
         factors = [factor]
-    best, best_key = None, (now, 0)
+    best, best_key = None, (now, 0, 0)
+    why_not = {}
     for n in factors:
         merged = (block[0] * n, block[1]) if axis == "x" else (block[0], block[1] * n)
-        steps = max(1, min(n, max_steps))
-        staging = _candidate(base, ctx, merged, steps, current)
-        if isinstance(staging, str):
-            reasons.append((n, axis, staging))
-            continue
-        resident = _resident(target, merged, staging.shared_bytes)
-        key = (resident, n if shared else -n)
-        if factor is not None or key > best_key:
-            best, best_key = (n, merged, steps, staging), key
-        else:
-            reasons.append((n, axis, f"{resident} threads resident"))
+        # Widened steps let every thread load a shared tile, but grow the tiles not shared with them; one
+        # step keeps those small (the shared tile's row is then loaded by its first threads).
+        for steps in dict.fromkeys((max(1, min(n, max_steps)), 1)):
+            staging = _candidate(base, ctx, merged, steps, current)
+            if isinstance(staging, str):
+                why_not.setdefault(n, staging)
+                continue
+            resident = _resident(target, merged, staging.shared_bytes)
+            key = (resident, n if shared else -n, steps)
+            if best is None if factor is not None else key > best_key:
+                best, best_key = (n, merged, steps, staging), key
+            why_not[n] = f"{resident} threads resident"
+    reasons += [(n, axis, why) for n, why in why_not.items() if best is None or n != best[0]]
     if best is None:
         return None
     n, merged, steps, staging = best
