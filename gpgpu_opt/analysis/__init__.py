@@ -77,7 +77,7 @@ def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None
         if a.mode == "read":
             needs_staging = coalescing is not None and not coalescing.coalesced and bool(reuse)
             path = "G2S" if needs_staging else "G2R"
-        sharing = analyse_sharing(a, path, block, bindings, axes) if path else None
+        sharing = analyse_sharing(a, path, block, bindings, axes, accesses) if path else None
         result.reports.append(AccessReport(a, coalescing, reuse, partition_camping(a, target, block, bindings), path,
                                            sharing))
     return result

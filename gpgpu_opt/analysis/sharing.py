@@ -8,7 +8,8 @@ b+1 along that axis read the same data:
   in y; mv's `x[k]` in every direction);
 - `overlap`: the subscript moves with the block, but one block's footprint (over its threads and the
   iterations of its loops, outer loops included: their iterators are loop indices, not thread ids) meets
-  its neighbour's: a halo such as `in[x - 1]`, `in[x + i]`. The amount is the number of common elements
+  its neighbour's, that of this read or of another read of the array: a halo such as `in[x + i]`, or
+  `in[x + 1]` meeting the next block's `in[x - 1]`. The amount is the number of common elements
   for one pair of blocks, of the block's footprint;
 - `no`: the footprints are disjoint.
 
@@ -75,12 +76,16 @@ class Sharing:
 
 
 def analyse_sharing(access: Access, load_path: str, block: tuple[int, int], bindings: dict[str, int],
-                    axes: tuple[str, ...]) -> Sharing | None:
-    """The sharing of one read (None for a write or a subscript that cannot be analysed)."""
+                    axes: tuple[str, ...], siblings: list[Access] = ()) -> Sharing | None:
+    """The sharing of one read (None for a write or a subscript that cannot be analysed). `siblings`: the
+    kernel's other reads of the same array (a halo: `in[x + 1]` meets the next block's `in[x - 1]`)."""
     if access.mode != "read" or access.index is None or access.kind == "unresolved":
         return None
     subs, _ = substitutions(access, block, bindings)
     expr = access.index
+    others = [(s, substitutions(s, block, bindings)[0]) for s in siblings
+              if s is not access and s.array == access.array and s.mode == "read" and s.index is not None
+              and s.kind != "unresolved"]
     out = {}
     for axis in axes:
         if BID[axis] not in expr.free_symbols:
@@ -88,11 +93,18 @@ def analyse_sharing(access: Access, load_path: str, block: tuple[int, int], bind
             continue
         here = _footprint(access, subs, block, block_id=(1, 1))
         common = here & _footprint(access, subs, block, block_id=_neighbour(axis, 1))
+        for other, other_subs in others:
+            for side in (1, -1):
+                common |= here & _footprint(other, other_subs, block, block_id=_neighbour(axis, side))
         if common:
             out[axis] = AxisSharing("overlap", len(common), len(here))
             continue
+        # An affine subscript that moves with the block meets a farther block only through the values
+        # assumed for unknown sizes (rows of `i * m + col` wrapping onto each other): no stride then.
+        periodic = not expr.is_polynomial(BID[axis])
         stride = next((d for d in range(2, MAX_STRIDE + 1)
-                       if here & _footprint(access, subs, block, block_id=_neighbour(axis, d))), None)
+                       if here & _footprint(access, subs, block, block_id=_neighbour(axis, d))), None) \
+            if periodic else None
         out[axis] = AxisSharing("no", stride=stride)
     return Sharing(load_path, out)
 

@@ -104,9 +104,8 @@ class BlockMerge:
             for p in self.staging.plans:
                 if _subject(p) in self.shared:
                     elements = p.tile.rows * p.tile.cols
-                    by = f"by all {threads} threads" if elements >= threads else \
-                        f"its {elements} elements by {elements} threads"
-                    loads.append(f"{p.tile.name} ({_subject(p)}) {by}")
+                    by = f"all {threads} threads" if elements >= threads else f"its first {elements} threads"
+                    loads.append(f"{p.tile.name} ({_subject(p)}, loaded by {by})")
             how = f"they all read {', '.join(loads)}, loaded once per merged block"
             if self.steps > 1:
                 how += f"; staged loops take {self.steps} steps at once so that every thread loads"
