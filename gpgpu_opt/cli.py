@@ -91,7 +91,7 @@ def analyze(file: str = typer.Argument(..., help="the .cu file"), target: str = 
               f"{a.block[0]}x{a.block[1]}, request = {tgt.request_threads} threads, "
               f"{tgt.transaction_bytes}-byte {'segments' if tgt.coalescing_rule != 'sectors' else 'sectors'})")
         header = f"  {'line':>4}  {'access':<34} {'mode':<5} {'kind':<10} {'coalesced':<9} {'per req':>7} " \
-                 f"{'eff':>5}  {'path':<4}  reuse"
+                 f"{'eff':>5}  {'path':<4}  {'shared by blocks':<22}  reuse"
         print(header)
         for r in a.reports:
             d = r.as_dict()
@@ -102,8 +102,9 @@ def analyze(file: str = typer.Argument(..., help="the .cu file"), target: str = 
             coal = ("broadcast" if d.get("broadcast") else "yes") if d["coalesced"] else "no"
             reuse = ", ".join(_reuse_label(x) for x in d["reuse"]) or "none"
             camping = "  [partition camping]" if d.get("partition_camping", {}).get("camping") else ""
+            shared = r.sharing.label() if r.sharing is not None else ""
             print(f"  {d['line'] or '':>4}  {ref:<34} {d['mode']:<5} {d['kind']:<10} {coal:<9} {per:>7} "
-                  f"{eff:>5}  {d.get('load_path') or '':<4}  {reuse}{camping}")
+                  f"{eff:>5}  {d.get('load_path') or '':<4}  {shared:<22}  {reuse}{camping}")
         print()
 
 

@@ -111,6 +111,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
             detail = "".join(traceback.format_exception_only(type(err), err)).strip()
             ctx.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
             continue
+        ctx.received[name] = current      # the pass worked on a copy
         current = result
         ran.append((name, current))
         if dump_dir:
@@ -131,7 +132,9 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
     results = []
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
+        known = block_override is not None or launch.naive_block(program, kernel) is not None
         ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
+                          naive_block_known=known,
                           device_functions=program.device_functions,
                           aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
                           merge_request=merge_request, global_space=_stated_space(program))

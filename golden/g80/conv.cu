@@ -4,30 +4,32 @@
 
 #define FILTER 16
 
-// gpgpu-opt: launch configuration of the optimized 'conv': blocks of 16x1 threads,
-// each covering 16x1 threads of the naive launch (one thread per output).
+// gpgpu-opt: launch configuration of the optimized 'conv': blocks of 256x1 threads,
+// each covering 256x1 threads of the naive launch (one thread per output).
 static dim3 conv_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(16, 1);
+    return dim3(256, 1);
 }
 
 static dim3 conv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 15) / 16, global_y);
+    return dim3((global_x + 255) / 256, global_y);
 }
 
-#pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
+#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
 __global__ void conv(const float *in, const float *filt, float *out, int width, int height) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
+    // merge: 16 blocks of 16x1 threads merged in x: they share tile_filt, loaded once per merged block
     __shared__ float tile_filt[16];
     float sum = 0.0f;
     for (int j = 0; j < 16; j++) {
         // coalesce: the 16 iterations of 'i' read one staged step
         // coalesce: stage filt[j * 16 + i] in tile_filt (16: filt's segment in this step of 'i')
-        tile_filt[threadIdx.x] = (blockIdx.x * 16 < width && y < height && threadIdx.x < 16) ? filt[j * 16 + threadIdx.x] : 0.0f;
+        if (threadIdx.x < 16)
+            tile_filt[threadIdx.x] = (blockIdx.x * 256 < width && y < height && threadIdx.x < 16) ? filt[j * 16 + threadIdx.x] : 0.0f;
         __syncthreads();
         if (x < width && y < height) {
             #pragma unroll

@@ -6,33 +6,34 @@
 #define BLOCK_X 16
 #define BLOCK_Y 16
 
-// gpgpu-opt: launch configuration of the optimized 'mm': blocks of 16x1 threads,
-// each covering 16x1 threads of the naive launch (one thread per output).
+// gpgpu-opt: launch configuration of the optimized 'mm': blocks of 256x1 threads,
+// each covering 256x1 threads of the naive launch (one thread per output).
 static dim3 mm_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(16, 1);
+    return dim3(256, 1);
 }
 
 static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 15) / 16, global_y);
+    return dim3((global_x + 255) / 256, global_y);
 }
 
-#pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
+#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
 __global__ void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;
-    __shared__ float tile_A[16];
+    // merge: 16 blocks of 16x1 threads merged in x: they share tile_A, loaded once per merged block
+    __shared__ float tile_A[256];
     float sum = 0.0f;
-    // coalesce: 'k' loop unrolled by 16 around the staged tiles (the last step may be partial)
-    for (int k0 = 0; k0 < n; k0 += 16) {
-        // coalesce: stage A[row * n + k] in tile_A (16: A's segment in this step of 'k')
-        tile_A[threadIdx.x] = (row < n && blockIdx.x * 16 < n && k0 + threadIdx.x < n) ? A[row * n + k0 + threadIdx.x] : 0.0f;
+    // coalesce: 'k' loop unrolled by 256 around the staged tiles (the last step may be partial)
+    for (int k0 = 0; k0 < n; k0 += 256) {
+        // coalesce: stage A[row * n + k] in tile_A (256: A's segment in this step of 'k')
+        tile_A[threadIdx.x] = (row < n && blockIdx.x * 256 < n && k0 + threadIdx.x < n) ? A[row * n + k0 + threadIdx.x] : 0.0f;
         __syncthreads();
         if (row < n && col < n) {
-            for (int k = k0; k < k0 + 16 && k < n; k++) {
+            for (int k = k0; k < k0 + 256 && k < n; k++) {
                 const float A_val = tile_A[k - k0];
                 const float B_val = B[k * n + col];
                 sum += A_val * B_val;

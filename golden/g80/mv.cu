@@ -2,34 +2,36 @@
  * 1-D launch, one thread per row: x = r (0..rows-1), y = 1; e.g. 256-thread blocks,
  * grid (rows+255)/256. */
 
-// gpgpu-opt: launch configuration of the optimized 'mv': blocks of 16x1 threads,
-// each covering 16x1 threads of the naive launch (one thread per output).
+// gpgpu-opt: launch configuration of the optimized 'mv': blocks of 32x1 threads,
+// each covering 32x1 threads of the naive launch (one thread per output).
 static dim3 mv_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(16, 1);
+    return dim3(32, 1);
 }
 
 static dim3 mv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 15) / 16, global_y);
+    return dim3((global_x + 31) / 32, global_y);
 }
 
-#pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
+#pragma gpgpu_opt launch block(32, 1) grid((global_x + 31) / 32, global_y)
 __global__ void mv(const float *A, const float *x, float *y, int rows, int cols) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
-    __shared__ float tile_A[16][17];
+    // merge: 2 blocks of 16x1 threads merged in x: they share tile_x, loaded once per merged block
+    __shared__ float tile_A[32][17];
     __shared__ float tile_x[16];
     float sum = 0;
     // coalesce: 'c' loop unrolled by 16 around the staged tiles (the last step may be partial)
     for (int c0 = 0; c0 < cols; c0 += 16) {
-        // coalesce: stage A[r * cols + c] in tile_A (16x16: rows of A read by the block in this step of 'c')
+        // coalesce: stage A[r * cols + c] in tile_A (32x16: rows of A read by the block in this step of 'c')
         #pragma unroll
-        for (int rr = 0; rr < 16; rr++)
-            tile_A[rr][threadIdx.x] = (blockIdx.x * 16 + rr < rows && c0 + threadIdx.x < cols) ? A[(blockIdx.x * 16 + rr) * cols + c0 + threadIdx.x] : 0.0f;
+        for (int rr = 0; rr < 32; rr += 2)
+            tile_A[rr + threadIdx.x / 16][threadIdx.x % 16] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0 + threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0 + threadIdx.x % 16] : 0.0f;
         // coalesce: stage x[c] in tile_x (16: x's segment in this step of 'c')
-        tile_x[threadIdx.x] = (blockIdx.x * 16 < rows && c0 + threadIdx.x < cols) ? x[c0 + threadIdx.x] : 0.0f;
+        if (threadIdx.x < 16)
+            tile_x[threadIdx.x] = (blockIdx.x * 32 < rows && c0 + threadIdx.x < cols) ? x[c0 + threadIdx.x] : 0.0f;
         __syncthreads();
         if (r < rows) {
             for (int c = c0; c < c0 + 16 && c < cols; c++) {

@@ -4,35 +4,36 @@
  * residual: 2-D launch, one thread per element of R: x = col in 0..m-1, y = row in 0..n-1. */
 #include "include/bench_util.h"
 
-// gpgpu-opt: launch configuration of the optimized 'strsm': blocks of 16x1 threads,
-// each covering 16x1 threads of the naive launch (one thread per output).
+// gpgpu-opt: launch configuration of the optimized 'strsm': blocks of 256x1 threads,
+// each covering 256x1 threads of the naive launch (one thread per output).
 static dim3 strsm_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(16, 1);
+    return dim3(256, 1);
 }
 
 static dim3 strsm_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 15) / 16, global_y);
+    return dim3((global_x + 255) / 256, global_y);
 }
 
-#pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
+#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
 __global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, float *__restrict__ X, int n, int m) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
-    __shared__ float tile_L[16];
+    // merge: 16 blocks of 16x1 threads merged in x: they share tile_L, loaded once per merged block
+    __shared__ float tile_L[256];
     for (int i = 0; i < n; i++) {
         float s;
         if (col < m)
             s = B[i * m + col];
-        // coalesce: 'k' loop unrolled by 16 around the staged tiles (the last step may be partial)
-        for (int k0 = 0; k0 < i; k0 += 16) {
-            // coalesce: stage L[i * n + k] in tile_L (16: L's segment in this step of 'k')
-            tile_L[threadIdx.x] = (blockIdx.x * 16 < m && k0 + threadIdx.x < i) ? L[i * n + k0 + threadIdx.x] : 0.0f;
+        // coalesce: 'k' loop unrolled by 256 around the staged tiles (the last step may be partial)
+        for (int k0 = 0; k0 < i; k0 += 256) {
+            // coalesce: stage L[i * n + k] in tile_L (256: L's segment in this step of 'k')
+            tile_L[threadIdx.x] = (blockIdx.x * 256 < m && k0 + threadIdx.x < i) ? L[i * n + k0 + threadIdx.x] : 0.0f;
             __syncthreads();
             if (col < m) {
-                for (int k = k0; k < k0 + 16 && k < i; k++) {
+                for (int k = k0; k < k0 + 256 && k < i; k++) {
                     const float L_val = tile_L[k - k0];
                     const float X_val = X[k * m + col];
                     s -= L_val * X_val;

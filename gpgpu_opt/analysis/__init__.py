@@ -1,4 +1,4 @@
-"""Analyses of a kernel's global accesses: kind, coalescing, reuse, partition camping."""
+"""Analyses of a kernel's global accesses: kind, coalescing, reuse, sharing between blocks, partition camping."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from gpgpu_opt.analysis.accesses import Access, collect_accesses
 from gpgpu_opt.analysis.coalescing import Coalescing, analyse_request
 from gpgpu_opt.analysis.reuse import analyse_reuse, partition_camping
+from gpgpu_opt.analysis.sharing import Sharing, analyse_sharing
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.targets import Target
@@ -18,6 +19,7 @@ class AccessReport:
     reuse: list[dict]
     partition: dict | None
     load_path: str | None           # 'G2S' (staged through shared memory) or 'G2R', for reads
+    sharing: Sharing | None = None  # reads: do neighbouring blocks read the same data
 
     def as_dict(self) -> dict:
         a = self.access
@@ -36,6 +38,8 @@ class AccessReport:
         d["reuse"] = self.reuse
         if a.mode == "read":
             d["load_path"] = self.load_path
+            if self.sharing is not None:
+                d["sharing"] = self.sharing.as_dict()
         if self.partition is not None:
             d["partition_camping"] = self.partition
         return d
@@ -73,7 +77,9 @@ def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None
         if a.mode == "read":
             needs_staging = coalescing is not None and not coalescing.coalesced and bool(reuse)
             path = "G2S" if needs_staging else "G2R"
-        result.reports.append(AccessReport(a, coalescing, reuse, partition_camping(a, target, block, bindings), path))
+        sharing = analyse_sharing(a, path, block, bindings, axes, accesses) if path else None
+        result.reports.append(AccessReport(a, coalescing, reuse, partition_camping(a, target, block, bindings), path,
+                                           sharing))
     return result
 
 

@@ -66,7 +66,17 @@ class PassContext:
     merge_request: MergeRequest | None = None
     #: The naive thread space where the program states it (`#define globalDimX 4096`), per axis, else None.
     global_space: tuple[int | None, int | None] = (None, None)
+    #: Whether the program launches the kernel with `naive_block` (else it is a default the launch may
+    #: narrow, so an unguarded kernel's thread space is only known to be whole blocks of some divisor).
+    naive_block_known: bool = True
+    #: The kernel as each pass that ran received it (a later pass may re-plan an earlier one's work).
+    received: dict = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
+
+    def stated_space_tiled_by(self, covers: tuple[int, int]) -> bool:
+        """Whether the program states its thread space and blocks covering `covers` naive threads tile it
+        exactly (a launch of such blocks has no extra threads to stop)."""
+        return all(stated is not None and stated % n == 0 for stated, n in zip(self.global_space, covers))
 
     def applied(self, subject: str, reason: str, location: Location | None = None) -> None:
         self.decisions.append(Decision(self.pass_name, "applied", subject, reason, location))

@@ -189,6 +189,10 @@ def plan_loader(rows: int, cols: int, block: tuple[int, int], row_var: str, col_
         row_loop = None if rows == 1 else (row_var, rows, 1)
         row = "0" if rows == 1 else row_var
         return Loader(row, col, row_loop, col_loop, guard, [(0, t) for t in lanes])
+    if rows == 1 and cols > 1:
+        # One short row: its first `cols` threads load it, the others have nothing to load.
+        return Loader("0", tid.strip("()"), guard=f"{tid.strip('()')} < {cols}",
+                      lanes=[(0, t) for t in lanes[:cols]])
     # Several rows per pass: cols consecutive threads per row.
     per_pass = n // cols
     if cols == 1:

@@ -85,10 +85,11 @@ class Plan:
 
 
 def plan_reads(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tuple[int, int],
-          threads: tuple[int, int] | None = None):
+          threads: tuple[int, int] | None = None, steps: int = 1):
     """Plans for the reads staged when a block covers `block` outputs (the naive threads the tiles are
     planned for) with `threads` threads (who loads what: the same as `block`, or fewer rows of threads
-    that each compute several rows of outputs)."""
+    that each compute several rows of outputs). `steps`: tile steps of the request width taken at once
+    by a loop (thread-block merge widens them so that every thread of a merged block loads)."""
     t = ctx.target
     threads = threads or block
     W = t.request_threads
@@ -134,7 +135,7 @@ def plan_reads(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tupl
     unroll: dict[int, int] = {}
     for p in plans:
         if p.anchor is not None:
-            u = p.shape.unroll_factor(W)
+            u = p.shape.unroll_factor(W) * steps
             unroll[id(p.anchor.node)] = math.lcm(unroll.get(id(p.anchor.node), 1), u)
     chunk_vars: dict[int, str] = {}
     budget = t.shared_per_block

@@ -43,22 +43,26 @@ def test_every_golden_output_compiles_with_nvcc(target, tmp_path):
     assert not failures, "\n".join(failures)
 
 
-def test_g80_mm_has_the_shape_of_the_papers_figure_3a():
+def test_g80_mm_has_the_shape_of_the_papers_figure_3a_merged_in_x():
+    """Fig. 3a's staged row of A, then 16 blocks merged in x (§3.5): the merged block loads A's row once."""
     text = (GOLDEN / "g80" / "mm.cu").read_text()
-    assert "__shared__ float tile_A[16];" in text                     # A's row segment, 16 wide
-    assert "k0 += 16" in text                                          # the k loop unrolled by 16
-    assert "tile_A[threadIdx.x] = " in text and "A[row * n + k0 + threadIdx.x]" in text
+    assert "__shared__ float tile_A[256];" in text                    # A's row segment, 16 steps of 16
+    assert "k0 += 256" in text                                         # the k loop unrolled by 256
+    assert text.count("tile_A[threadIdx.x] = ") == 1 and "A[row * n + k0 + threadIdx.x]" in text
     assert "B[k * n + col]" in text                                    # B is already coalesced
-    assert "#pragma gpgpu_opt launch block(16, 1)" in text
+    assert "#pragma gpgpu_opt launch block(256, 1)" in text
+    assert "// merge: 16 blocks of 16x1 threads merged in x: they share tile_A" in text
     assert text.count("__syncthreads();") == 2
 
 
-def test_g80_mv_has_the_shape_of_the_papers_figure_3b():
+def test_g80_mv_has_the_shape_of_the_papers_figure_3b_merged_in_x():
     text = (GOLDEN / "g80" / "mv.cu").read_text()
-    assert "__shared__ float tile_A[16][17];" in text                 # padded 16x16 tile
-    assert re.search(r"for \(int rr = 0; rr < 16; rr\+\+\)", text)     # 16-iteration staging loop
+    assert "__shared__ float tile_A[32][17];" in text                 # padded tile, rows of 2 blocks
+    assert re.search(r"for \(int rr = 0; rr < 32; rr \+= 2\)", text)   # 16 passes of 2 rows
     assert "tile_A[threadIdx.x][c - c0]" in text                       # read back transposed
-    assert "__shared__ float tile_x[16];" in text
+    assert "__shared__ float tile_x[16];" in text                      # x's segment, loaded once
+    assert "#pragma gpgpu_opt launch block(32, 1)" in text
+    assert text.count("__syncthreads();") == 2
 
 
 @requires_nvcc

@@ -118,11 +118,16 @@ def test_vv_sm90_rows_per_thread_with_b_read_once(tmp_path):
     assert re.search(r"Used \d+ registers", usage)
 
 
-def test_vv_g80_is_left_to_coalesce():
-    """On g80 coalesce stages A[idy] and sets the launch: the thread merge of a staged kernel is another step."""
+def test_vv_g80_is_staged_then_merged_in_both_directions():
+    """On g80 coalesce stages A[idy]; its blocks are then merged in x, and each thread takes 16 rows."""
     k = only(compile_file(INPUTS / "vv.cu", "g80"))
-    assert not merge_decisions(k, "applied")
-    assert "tile_A" in kernel_source(k.optimized.funcdef)
+    applied = merge_decisions(k, "applied")
+    assert any(r.startswith("thread-block merge: 16 blocks") for r in applied), applied
+    text = kernel_source(k.optimized.funcdef)
+    # CHECK: B[idx] read once for the 16 rows; the staged A values per row
+    assert text.count("= B[idx];") == 1 and "tile_A[16][1]" in text
+    assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((256, 1), (256, 16))
+    assert k.validation.status == "passed"
 
 
 def test_vv_merge_request_y8(tmp_path):
@@ -195,49 +200,48 @@ def test_a_request_for_a_dimension_the_kernel_lacks_is_declined(tmp_path):
     assert any("has no y dimension" in r for r in merge_decisions(k, "skipped")), k.context.decisions
 
 
-# -- a kernel coalesce staged (paper Fig. 7: g80 mm merged in y by 16) ------------------------------------------
+# -- a kernel coalesce staged (paper Fig. 5 then Fig. 7: g80 mm merged in x by blocks, in y by threads) -------
 def _staged_mm(merge=None):
-    from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
-
-    k = next(k for k in compile_file(INPUTS / "mm.cu", "g80", merge=merge).kernels if k.naive.name == "mm")
-    return k, thread_merge_staged(k.optimized, k.context)
+    return next(k for k in compile_file(INPUTS / "mm.cu", "g80", merge=merge).kernels if k.naive.name == "mm")
 
 
 def test_g80_mm_staged_merge_has_the_shape_of_the_papers_figure_7():
-    k, merged = _staged_mm()
-    text = kernel_source(merged.funcdef)
-    # CHECK: the A tile replicated per merged row, staged once per row
-    assert "__shared__ float tile_A[16][16];" in text and "float sum[16];" in text
+    k = _staged_mm()
+    text = kernel_source(k.optimized.funcdef)
+    # CHECK: 16 blocks merged in x share one A tile row; the tile replicated per merged row, staged once per row
+    assert "__shared__ float tile_A[16][256];" in text and "float sum[16];" in text
     assert "tile_A[r][threadIdx.x] = (row + r < n && " in text and "A[(row + r) * n + k0 + threadIdx.x]" in text
     # CHECK: B[k * n + col] read once into a register for the 16 rows
     assert text.count("= B[k * n + col];") == 1 and "sum[r] += A_val[r] * B_val;" in text
     # CHECK: the barriers kept once each
     assert text.count("__syncthreads();") == 2
     assert "C[(row + r) * n + col] = sum[r];" in text
-    assert (merged.launch.block, merged.launch.outputs_per_block) == ((16, 1), (16, 16))
+    launch = k.optimized.launch
+    assert (launch.block, launch.outputs_per_block) == ((256, 1), (256, 16))
     for n in (37, 16):
-        result = run_case(k.naive, merged, k.context.naive_block, Case(sizes={"n": n}, global_space=(n, n)),
+        result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes={"n": n}, global_space=(n, n)),
                           seed=2, device_functions={}, check_races=True)
         assert result.ok and result.elements == n * n, result.error or result.mismatches
 
 
-def test_staged_merge_request_and_declines(tmp_path):
-    k, merged = _staged_mm("y=4")
-    assert merged.launch.outputs_per_block == (16, 4)
-    result = run_case(k.naive, merged, k.context.naive_block, Case(sizes={"n": 23}, global_space=(23, 23)),
+def test_staged_merge_requests():
+    # y alone: rows per thread only, the blocks not merged
+    k = _staged_mm("y=4")
+    assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((16, 1), (16, 4))
+    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes={"n": 23}, global_space=(23, 23)),
                       seed=2, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
-    k, same = _staged_mm("x=2")
-    assert same is k.optimized
-    assert any("merged in y only" in r for r in merge_decisions(k, "skipped"))
+    # x alone: blocks merged, one row per thread
+    k = _staged_mm("x=2")
+    assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((32, 1), (32, 1))
+    assert "float sum[" not in kernel_source(k.optimized.funcdef)
 
 
 def test_staged_merge_nvcc(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc not on PATH")
-    _, merged = _staged_mm()
     out = tmp_path / "mm_fig7.cu"
-    out.write_text(kernel_source(merged.funcdef))
+    out.write_text(kernel_source(_staged_mm().optimized.funcdef))
     proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "--resource-usage", "-o", "/dev/null", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "0 bytes spill stores" in proc.stdout + proc.stderr, proc.stderr

@@ -7,6 +7,9 @@ The merges, tried in order on a kernel not yet given a new launch:
   one accumulation loop is long (mv, tmv);
 - `thread_merge`: one thread computes several outputs in y (and/or x) of any kernel whose reads are shared
   between them (vv: `B[idx]` read once for the rows of a thread; paper §3.5 Fig. 6-7).
+A kernel whose launch the coalesce pass set (its staged tiles) is given to `block_merge`, where neighbouring
+blocks that share a staged tile, or have too few threads, become one block, and then to
+`thread_merge_staged`, where one thread computes several rows that share a read (paper Fig. 7).
 A kernel of none of their shapes is left as it is; a kernel of a merge's shape that the merge cannot take
 gets a note saying why.
 """
@@ -16,14 +19,15 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge import register_tile, split_loop, thread_merge
+from gpgpu_opt.passes.merge import block_merge, register_tile, split_loop, thread_merge
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
+from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
 from gpgpu_opt.passes.staging import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     if kernel.launch is not None:
-        return kernel
+        return _merge_staged(kernel, ctx)
     where = Location.of(kernel.funcdef)
     for plan, apply, describe, describe_launch, what in (
             (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
@@ -47,3 +51,26 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         ctx.applied("launch", describe_launch(chosen), where)
         return work
     return kernel
+
+
+def _merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """A kernel the coalesce pass staged (its launch is set): neighbouring blocks merged, then several rows
+    per thread (the paper's order for mm, Fig. 5 then Fig. 7). `--merge x=N,y=M` asks for N blocks merged
+    in x and M rows per thread."""
+    return thread_merge_staged(_block_merge(kernel, ctx), ctx)
+
+
+def _block_merge(kernel: Kernel, ctx: PassContext) -> Kernel:
+    where = Location.of(kernel.funcdef)
+    request = ctx.merge_request
+    try:
+        plan = block_merge.plan_block_merge(kernel, ctx, (request.x, 1) if request is not None else None)
+    except block_merge.NotMergeable:
+        return kernel
+    except Unsupported as why:
+        ctx.skip("kernel", f"blocks not merged: {why}", where)
+        return kernel
+    merged = block_merge.apply_block_merge(kernel, ctx, plan)
+    ctx.applied("kernel", f"thread-block merge: {plan.describe()}", where)
+    ctx.applied("launch", f"blocks of {plan.block[0]}x{plan.block[1]} threads, one thread per output", where)
+    return merged

@@ -52,8 +52,8 @@ def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: g.KernelInf
     if launch is None or launch.fixed_grid:
         raise tm.NotMergeable("no launch of whole outputs to scale")
     request = ctx.merge_request
-    if request is not None and request.x > 1:
-        raise Unsupported(f"--merge {request}: a staged kernel is merged in y only")
+    if request is not None and request.y == 1:
+        raise tm.NotMergeable("no rows per thread asked for (`--merge x=N` merges blocks in x)")
     if launch.outputs_per_block[1] != launch.block[1]:
         raise Unsupported("its blocks already cover more rows than they have threads")
     if not any(builtin_axis(n, "y") for n in walk(kernel.body)):
@@ -64,15 +64,38 @@ def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: g.KernelInf
     tm._check_locals(info, deps, shared_arrays=True)
     tm._check_stores(info, deps, {"y"})
     _check_barriers(info, deps)
-    shared = tm._shared_reads(info, deps, lambda d: not d)
+    shared = _reads_kept_once(info, deps)
     if not shared and request is None:
         raise tm.NotMergeable("no read shared by the rows")
     factor, why = _factor(info, ctx, deps, request)
     covers = (launch.outputs_per_block[0], launch.outputs_per_block[1] * factor)
-    problem = info.coverage_problem(ctx.naive_block, covers)
+    # In x the launch covers what an earlier merge made sure of; in y its blocks must still tile the naive ones.
+    problem = info.coverage_problem((launch.outputs_per_block[0], ctx.naive_block[1]), covers)
     if problem:
         raise Unsupported(problem)
     return tm.ThreadMerge((1, factor), launch.block, why, shared, deps, covers=launch.outputs_per_block)
+
+
+def _reads_kept_once(info: g.KernelInfo, deps: Dependence) -> list[str]:
+    """The global reads in statements that the merge keeps once (a read whose subscript does not depend on
+    the row, under a predicate that does, is still made once per row)."""
+    tiles = {n.name for n in walk(info.body) if isinstance(n, c_ast.Decl) and "__shared__" in n.storage}
+    kept = set()
+    for a in info.accesses:
+        if a.mode != "read" or a.array in tiles:
+            continue
+        node = a.node
+        while not isinstance(info.parents.get(id(node)), (c_ast.Compound, c_ast.If, c_ast.For, type(None))) \
+                or _is_header(node, info.parents.get(id(node))):
+            node = info.parents[id(node)]
+        if not deps.deps(node):
+            kept.add(f"{a.array}[{a.index_text}]")
+    return sorted(kept)
+
+
+def _is_header(node: c_ast.Node, parent: c_ast.Node) -> bool:
+    return isinstance(parent, c_ast.If) and node is parent.cond or \
+        isinstance(parent, c_ast.For) and node in (parent.init, parent.cond, parent.next)
 
 
 def _check_statements(info: g.KernelInfo) -> None:
@@ -125,7 +148,7 @@ def _factor(info: g.KernelInfo, ctx: PassContext, deps: Dependence, request) -> 
         n //= 2
     if n == 1:
         raise Unsupported("two copies of the per-row registers and shared tiles do not fit a block")
-    return n, (f"{n} rows share each read of {', '.join(tm._shared_reads(info, deps, lambda d: not d))} "
+    return n, (f"{n} rows share each read of {', '.join(_reads_kept_once(info, deps))} "
                f"(the most of up to {tm.MAX_FACTOR} whose {values} registers per row and "
                f"{tile_bytes} B of shared tiles per row fit a block)")
 
