@@ -134,7 +134,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
         ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
                           device_functions=program.device_functions,
                           aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
-                          merge_request=merge_request)
+                          merge_request=merge_request, launch_covers=launch.covered_parameters(program, kernel))
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None
         if self_check:

@@ -64,6 +64,9 @@ class PassContext:
     pass_names: list[str] = field(default_factory=list)
     #: Merge factors asked for with `--merge` (None: the merge pass's model chooses).
     merge_request: MergeRequest | None = None
+    #: Integer parameters n that every launch site provably covers with at least n threads in x
+    #: (`(n + 255) / 256` blocks of 256): a grid-stride loop bounded by n visits only naive threads' work.
+    launch_covers: frozenset[str] = frozenset()
     decisions: list[Decision] = field(default_factory=list)
 
     def applied(self, subject: str, reason: str, location: Location | None = None) -> None:
