@@ -26,7 +26,8 @@ from gpgpu_opt.passes import parse_pass_list  # noqa: E402
 from gpgpu_opt.pipeline import compile_program  # noqa: E402
 from gpgpu_opt.targets import get_target  # noqa: E402
 
-#: name -> (input file (or a path from the root), kernel, sizes, global space, flops, reference, #define overrides written into a copy)
+#: name -> (input file (or a path from the root), kernel, sizes, global space, flops, reference,
+#:          #define overrides written into a copy)
 BENCHMARKS = {
     "mv": ("mv.cu", "mv", {"rows": 16384, "cols": 16384}, (16384, 1), 2.0 * 16384 * 16384, "sgemv_t", {}),
     "tmv": ("tmv.cu", "tmv", {}, (16384, 1), 2.0 * 16384 * 16384, "sgemv_n",

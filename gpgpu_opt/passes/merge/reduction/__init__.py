@@ -20,7 +20,7 @@ from gpgpu_opt.passes.staging import Unsupported
 
 
 def plan_reduction(kernel: Kernel, ctx: PassContext, info: g.KernelInfo):
-    """The reduction plan for this kernel (an object with `apply(kernel, info)`, `describe()` and `describe_launch()`)."""
+    """The reduction plan for this kernel (with `apply(kernel, info)`, `describe()`, `describe_launch()`)."""
     try:
         return plan_tree(kernel, ctx, info)
     except NotReduction:

@@ -88,14 +88,14 @@ class TreePlan:
         names = {k: info.fresh(k) for k in ("lane", "other", "warp_sum", "tree")}
         names["s"] = self.step
         if self.shuffles:
-            comment = (f"merge: the tree over {self.array}[] in registers, paired as the naive tree pairs threads "
-                       f"(bit-exact); {store} stored once, where the tree stops updating it")
+            comment = (f"merge: the tree in registers, threads paired as in the naive tree (bit-exact); {store} "
+                       "stored once, when final")
             source = render("merge_reduce_tree_warp.cu.j2", acc=self.acc, type=self.acc_type, store=store,
                             store_warp=f"{self.array}[blockIdx.x * blockDim.x + {self.warp} * {names['lane']}]",
                             warp=self.warp, warps=self.warps, mask=hex_mask(self.warps), **names)
         else:
-            comment = (f"merge: the tree over {self.array}[] in shared memory, paired as the naive tree pairs "
-                       f"threads (bit-exact); {store} stored once, at the end")
+            comment = (f"merge: the tree in shared memory, threads paired as in the naive tree (bit-exact); {store} "
+                       "stored once")
             source = render("merge_reduce_tree_shared.cu.j2", acc=self.acc, type=self.acc_type, store=store,
                             block=self.block, guarded=not is_power_of_two(self.block), **names)
         after = [self._final(stmt) for stmt in self.after]
