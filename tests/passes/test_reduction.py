@@ -189,8 +189,10 @@ def test_sum_program_becomes_a_grid_stride_loop_and_one_atomic_per_block(n):
     (applied,) = merge_decisions(kernel, "applied")[:1]
     assert "summation order changes" in applied and "grid-stride" in applied
     text = kernel_source(kernel.optimized.funcdef)
-    # CHECK: a grid-stride loop bounded by n, shuffles, one atomicAdd under threadIdx.x == 0
-    assert "i < n; i += gridDim.x * blockDim.x" in text and "#pragma unroll 8" in text
+    # CHECK: a grid-stride walk bounded by n, 8 elements a step with no exit between their loads, then the rest;
+    # shuffles, one atomicAdd under threadIdx.x == 0
+    assert "for (; first < n - 7 * stride; first += 8 * stride) {" in text and "#pragma unroll 8" in text
+    assert "const int i = first + k * stride;" in text and "for (int i = first; i < n; i += stride)" in text
     assert text.count("atomicAdd(") == 1 and re.search(r"if \(threadIdx.x == 0\)\s+atomicAdd\(total, sum\);", text)
     assert kernel.optimized.launch.max_blocks_x
     assert_verifies_atomic(kernel, {"n": n}, n)

@@ -83,8 +83,8 @@ class AtomicPlan:
             return None
         body = transform(kernel.body, term)
         if self.stride_bound is not None:
-            items = [Comment(f"merge: the naive threads' elements walked by a grid-stride loop ({UNROLL} loads in "
-                             "flight per thread), summed in a register"), decl, *unrolled(self._loop(body, info))]
+            items = [Comment(f"merge: the naive threads' elements walked by a grid-stride loop, {UNROLL} at a time "
+                             "(their loads in flight together), summed in a register"), decl, *self._loops(body, info)]
             kernel.launch = LaunchConfig(block=(self.block, 1), outputs_per_block=(self.block, 1),
                                          max_blocks_x=self.max_blocks)
         else:
@@ -95,8 +95,9 @@ class AtomicPlan:
         kernel.body.block_items = [*items, Comment(f"merge: the block's sums added by {how}; one atomicAdd per "
                                                    "block"), *parse_statements(tree)]
 
-    def _loop(self, body: c_ast.Compound, info: g.KernelInfo) -> c_ast.For:
-        """`for (int i = <global x>; i < n; i += gridDim.x * blockDim.x) { <the naive thread, i for its index> }`"""
+    def _loops(self, body: c_ast.Compound, info: g.KernelInfo) -> list[c_ast.Node]:
+        """A grid-stride walk over the naive thread's work, `i` for its index: UNROLL elements per step while
+        all are below n (no exit between their loads), then one at a time."""
         items = g.items(body)
         guard = items[-1]
         bound = next(c for c in g.clauses(guard.cond) if c.right is self.stride_bound)
@@ -111,10 +112,18 @@ class AtomicPlan:
         rest = [c for c in g.clauses(guard.cond) if c is not bound]
         inner = [*kept, *(g.items(guard.iftrue) if not rest else [g.guarded(g.items(guard.iftrue), rest)])]
         inner = [transform(s, to_index) for s in inner]
-        loop = parse_statements(f"for (int {var} = blockIdx.x * blockDim.x + threadIdx.x; {var} < "
-                                f"{text(self.stride_bound)}; {var} += gridDim.x * blockDim.x) ;")[0]
-        loop.stmt = inner[0] if len(inner) == 1 and not isinstance(inner[0], c_ast.Decl) else c_ast.Compound(inner)
-        return loop
+        first, stride, k, n = info.fresh("first"), info.fresh("stride"), info.fresh("k"), text(self.stride_bound)
+        loops = parse_statements(
+            f"int {first} = blockIdx.x * blockDim.x + threadIdx.x;"
+            f"const int {stride} = gridDim.x * blockDim.x;"
+            f"for (; {first} < {n} - {UNROLL - 1} * {stride}; {first} += {UNROLL} * {stride})"
+            f"    for (int {k} = 0; {k} < {UNROLL}; {k}++) {{ const int {var} = {first} + {k} * {stride}; }}"
+            f"for (int {var} = {first}; {var} < {n}; {var} += {stride}) ;")
+        main, rest_loop = loops[2], loops[3]
+        main.stmt.stmt.block_items.extend(copy.deepcopy(inner))
+        main.stmt = c_ast.Compound(unrolled(main.stmt))
+        rest_loop.stmt = inner[0] if len(inner) == 1 and not isinstance(inner[0], c_ast.Decl) else c_ast.Compound(inner)
+        return loops
 
 
 def plan_atomic(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> AtomicPlan:
