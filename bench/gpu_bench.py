@@ -26,7 +26,8 @@ from gpgpu_opt.passes import parse_pass_list  # noqa: E402
 from gpgpu_opt.pipeline import compile_program  # noqa: E402
 from gpgpu_opt.targets import get_target  # noqa: E402
 
-#: name -> (input file, kernel, sizes, global space, flops, reference, #define overrides written into a copy)
+#: name -> (input file (or a path from the root), kernel, sizes, global space, flops, reference,
+#:          #define overrides written into a copy)
 BENCHMARKS = {
     "mv": ("mv.cu", "mv", {"rows": 16384, "cols": 16384}, (16384, 1), 2.0 * 16384 * 16384, "sgemv_t", {}),
     "tmv": ("tmv.cu", "tmv", {}, (16384, 1), 2.0 * 16384 * 16384, "sgemv_n",
@@ -34,6 +35,12 @@ BENCHMARKS = {
     "transpose": ("transpose.cu", "transpose", {"rows": 8192, "cols": 8192}, (8192, 8192), 0.0, "copy", {}),
     "mm": ("mm.cu", "mm", {"n": 4096}, (4096, 4096), 2.0 * 4096 ** 3, "sgemm", {}),
     "vv": ("vv.cu", "vv", {}, (4096, 4096), 2.0 * 4096 * 4096, "sger", {"WIDTH_C": 4096, "HEIGHT_C": 4096}),
+    # The paper's form as a user launches it: 1024 blocks of 256 threads, each thread a segment of 2^26 / 2^18.
+    "reduction": ("reduction.cu", "reduction", {"n": 1 << 26, "segSize": 256}, (1 << 18, 1), float(1 << 26),
+                  "cub_sum", {}),
+    # The atomicAdd form, a whole program launching (n + 255) / 256 blocks of 256.
+    "sum_atomic": ("tests/programs/sum_atomic.cu", "sum_kernel", {"n": 1 << 26}, (1 << 26, 1), float(1 << 26),
+                   "cub_sum", {}),
 }
 
 
@@ -60,9 +67,10 @@ def load(path: Path, overrides: dict[str, int]):
 
 def generate(name: str, target: str, passes: str | None, runs: int) -> tuple[str, list[str]]:
     file, kernel, sizes, space, flops, reference, overrides = BENCHMARKS[name]
-    program = load(ROOT / "inputs" / file, overrides)
+    path = ROOT / file if "/" in file else ROOT / "inputs" / file  # an input, or a whole program of the tests
+    program = load(path, overrides)
     if not overrides:
-        program.path = str((ROOT / "inputs" / file).relative_to(ROOT))
+        program.path = str(path.relative_to(ROOT))
     diagnostics = Diagnostics(quiet=True)
     result = compile_program(program, get_target(target), parse_pass_list(passes), diagnostics)
     text = generate_harness(program, result, kernel, sizes, space, flops=flops, reference=reference, runs=runs)

@@ -11,12 +11,12 @@ import math
 
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.templating import render
-from gpgpu_opt.verify import Case, array_extents, infer_global_space, optimized_launch
+from gpgpu_opt.verify import (ATOMIC_TOLERANCE, Case, all_accesses, array_extents, infer_global_space,
+                              optimized_launch)
 
 #: Element types the harness can fill, with their sizes and fill functions.
 _TYPES = {
@@ -30,7 +30,8 @@ _TYPES = {
 #: Reference kinds and the names they may be asked for by.
 REFERENCE_ALIASES = {"sgemm": "sgemm", "mm": "sgemm", "sgemv_t": "sgemv_t", "mv": "sgemv_t",
                      "sgemv_n": "sgemv_n", "tmv": "sgemv_n", "copy": "copy", "transpose": "copy",
-                     "sger": "sger", "vv": "sger"}
+                     "sger": "sger", "vv": "sger",
+                     "cub_sum": "cub_sum", "reduction": "cub_sum"}
 
 TOLERANCE = 1e-4
 
@@ -48,7 +49,7 @@ def renamed_source(kernel: Kernel, new_name: str) -> str:
 
 def _array_roles(kernel: Kernel) -> dict[str, tuple[bool, bool]]:
     reads, writes = set(), set()
-    for access in collect_accesses(kernel):
+    for access in all_accesses(kernel):  # atomics too: `atomicAdd(total, v)` reads and writes total
         (writes if access.mode == "write" else reads).add(access.array)
     roles = {}
     for p in kernel.arrays:
@@ -74,6 +75,8 @@ def _reference(kind: str, arrays: list[dict], global_space: tuple[int, int], ker
     def fail(why: str):
         raise CompileError(f"kernel '{kernel_name}': cannot use the '{kind}' reference: {why}")
 
+    if kind == "cub_sum":
+        return _cub_sum(inputs, outputs, fail)
     if len(outputs) != 1:
         fail(f"it writes {len(outputs)} arrays, the reference one")
     out = outputs[0]
@@ -142,6 +145,28 @@ def _sger(out: dict, inputs: list[dict], global_space: tuple[int, int], fail) ->
                            f"{row['name']}^T, in place from the same {out['name']} as the kernels"}
 
 
+def _cub_sum(inputs: list[dict], outputs: list[dict], fail) -> dict:
+    """cub::DeviceReduce::Sum of the one input, against the total of the smallest output (the per-block sums
+    `out[]` of a tree reduction, or the atomically updated total, less its value before the launch)."""
+    if len(inputs) != 1 or inputs[0]["ctype"] != "float":
+        fail("the CUB sum needs exactly one float input array")
+    src = inputs[0]
+    out = min(outputs, key=lambda a: a["extent"])
+    if out["ctype"] != "float":
+        fail(f"its output '{out['name']}' is not float")
+    return {"kind": "cub_sum", "src": src["name"], "out": out["name"], "ctype": "float", "count": 1,
+            "cublas": False, "initial": out["read"], "label": "cub::DeviceReduce::Sum",
+            "description": f"cub::DeviceReduce::Sum of {src['name']} ({src['extent']} floats), checked against the "
+                           f"total of {out['name']}[]" + (" less its value before the launch" if out["read"] else "")}
+
+
+def _tolerance(naive: Kernel, global_space: tuple[int, int]) -> float:
+    """Atomic float sums add in another order once merged: as `verify`, a tolerance growing like sqrt(terms)."""
+    if any(a.extra.get("atomic") for a in all_accesses(naive)):
+        return TOLERANCE + ATOMIC_TOLERANCE * math.sqrt(global_space[0] * global_space[1])
+    return TOLERANCE
+
+
 def generate_harness(program, compile_result, kernel_name: str, sizes: dict, global_space=None,
                      flops: float = 0, reference: str | None = None, runs: int = 30, warmup: int = 3,
                      seed: int = 1) -> str:
@@ -208,5 +233,5 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
                   opt_source=renamed_source(optimized, f"{kernel_name}_opt"),
                   scalars=scalars, arrays=arrays, call_args=call_args, total_bytes=total_bytes,
                   flops=repr(float(flops)), flops_text=f"{float(flops):.6g}" if flops else "0 (not given)",
-                  tolerance=TOLERANCE, runs=int(runs), warmup=int(warmup), seed=int(seed),
+                  tolerance=_tolerance(naive, global_space), runs=int(runs), warmup=int(warmup), seed=int(seed),
                   recheck=not any(a["read"] and a["written"] for a in arrays), reference=ref)

@@ -95,6 +95,8 @@ class LaunchConfig:
     #: Print `__launch_bounds__(threads per block)`: a kernel that needs many registers per thread tells
     #: ptxas the block size, so that it may use them.
     bounded: bool = False
+    #: A grid-stride kernel: the covering grid, capped at this many blocks in x (one wave of the GPU).
+    max_blocks_x: int | None = None
 
     @property
     def threads(self) -> int:
@@ -104,5 +106,14 @@ class LaunchConfig:
         if self.fixed_grid:
             return str(self.fixed_grid[0]), str(self.fixed_grid[1])
         (tx, ty) = self.outputs_per_block
-        return (f"(global_x + {tx - 1}) / {tx}" if tx > 1 else "global_x",
-                f"(global_y + {ty - 1}) / {ty}" if ty > 1 else "global_y")
+        gx = f"(global_x + {tx - 1}) / {tx}" if tx > 1 else "global_x"
+        if self.max_blocks_x:
+            gx = f"min({gx}, {self.max_blocks_x}u)"
+        return gx, f"(global_y + {ty - 1}) / {ty}" if ty > 1 else "global_y"
+
+    def grid(self, global_space: tuple[int, int]) -> tuple[int, int]:
+        """The grid for a naive global thread space (what grid_expressions computes)."""
+        if self.fixed_grid:
+            return self.fixed_grid
+        gx, gy = (-(-g // t) for g, t in zip(global_space, self.outputs_per_block))
+        return (min(gx, self.max_blocks_x) if self.max_blocks_x else gx), gy

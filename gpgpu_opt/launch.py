@@ -8,7 +8,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
-from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression
+from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression, split_top_level
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.templating import render
 
@@ -60,6 +60,75 @@ def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]
         blocks.append(scope.dim3(site.config[1]) or (None, None, None))
         grids.append(scope.dim3(site.config[0]) or (None, None, None))
     return NaiveLaunch(_agreed(blocks), _agreed(grids), tuple(s.line for s in sites))
+
+
+_INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "size_t")
+
+
+def covered_parameters(program: Program, kernel: Kernel) -> frozenset[str]:
+    """The integer parameters n for which every launch site of the kernel starts at least n threads in x,
+    whatever n is: the site passes n as a host variable v of an integer type, and the grid's x is
+    `(v + C) / D` in integer arithmetic, with D the block's x and C >= D - 1 (the usual `(n + 255) / 256`).
+    A float `ceil((float)n / 256)` is not proof: past 2^24 the float rounds n down."""
+    sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
+    if not sites:
+        return frozenset()
+    host = host_text(program)
+    declarations = HostDeclarations.scan(host)
+    scope = HostScope(program.macros, {}, declarations)
+    covered: set[str] | None = None
+    for site in sites:
+        block = scope.dim3(site.config[1])
+        grid_x = _grid_x_text(site.config[0], declarations)
+        here = {p.name for p, arg in zip(kernel.params, site.args)
+                if p.base_type in _INTEGER_TYPES and not p.is_pointer and block and block[0]
+                and grid_x is not None and _rounds_up(grid_x, _passed_variable(arg), block[0], scope, host)}
+        covered = here if covered is None else covered & here
+    return frozenset(covered or ())
+
+
+def _grid_x_text(text: str, declarations: HostDeclarations) -> str | None:
+    node = parse_host_expression(text)
+    if isinstance(node, c_ast.ID) and node.name in declarations.dim3:
+        components = declarations.dim3[node.name]
+    elif isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name == "dim3":
+        components = split_top_level(text[text.index("(") + 1:text.rindex(")")])
+    else:
+        components = [text]
+    return components[0] if components else None
+
+
+def _rounds_up(grid_x: str, variable: str | None, block_x: int, scope: HostScope, host: str) -> bool:
+    """`(variable + C) / block_x` with C >= block_x - 1, all of it integer arithmetic."""
+    if variable is None or not re.search(rf"\b(?:int|unsigned|long|size_t)\s+(?:\w+\s+)*{variable}\s*[=;,)]", host) \
+            or re.search(rf"\b(?:float|double)\s+{variable}\b", host):
+        return False
+    node = parse_host_expression(grid_x)
+    while isinstance(node, c_ast.Cast) and " ".join(getattr(node.to_type.type.type, "names", [])) in _INTEGER_TYPES:
+        node = node.expr
+    if not (isinstance(node, c_ast.BinaryOp) and node.op == "/"):
+        return False
+    divisor = _integer(node.right, scope)
+    terms = _terms(node.left, 1)
+    mine = [t for t in terms if isinstance(t[0], c_ast.ID) and t[0].name == variable]
+    rest = [sign * _integer(t, scope) if _integer(t, scope) is not None else None
+            for t, sign in terms if not any(t is m[0] for m in mine)]
+    return divisor == block_x and len(mine) == 1 and mine[0][1] == 1 and None not in rest \
+        and sum(rest) >= block_x - 1
+
+
+def _terms(node: c_ast.Node, sign: int) -> list[tuple[c_ast.Node, int]]:
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+        return _terms(node.left, sign) + _terms(node.right, sign if node.op == "+" else -sign)
+    return [(node, sign)]
+
+
+def _integer(node: c_ast.Node, scope: HostScope) -> int | None:
+    """An integer constant expression (literals, macros, fixed host variables), else None."""
+    from gpgpu_opt.codegen import CudaGenerator
+
+    value = scope.evaluate(CudaGenerator().visit(node))
+    return value if isinstance(value, int) else None
 
 
 def _site_values(kernel: Kernel, site: LaunchSite, sizes: dict[str, int | float]) -> dict[str, int | float]:

@@ -286,10 +286,10 @@ def written_arrays(kernel: Kernel) -> set[str]:
 
 def optimized_launch(optimized: Kernel, naive_block: tuple[int, int], case: Case):
     """Block and grid of a kernel compiled by gpgpu-opt, for the case's global thread space."""
-    block = optimized.launch.block if optimized.launch else naive_block
-    per_block = optimized.launch.outputs_per_block if optimized.launch else naive_block
+    if optimized.launch:
+        return optimized.launch.block, optimized.launch.grid(case.global_space)
     gx, gy = case.global_space
-    return block, (math.ceil(gx / per_block[0]), math.ceil(gy / per_block[1]))
+    return naive_block, (math.ceil(gx / naive_block[0]), math.ceil(gy / naive_block[1]))
 
 
 #: A part of the naive thread space: ((x0, x1), (y0, y1)), ends exclusive.

@@ -3,29 +3,44 @@
  * (gridDim.x*blockDim.x), y = 1; thread i sums in[i + k*stride], k < segSize, into partial[i],
  * then an in-place tree over partial[] inside each block.  partial has gridDim.x*blockDim.x floats. */
 
-__global__ void reduction(const float *in, float *partial, float *out, int n, int segSize)
+// gpgpu-opt: launch configuration of the optimized 'reduction': blocks of 256x1 threads,
+// each covering 256x1 threads of the naive launch (one thread per output).
+static dim3 reduction_block(dim3 naive_grid, dim3 naive_block)
 {
+    return dim3(256, 1);
+}
+
+static dim3 reduction_grid(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    return dim3((global_x + 255) / 256, global_y);
+}
+
+#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
+__global__ void reduction(const float *in, float *partial, float *out, int n, int segSize) {
     int tid = threadIdx.x;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int stride = gridDim.x * blockDim.x;
-
-    /* Phase 1: each thread sums its strided segment. */
     float sum = 0.0f;
+    // merge: 8 iterations' loads in flight per thread (the sum still adds them in order)
+    #pragma unroll 8
     for (int k = 0; k < segSize; k++) {
         int j = i + k * stride;
         if (j < n)
             sum += in[j];
     }
-    partial[i] = sum;
+    // merge: the tree in shared memory, threads paired as in the naive tree (bit-exact); partial[i] stored once
+    __shared__ float tree[256];
+    tree[threadIdx.x] = sum;
     __syncthreads();
-
-    /* Phase 2: in-place tree reduction of this block's partial sums in global memory. */
-    for (int s = 1; s < blockDim.x; s *= 2) {
-        if (tid % (2 * s) == 0 && tid + s < blockDim.x)
-            partial[i] += partial[i + s];
+    for (int s = 1; s < 256; s *= 2) {
+        if (threadIdx.x % (2 * s) == 0)
+            tree[threadIdx.x] += tree[threadIdx.x + s];
         __syncthreads();
     }
-
+    sum = tree[threadIdx.x];
+    partial[i] = sum;
     if (tid == 0)
-        out[blockIdx.x] = partial[i];
+        out[blockIdx.x] = sum;
 }

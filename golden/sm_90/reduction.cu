@@ -3,29 +3,58 @@
  * (gridDim.x*blockDim.x), y = 1; thread i sums in[i + k*stride], k < segSize, into partial[i],
  * then an in-place tree over partial[] inside each block.  partial has gridDim.x*blockDim.x floats. */
 
-__global__ void reduction(const float *in, float *partial, float *out, int n, int segSize)
+// gpgpu-opt: launch configuration of the optimized 'reduction': blocks of 256x1 threads,
+// each covering 256x1 threads of the naive launch (one thread per output).
+static dim3 reduction_block(dim3 naive_grid, dim3 naive_block)
 {
+    return dim3(256, 1);
+}
+
+static dim3 reduction_grid(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    return dim3((global_x + 255) / 256, global_y);
+}
+
+#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
+__global__ void reduction(const float *in, float *partial, float *out, int n, int segSize) {
     int tid = threadIdx.x;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int stride = gridDim.x * blockDim.x;
-
-    /* Phase 1: each thread sums its strided segment. */
     float sum = 0.0f;
+    // merge: 8 iterations' loads in flight per thread (the sum still adds them in order)
+    #pragma unroll 8
     for (int k = 0; k < segSize; k++) {
         int j = i + k * stride;
         if (j < n)
             sum += in[j];
     }
-    partial[i] = sum;
-    __syncthreads();
-
-    /* Phase 2: in-place tree reduction of this block's partial sums in global memory. */
-    for (int s = 1; s < blockDim.x; s *= 2) {
-        if (tid % (2 * s) == 0 && tid + s < blockDim.x)
-            partial[i] += partial[i + s];
-        __syncthreads();
+    // merge: the tree in registers, threads paired as in the naive tree (bit-exact); partial[i] stored once, when final
+    const int lane = threadIdx.x % 32;
+    for (int s = 1; s < 32; s *= 2) {
+        float other = __shfl_down_sync(0xffffffff, sum, s);
+        if (lane % (2 * s) == s)
+            partial[i] = sum;
+        if (lane % (2 * s) == 0)
+            sum += other;
     }
-
-    if (tid == 0)
-        out[blockIdx.x] = partial[i];
+    __shared__ float warp_sum[8];
+    if (lane == 0)
+        warp_sum[threadIdx.x / 32] = sum;
+    __syncthreads();
+    if (threadIdx.x < 8) {
+        sum = warp_sum[lane];
+        for (int s = 1; s < 8; s *= 2) {
+            float other = __shfl_down_sync(0xff, sum, s, 8);
+            if (lane % (2 * s) == s)
+                partial[blockIdx.x * blockDim.x + 32 * lane] = sum;
+            if (lane % (2 * s) == 0)
+                sum += other;
+        }
+    }
+    if (tid == 0) {
+        partial[i] = sum;
+        out[blockIdx.x] = sum;
+    }
 }

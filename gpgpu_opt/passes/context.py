@@ -71,6 +71,9 @@ class PassContext:
     naive_block_known: bool = True
     #: The kernel as each pass that ran received it (a later pass may re-plan an earlier one's work).
     received: dict = field(default_factory=dict)
+    #: Integer parameters n that every launch site provably covers with at least n threads in x
+    #: (`(n + 255) / 256` blocks of 256): a grid-stride loop bounded by n visits only naive threads' work.
+    launch_covers: frozenset[str] = frozenset()
     decisions: list[Decision] = field(default_factory=list)
 
     def stated_space_tiled_by(self, covers: tuple[int, int]) -> bool:

@@ -1,6 +1,8 @@
 """merge: more work per thread or more threads per piece of work (paper §3.5; DESIGN.md §4 item 4).
 
 The merges, tried in order on a kernel not yet given a new launch:
+- `reduction`: the paper's tree over a global array (moved into registers, bit-exact), and one atomicAdd
+  per element (register sums, a block tree, one atomicAdd per block);
 - `register_tile`: one thread computes a 2-D tile of outputs of a matrix-product-like kernel (thread merge
   in x and y, operands staged in shared tiles and reused from registers);
 - `split_loop`: several threads per output, for kernels whose outputs are too few to fill the GPU and whose
@@ -19,8 +21,9 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge import block_merge, register_tile, split_loop, thread_merge
+from gpgpu_opt.passes.merge import block_merge, reduction, register_tile, split_loop, thread_merge
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
+from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
 from gpgpu_opt.passes.staging import Unsupported
 
@@ -30,6 +33,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         return _merge_staged(kernel, ctx)
     where = Location.of(kernel.funcdef)
     for plan, apply, describe, describe_launch, what in (
+            (reduction.plan_reduction, reduction.apply_reduction, reduction.describe, reduction.describe_launch,
+             "reduction left as written"),
             (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
              register_tile.describe_launch, "one output per thread kept"),
             (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
@@ -41,7 +46,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         info = g.KernelInfo(work, ctx)
         try:
             chosen = plan(work, ctx, info)
-        except NotAccumulation:
+        except (NotAccumulation, NotReduction):
             continue
         except Unsupported as why:
             ctx.skip("kernel", f"{what}: {why}", where)

@@ -1,0 +1,42 @@
+"""Reductions in the merge pass (paper §5; issue 8 item 6), in the two forms people write:
+
+- `tree`: the paper's form. Each thread sums a segment into `partial[i]`, then an in-place tree over
+  `partial[]` in global memory with a barrier per level. The tree moves into registers (warp shuffles,
+  shared memory across warps) with the naive pairing, so every value, `partial[]` included, is bit-exact.
+- `atomic`: `if (i < n) atomicAdd(result, f(i));`, one atomic per element. Becomes register partial sums
+  (over a grid-stride loop when the naive launch provably covers n), a block tree, one atomic per block.
+
+`plan_reduction` raises `NotReduction` (no note: most kernels are neither) or `Unsupported` (a note).
+"""
+from __future__ import annotations
+
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.passes import guards as g
+from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.merge.reduction.atomic import plan_atomic
+from gpgpu_opt.passes.merge.reduction.common import NotReduction
+from gpgpu_opt.passes.merge.reduction.tree import plan_tree
+from gpgpu_opt.passes.staging import Unsupported
+
+
+def plan_reduction(kernel: Kernel, ctx: PassContext, info: g.KernelInfo):
+    """The reduction plan for this kernel (with `apply(kernel, info)`, `describe()`, `describe_launch()`)."""
+    try:
+        return plan_tree(kernel, ctx, info)
+    except NotReduction:
+        return plan_atomic(kernel, ctx, info)
+
+
+def apply_reduction(kernel: Kernel, info: g.KernelInfo, plan) -> None:
+    plan.apply(kernel, info)
+
+
+def describe(plan) -> str:
+    return plan.describe()
+
+
+def describe_launch(plan) -> str:
+    return plan.describe_launch()
+
+
+__all__ = ["plan_reduction", "apply_reduction", "describe", "describe_launch", "NotReduction", "Unsupported"]
