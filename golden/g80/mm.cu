@@ -7,7 +7,7 @@
 #define BLOCK_Y 16
 
 // gpgpu-opt: launch configuration of the optimized 'mm': blocks of 256x1 threads,
-// each covering 256x1 threads of the naive launch (one thread per output).
+// each covering 256x16 threads of the naive launch (16 outputs per thread).
 static dim3 mm_block(dim3 naive_grid, dim3 naive_block)
 {
     return dim3(256, 1);
@@ -17,32 +17,47 @@ static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 255) / 256, global_y);
+    return dim3((global_x + 255) / 256, (global_y + 15) / 16);
 }
 
-#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
+#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)
 __global__ void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
-    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    // merge: each thread computes 16 outputs in y, 1 apart; B[k * n + col] read once for all of them
+    int row = blockIdx.y * 16 + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     // merge: 16 blocks of 16x1 threads merged in x: they share tile_A, loaded once per merged block
-    __shared__ float tile_A[256];
-    float sum = 0.0f;
+    __shared__ float tile_A[16][256];
+    float sum[16];
+    #pragma unroll
+    for (int r = 0; r < 16; r++)
+        sum[r] = 0.0f;
     // coalesce: 'k' loop unrolled by 256 around the staged tiles (the last step may be partial)
     for (int k0 = 0; k0 < n; k0 += 256) {
         // coalesce: stage A[row * n + k] in tile_A (256: A's segment in this step of 'k')
-        tile_A[threadIdx.x] = (row < n && blockIdx.x * 256 < n && k0 + threadIdx.x < n) ? A[row * n + k0 + threadIdx.x] : 0.0f;
+        #pragma unroll
+        for (int r = 0; r < 16; r++)
+            tile_A[r][threadIdx.x] = (row + r < n && blockIdx.x * 256 < n && k0 + threadIdx.x < n) ? A[(row + r) * n + k0 + threadIdx.x] : 0.0f;
         __syncthreads();
         if (row < n && col < n) {
             for (int k = k0; k < k0 + 256 && k < n; k++) {
-                const float A_val = tile_A[k - k0];
+                float A_val[16];
+                #pragma unroll
+                for (int r = 0; r < 16; r++)
+                    if (row + r < n)
+                        A_val[r] = tile_A[r][k - k0];
                 const float B_val = B[k * n + col];
-                sum += A_val * B_val;
+                #pragma unroll
+                for (int r = 0; r < 16; r++)
+                    if (row + r < n)
+                        sum[r] += A_val[r] * B_val;
             }
         }
         __syncthreads();
     }
-    if (row < n && col < n)
-        C[row * n + col] = sum;
+    #pragma unroll
+    for (int r = 0; r < 16; r++)
+        if (row + r < n && col < n)
+            C[(row + r) * n + col] = sum[r];
 }
 
 __global__ void scale_matrix(float *__restrict__ C, float alpha, int count)

@@ -4,35 +4,37 @@
 
 #define WIDTH_A 4096
 #define HEIGHT_A 4096
+#define globalDimX WIDTH_A
 #define globalDimY 1
 #define A(y,x) A[(y)*WIDTH_A+(x)]
 
-// gpgpu-opt: launch configuration of the optimized 'tmv': blocks of 16x1 threads,
-// each covering 16x1 threads of the naive launch (one thread per output).
+// gpgpu-opt: launch configuration of the optimized 'tmv': blocks of 256x1 threads,
+// each covering 256x1 threads of the naive launch (one thread per output).
 static dim3 tmv_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(16, 1);
+    return dim3(256, 1);
 }
 
 static dim3 tmv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 15) / 16, global_y);
+    return dim3((global_x + 255) / 256, global_y);
 }
 
-#pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
+#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
 __global__ void tmv(float *A, float *B, float *C) {
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     float sum = 0;
-    __shared__ float tile_B[16];
-    // coalesce: 'i' loop unrolled by 16 around the staged tiles
-    for (int i0 = 0; i0 < 4096; i0 += 16) {
-        // coalesce: stage B[i] in tile_B (16: B's segment in this step of 'i')
+    // merge: 16 blocks of 16x1 threads merged in x: they share tile_B, loaded once per merged block
+    __shared__ float tile_B[256];
+    // coalesce: 'i' loop unrolled by 256 around the staged tiles
+    for (int i0 = 0; i0 < 4096; i0 += 256) {
+        // coalesce: stage B[i] in tile_B (256: B's segment in this step of 'i')
         tile_B[threadIdx.x] = (i0 + threadIdx.x < 4096) ? B[i0 + threadIdx.x] : 0.0f;
         __syncthreads();
         #pragma unroll
-        for (int i = i0; i < i0 + 16; i = i + 1) {
+        for (int i = i0; i < i0 + 256; i = i + 1) {
             float a = A[i * 4096 + idx];
             float b = tile_B[i - i0];
             sum += a * b;

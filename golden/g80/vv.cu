@@ -8,30 +8,44 @@
 #define globalDimY HEIGHT_C
 #define C(y,x) C[(y)*WIDTH_C+(x)]
 
-// gpgpu-opt: launch configuration of the optimized 'vv': blocks of 16x1 threads,
-// each covering 16x1 threads of the naive launch (one thread per output).
+// gpgpu-opt: launch configuration of the optimized 'vv': blocks of 256x1 threads,
+// each covering 256x16 threads of the naive launch (16 outputs per thread).
 static dim3 vv_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(16, 1);
+    return dim3(256, 1);
 }
 
 static dim3 vv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 15) / 16, global_y);
+    return dim3((global_x + 255) / 256, (global_y + 15) / 16);
 }
 
-#pragma gpgpu_opt launch block(16, 1) grid((global_x + 15) / 16, global_y)
+#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)
 __global__ void vv(float *A, float *B, float *C) {
+    // merge: each thread computes 16 outputs in y, 1 apart; B[idx] read once for all of them
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    const int idy = blockIdx.y * blockDim.y + threadIdx.y;
-    __shared__ float tile_A[1];
+    const int idy = blockIdx.y * 16 + threadIdx.y;
+    // merge: 16 blocks of 16x1 threads merged in x: they share tile_A, loaded once per merged block
+    __shared__ float tile_A[16][1];
     // coalesce: stage A[idy] in tile_A (1: A's segment)
-    if (threadIdx.x == 0)
-        tile_A[0] = A[idy];
+    if (threadIdx.x == 0) {
+        #pragma unroll
+        for (int r = 0; r < 16; r++)
+            tile_A[r][0] = A[idy + r];
+    }
     __syncthreads();
-    const float A_val = tile_A[0];
+    float A_val[16];
+    #pragma unroll
+    for (int r = 0; r < 16; r++)
+        A_val[r] = tile_A[r][0];
     const float B_val = B[idx];
-    C[idy * 4096 + idx] += A_val * B_val;
+    float C_val[16];
+    #pragma unroll
+    for (int r = 0; r < 16; r++)
+        C_val[r] = C[(idy + r) * 4096 + idx];
+    #pragma unroll
+    for (int r = 0; r < 16; r++)
+        C[(idy + r) * 4096 + idx] = C_val[r] + A_val[r] * B_val;
 }

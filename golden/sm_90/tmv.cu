@@ -4,6 +4,7 @@
 
 #define WIDTH_A 4096
 #define HEIGHT_A 4096
+#define globalDimX WIDTH_A
 #define globalDimY 1
 #define A(y,x) A[(y)*WIDTH_A+(x)]
 

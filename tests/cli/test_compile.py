@@ -43,15 +43,18 @@ def test_every_golden_output_compiles_with_nvcc(target, tmp_path):
     assert not failures, "\n".join(failures)
 
 
-def test_g80_mm_has_the_shape_of_the_papers_figure_3a_merged_in_x():
-    """Fig. 3a's staged row of A, then 16 blocks merged in x (§3.5): the merged block loads A's row once."""
+def test_g80_mm_has_the_shape_of_the_papers_figures_3a_5_and_7():
+    """Fig. 3a's staged row of A, then 16 blocks merged in x (§3.5, Fig. 5): the merged block loads A's rows
+    once; then 16 rows per thread (Fig. 7): B[k * n + col] read once into a register for them."""
     text = (GOLDEN / "g80" / "mm.cu").read_text()
-    assert "__shared__ float tile_A[256];" in text                    # A's row segment, 16 steps of 16
+    assert "__shared__ float tile_A[16][256];" in text                # A's rows, 16 steps of 16
     assert "k0 += 256" in text                                         # the k loop unrolled by 256
-    assert text.count("tile_A[threadIdx.x] = ") == 1 and "A[row * n + k0 + threadIdx.x]" in text
-    assert "B[k * n + col]" in text                                    # B is already coalesced
-    assert "#pragma gpgpu_opt launch block(256, 1)" in text
+    assert text.count("tile_A[r][threadIdx.x] = ") == 1 and "A[(row + r) * n + k0 + threadIdx.x]" in text
+    assert text.count("= B[k * n + col];") == 1                        # B is already coalesced, read once
+    assert "float sum[16];" in text and "sum[r] += A_val[r] * B_val;" in text
+    assert "#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)" in text
     assert "// merge: 16 blocks of 16x1 threads merged in x: they share tile_A" in text
+    assert "// merge: each thread computes 16 outputs in y" in text
     assert text.count("__syncthreads();") == 2
 
 

@@ -54,19 +54,19 @@ def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: g.KernelInf
     request = ctx.merge_request
     if request is not None and request.y == 1:
         raise tm.NotMergeable("no rows per thread asked for (`--merge x=N` merges blocks in x)")
-    if launch.outputs_per_block[1] != launch.block[1]:
-        raise Unsupported("its blocks already cover more rows than they have threads")
     if not any(builtin_axis(n, "y") for n in walk(kernel.body)):
         raise tm.NotMergeable("no y dimension")
-    _check_statements(info)
-    tm._check_index_uses(info, {"y"})
     deps = Dependence(info, {"y"})
-    tm._check_locals(info, deps, shared_arrays=True)
-    tm._check_stores(info, deps, {"y"})
-    _check_barriers(info, deps)
     shared = _reads_kept_once(info, deps)
     if not shared and request is None:
         raise tm.NotMergeable("no read shared by the rows")
+    if launch.outputs_per_block[1] != launch.block[1]:
+        raise Unsupported("its blocks already cover more rows than they have threads")
+    _check_statements(info)
+    tm._check_index_uses(info, {"y"})
+    tm._check_locals(info, deps, shared_arrays=True)
+    tm._check_stores(info, deps, {"y"})
+    _check_barriers(info, deps)
     factor, why = _factor(info, ctx, deps, request)
     covers = (launch.outputs_per_block[0], launch.outputs_per_block[1] * factor)
     # In x the launch covers what an earlier merge made sure of; in y its blocks must still tile the naive ones.
