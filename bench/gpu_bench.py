@@ -35,6 +35,9 @@ BENCHMARKS = {
     "transpose": ("transpose.cu", "transpose", {"rows": 8192, "cols": 8192}, (8192, 8192), 0.0, "copy", {}),
     "mm": ("mm.cu", "mm", {"n": 4096}, (4096, 4096), 2.0 * 4096 ** 3, "sgemm", {}),
     "vv": ("vv.cu", "vv", {}, (4096, 4096), 2.0 * 4096 * 4096, "sger", {"WIDTH_C": 4096, "HEIGHT_C": 4096}),
+    # The benchmark-suite gemm (C = alpha A B + beta C in place, plain pointers; PolyBench), at mm's size.
+    "gemm": ("tests/programs/gemm.cu", "gemm_kernel", {}, (4096, 4096), 2.0 * 4096 ** 3, None,
+             {"NI": 4096, "NJ": 4096, "NK": 4096}),
     # The paper's form as a user launches it: 1024 blocks of 256 threads, each thread a segment of 2^26 / 2^18.
     "reduction": ("reduction.cu", "reduction", {"n": 1 << 26, "segSize": 256}, (1 << 18, 1), float(1 << 26),
                   "cub_sum", {}),

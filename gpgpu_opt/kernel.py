@@ -72,7 +72,9 @@ class Kernel:
         kernel with a new launch states its own, if any."""
         if self.launch is None:
             return list(self.launch_bounds)
-        return [str(self.launch.threads)] if self.launch.bounded else []
+        if not self.launch.bounded:
+            return []
+        return [str(self.launch.threads)] + ([str(self.launch.blocks_per_sm)] if self.launch.blocks_per_sm else [])
 
     def with_launch_bounds(self, printed: str) -> str:
         bounds = self.printed_launch_bounds()
@@ -95,6 +97,9 @@ class LaunchConfig:
     #: Print `__launch_bounds__(threads per block)`: a kernel that needs many registers per thread tells
     #: ptxas the block size, so that it may use them.
     bounded: bool = False
+    #: With `bounded`: the blocks per SM the plan counted on, printed as the bounds' minimum so that ptxas
+    #: keeps the registers per thread within that occupancy.
+    blocks_per_sm: int = 0
     #: A grid-stride kernel: the covering grid, capped at this many blocks in x (one wave of the GPU).
     max_blocks_x: int | None = None
 

@@ -21,7 +21,7 @@ static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
 }
 
 #pragma gpgpu_opt launch block(16, 16) grid((global_x + 127) / 128, (global_y + 127) / 128)
-__global__ __launch_bounds__(256) void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
+__global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
     // merge: 8x8 outputs per thread; per step of 'k' the block stages its operands in shared tiles, each value then reused from registers
     __shared__ __align__(16) float tile_A[16][132];
     __shared__ __align__(16) float tile_B[16][128];

@@ -75,7 +75,7 @@ BENCH = ["mv", "tmv", "transpose", "mm"]
 def test_benchmark_harness_generates(bench):
     text, notes = _bench_module().generate(bench, "sm_90", None, 30)
     assert f"__global__ void {bench}_naive(" in text
-    assert re.search(rf"__global__ (__launch_bounds__\(\d+\) )?void {bench}_opt\(", text)
+    assert re.search(rf"__global__ (__launch_bounds__\(\d+(, \d+)?\) )?void {bench}_opt\(", text)
     assert f"__global__ void {bench}(" not in text
     assert "RESULT %s %s" in text and "cudaEventElapsedTime" in text and "cudaMemsetAsync(flush" in text
     assert "0xFF" in text  # outputs poisoned

@@ -39,7 +39,7 @@ def test_mm_sm90_8x8_per_thread_with_both_operands_staged(tmp_path):
     # CHECK: each output keeps its guard on the store
     assert re.search(r"if \(row < n && col < n\) \{\s*C\[row \* n \+ col\] = sum\[r\]\[c\];", text)
     assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((16, 16), (128, 128))
-    assert "__global__ __launch_bounds__(256) void mm(" in result.output
+    assert "__global__ __launch_bounds__(256, 2) void mm(" in result.output
     assert any("8x8 outputs per thread" in r for r in merge_decisions(k, "applied"))
     assert_equivalent_2d(k, {"n": 37}, (37, 37))
     assert_nvcc_compiles(result, tmp_path)
@@ -180,8 +180,9 @@ def test_what_it_leaves_alone_says_why(tmp_path, source, reason):
 
 def test_g80_has_no_registers_for_a_tile(tmp_path):
     k = next(r for r in compile_file(INPUTS / "mm.cu", "g80").kernels if r.naive.name == "mm")
-    assert "tile_A[256]" in kernel_source(k.optimized.funcdef)       # staged, then blocks merged in x
-    assert not any("outputs per thread" in r for r in merge_decisions(k, "applied"))
+    # staged, blocks merged in x, then rows per thread (the paper's Fig. 7), not a 2-D register tile
+    assert "tile_A[16][256]" in kernel_source(k.optimized.funcdef)
+    assert not any(r.startswith("thread merge in x and y") for r in merge_decisions(k, "applied"))
     k = only(compile_text(tmp_path, GEMM, target="g80", passes="merge"))
     assert k.optimized.launch is None
     assert any("registers per thread" in r for r in merge_decisions(k, "skipped"))

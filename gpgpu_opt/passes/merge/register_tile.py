@@ -339,7 +339,8 @@ def apply_register_tile(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile) 
     items = parse_statements(source)
     kernel.body.block_items = filled(items, {"__init__": init, "__body__": _body(tile, names, acc_ref),
                                               "__finish__": finish})
-    kernel.launch = LaunchConfig(block=tile.block, outputs_per_block=tile.outputs_per_block, bounded=True)
+    kernel.launch = LaunchConfig(block=tile.block, outputs_per_block=tile.outputs_per_block, bounded=True,
+                                 blocks_per_sm=BLOCKS_PER_SM)
 
 
 def _position(tile: RegisterTile, axis: str, counter: str) -> c_ast.Node:
@@ -485,7 +486,9 @@ def _per_output_code(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile, pos
 
 def describe_launch(tile: RegisterTile) -> str:
     (bx, by), (ox, oy) = tile.block, tile.outputs_per_block
-    return f"blocks of {bx}x{by} threads, each covering {ox}x{oy} outputs ({tile.tn}x{tile.tm} per thread)"
+    return (f"blocks of {bx}x{by} threads, each covering {ox}x{oy} outputs ({tile.tn}x{tile.tm} per thread); "
+            f"__launch_bounds__({bx * by}, {BLOCKS_PER_SM}) holds ptxas to the registers of {BLOCKS_PER_SM} "
+            "blocks per SM")
 
 
 def describe(tile: RegisterTile) -> str:
