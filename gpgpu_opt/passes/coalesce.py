@@ -48,7 +48,7 @@ from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.launch_shape import block_choices
-from gpgpu_opt.passes.merge.register_tile import plan_register_tile
+from gpgpu_opt.passes.merge.register_tile import plan_by_model
 from gpgpu_opt.passes.merge.split_loop import plan_split
 from gpgpu_opt.passes.staging import Unsupported
 from gpgpu_opt.passes.tile_plan import plan_reads
@@ -78,7 +78,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         ctx.skip("kernel", "no access staged: left to merge: several threads per output read the loop's "
                            "data coalesced without staging", where)
         return kernel
-    if "merge" in ctx.pass_names and _taken_by(plan_register_tile, work, ctx, info):
+    if "merge" in ctx.pass_names and _taken_by(plan_by_model, work, ctx, info):
         ctx.skip("kernel", "no access staged: left to merge: its 2-D register tile stages the loop's operands "
                            "for many outputs per thread", where)
         return kernel

@@ -4,6 +4,7 @@ the same array on both sides, doubles), `--merge`, what it leaves alone and why,
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -186,3 +187,42 @@ def test_g80_has_no_registers_for_a_tile(tmp_path):
     k = only(compile_text(tmp_path, GEMM, target="g80", passes="merge"))
     assert k.optimized.launch is None
     assert any("registers per thread" in r for r in merge_decisions(k, "skipped"))
+
+
+# -- the shape confirmed with ptxas ------------------------------------------------------------------------------
+def test_mm_shape_is_confirmed_by_ptxas_where_nvcc_is_installed(tmp_path):
+    from gpgpu_opt.nvcc import nvcc_available
+
+    k = next(r for r in compile_file(INPUTS / "mm.cu").kernels if r.naive.name == "mm")
+    (why, _) = merge_decisions(k, "applied")
+    if nvcc_available():
+        assert re.search(r"ptxas at 2 blocks per SM: 8x8 \d+ registers, 0 bytes of spills", why), why
+    else:
+        assert "nvcc not found, so the model's register count stands" in why
+
+
+_NO_CTX = SimpleNamespace(target=None)
+
+
+def _usage(spills_by_source):
+    def resource_usage(source, target):
+        return {"k": {"registers": 128, "spill_store_bytes": spills_by_source[source]}}
+    return resource_usage
+
+
+def test_ptxas_spills_step_the_shape_down(monkeypatch):
+    from gpgpu_opt.passes.merge import tile_shape
+
+    monkeypatch.setattr(tile_shape, "nvcc_available", lambda: True)
+    monkeypatch.setattr(tile_shape, "resource_usage", _usage({"8x8": 400, "4x4": 0}))
+    build = lambda shape: f"{shape[0]}x{shape[1]}"   # noqa: E731
+    shape, said = tile_shape.confirm_with_ptxas("k", _NO_CTX, [(8, 8), (4, 4)], build)
+    assert shape == (4, 4)
+    assert said == "ptxas at 2 blocks per SM: 8x8 128 registers, 400 bytes of spills; 4x4 128 registers, 0 bytes of spills"
+    # a few spilled words are kept: two blocks per SM are worth more (bench/RESULTS.md)
+    monkeypatch.setattr(tile_shape, "resource_usage", _usage({"8x8": 100, "4x4": 0}))
+    assert tile_shape.confirm_with_ptxas("k", _NO_CTX, [(8, 8), (4, 4)], build)[0] == (8, 8)
+    # a kernel that does not compile alone keeps the model's shape
+    monkeypatch.setattr(tile_shape, "resource_usage", lambda source, target: None)
+    shape, said = tile_shape.confirm_with_ptxas("k", _NO_CTX, [(8, 8), (4, 4)], build)
+    assert shape == (8, 8) and "does not compile on its own" in said

@@ -27,7 +27,6 @@ that bound each axis on its own, and a target whose register file holds the tile
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 
 import sympy
@@ -35,25 +34,20 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
+from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
                                                 check_path, known, trip_count)
 from gpgpu_opt.passes.merge.per_output import filled, sets_start, without_unused_locals
+from gpgpu_opt.passes.merge.tile_shape import BLOCKS_PER_SM, GROUP, THREADS, choose_shape, confirm_with_ptxas
 from gpgpu_opt.passes.staging import Unsupported, conj, parse_expr, parse_statements, text
 from gpgpu_opt.passes.witness import sym_to_ast
 from gpgpu_opt.templating import render
 
-#: Threads per block in each direction, and outputs per thread group (one 16-byte vector of floats).
-THREADS = 16
-GROUP = 4
 #: Iterations staged per step; measured on an H100 (bench/RESULTS.md): 16 beats 8 for 128x128 tiles.
 STEP = 16
-#: Registers a thread needs besides its accumulators and operand registers (addresses, loop counters).
-OVERHEAD_REGISTERS = 40
-#: Blocks per SM the tile must leave room for (one block's barrier then overlaps another's loads).
-BLOCKS_PER_SM = 2
 
 _GX = sympy.Symbol("G.x", integer=True, nonnegative=True)
 _GY = sympy.Symbol("G.y", integer=True, nonnegative=True)
@@ -102,6 +96,28 @@ class RegisterTile:
 
 # -- is the kernel of the shape -------------------------------------------------------------------------
 def plan_register_tile(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> RegisterTile:
+    tile = plan_by_model(kernel, ctx, info)
+    if ctx.merge_request is not None:
+        return tile
+    shapes = [(tm, tn) for tm, tn in ((8, 8), (4, 4)) if tm <= tile.tm and tn <= tile.tn]
+    shape, said = confirm_with_ptxas(kernel.name, ctx, shapes, lambda shape: _tiled_source(kernel, ctx, shape))
+    if shape != (tile.tm, tile.tn):
+        tile = plan_by_model(kernel, ctx, info, shape)
+    tile.why += f"; {said}"
+    return tile
+
+
+def _tiled_source(kernel: Kernel, ctx: PassContext, shape: tuple[int, int]) -> str:
+    """The kernel with a register tile of `shape`, as the output would print it (for ptxas)."""
+    work = kernel.copy()
+    info = g.KernelInfo(work, ctx)
+    apply_register_tile(work, info, plan_by_model(work, ctx, info, shape))
+    return work.with_launch_bounds(kernel_source(work.funcdef))
+
+
+def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
+                  shape: tuple[int, int] | None = None) -> RegisterTile:
+    """The tile, of `shape` (TM, TN) when given, else of the model's shape (no ptxas)."""
     body = kernel.body
     loops = [n for n in walk(body) if isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile))]
     if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
@@ -128,7 +144,8 @@ def plan_register_tile(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> 
     clauses = _guard_clauses(path, env)
     element = _element_type(info, operands)
     trip = trip_count(loop, start, info, ctx)
-    tm, tn, why = choose_shape(ctx, _output_counts(clauses, ctx), element, len(operands))
+    tm, tn, why = (*shape, f"{shape[0]}x{shape[1]} outputs per thread") if shape else \
+        choose_shape(ctx, _output_counts(clauses, ctx), element)
     step = STEP if trip is None or trip > STEP // 2 else STEP // 2
     tile = RegisterTile(loop, var, start, acc, path, operands, clauses, tm, tn, step,
                         trip is not None and trip % step == 0, why, element)
@@ -254,41 +271,6 @@ def _output_counts(clauses: dict, ctx: PassContext) -> tuple[int | None, int | N
                 count = int(bound) + (1 if op == "<=" else 0)
         counts.append(count)
     return counts[0], counts[1]
-
-
-def choose_shape(ctx: PassContext, outputs: tuple[int | None, int | None], element: str,
-                 operands: int) -> tuple[int, int, str]:
-    """TM x TN outputs per thread: `--merge` when given, else the largest tile whose registers fit two
-    blocks of 256 threads per SM and whose grid still gives every SM a block."""
-    target = ctx.target
-    words = 2 if element == "double" else 1
-    budget = min(target.max_registers_per_thread, target.registers_per_sm // (THREADS * THREADS * BLOCKS_PER_SM))
-
-    def registers(tm: int, tn: int) -> int:
-        return words * (tm * tn + tm + tn) + OVERHEAD_REGISTERS
-
-    request = ctx.merge_request
-    if request is not None:
-        if request.x not in (GROUP, 2 * GROUP) or request.y not in (GROUP, 2 * GROUP):
-            raise Unsupported(f"--merge {request}: a register tile takes 4 or 8 outputs per thread in each "
-                              "direction")
-        return request.y, request.x, f"--merge {request}"
-    fitting = [(tm, tn) for tm, tn in ((8, 8), (4, 4)) if registers(tm, tn) <= budget]
-    if not fitting:
-        raise Unsupported(f"a 4x4 tile needs about {registers(4, 4)} registers per thread, more than the "
-                          f"{budget} the target has for two blocks of {THREADS * THREADS} threads per SM")
-    ox, oy = outputs
-    for tm, tn in fitting:
-        if ox is None or oy is None:
-            return tm, tn, (f"{tm}x{tn} outputs per thread (about {registers(tm, tn)} registers of the "
-                            f"{budget} a thread can have at two blocks per SM); the sizes are not known, "
-                            "so the tile for large matrices")
-        blocks = math.ceil(ox / (THREADS * tn)) * math.ceil(oy / (THREADS * tm))
-        if blocks >= target.sm_count or (tm, tn) == fitting[-1]:
-            return tm, tn, (f"{tm}x{tn} outputs per thread (about {registers(tm, tn)} registers of the "
-                            f"{budget} a thread can have at two blocks per SM) give {blocks} blocks of "
-                            f"{THREADS * tm}x{THREADS * tn} outputs for {target.sm_count} SMs")
-    raise AssertionError("unreachable")
 
 
 def _check_body_uses(tile: RegisterTile, info: g.KernelInfo) -> None:
