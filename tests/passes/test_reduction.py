@@ -252,3 +252,12 @@ def test_reduction_goldens_have_the_tree_out_of_global_memory(target):
     assert ("__shared__ float warp_sum[8];" in text) == (target == "sm_90")
     assert ("__shared__ float tree[256];" in text) == (target == "g80")
     assert "out[blockIdx.x] = sum;" in text
+
+
+def test_the_assumed_block_of_a_kernel_the_program_does_not_launch_is_said():
+    """out[] holds one sum per block: with no launch in the file, the report says which block it assumed."""
+    k = kernel_named(compile_file(ROOT / "inputs" / "reduction.cu"), "reduction")
+    (launch,) = [r for r in merge_decisions(k, "applied") if r.startswith("the naive blocks")]
+    assert "the program does not launch the kernel, so blocks of 256 are assumed" in launch
+    k = kernel_named(compile_file(ROOT / "inputs" / "reduction.cu", block=(128, 1)), "reduction")
+    assert not any("assumed" in r for r in merge_decisions(k, "applied"))

@@ -73,9 +73,14 @@ class TreePlan:
                 f"every sum and {self.array}[] are bit-exact")
 
     warp_shuffle_missing: bool = False
+    block_assumed: bool = False        # no launch in the program: the block is the assumed default
 
     def describe_launch(self) -> str:
-        return f"the naive blocks of {self.block} threads kept: the tree is specialised to them"
+        kept = f"the naive blocks of {self.block} threads kept: the tree is specialised to them"
+        if self.block_assumed:
+            kept += (f"; the program does not launch the kernel, so blocks of {self.block} are assumed (each out[] "
+                     "is the sum of such a block; a program that launches it with other blocks gets a tree of theirs)")
+        return kept
 
     def apply(self, kernel: Kernel, info: g.KernelInfo) -> None:
         loop_at = max((k for k, s in enumerate(self.before) if isinstance(s, c_ast.For)), default=None)
@@ -143,7 +148,7 @@ def plan_tree(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> TreePlan:
     if not shuffles and block * _SIZES[acc_type] > ctx.target.shared_per_block:
         raise Unsupported(f"a shared tree of {block} values does not fit the target's shared memory")
     return TreePlan(array, store, acc, acc_type, before, after, block, guarded, shuffles, warp, s,
-                    warp_shuffle_missing=not ctx.target.has_warp_shuffle)
+                    warp_shuffle_missing=not ctx.target.has_warp_shuffle, block_assumed=not ctx.naive_block_known)
 
 
 def _tree_update(loop: c_ast.For, info: g.KernelInfo) -> c_ast.Assignment | None:
