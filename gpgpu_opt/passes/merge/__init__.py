@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge import block_merge, reduction, register_tile, split_loop, thread_merge
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
-from gpgpu_opt.passes.staging import Unsupported
+from gpgpu_opt.rewriting.staging import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:

@@ -14,9 +14,9 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import NotAffine, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.staging import Unsupported, text
+from gpgpu_opt.rewriting.staging import Unsupported, text
 
 
 class NotAccumulation(Unsupported):

@@ -7,7 +7,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 
 BUILTINS = {"threadIdx", "blockIdx", "blockDim"}
 #: The global thread index per axis, and threadIdx written with it (blockIdx * blockDim + threadIdx = G).

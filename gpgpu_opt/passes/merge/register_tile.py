@@ -36,14 +36,14 @@ from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symb
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
                                                 check_path, known, trip_count)
 from gpgpu_opt.passes.merge.per_output import filled, sets_start, without_unused_locals
 from gpgpu_opt.passes.merge.tile_shape import BLOCKS_PER_SM, GROUP, THREADS, choose_shape, confirm_with_ptxas
-from gpgpu_opt.passes.staging import Unsupported, conj, parse_expr, parse_statements, text
-from gpgpu_opt.passes.witness import sym_to_ast
+from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.witness import sym_to_ast
 from gpgpu_opt.templating import render
 
 #: Iterations staged per step; measured on an H100 (bench/RESULTS.md): 16 beats 8 for 128x128 tiles.

@@ -45,11 +45,11 @@ from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symb
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
                                                 check_path, known, trip_count)
-from gpgpu_opt.passes.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 #: Iterations each thread must keep for the split to pay off.

@@ -19,11 +19,11 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge import thread_merge as tm
 from gpgpu_opt.passes.merge.dependence import Dependence, builtin_axis
-from gpgpu_opt.passes.staging import Unsupported
+from gpgpu_opt.rewriting.staging import Unsupported
 
 _ALLOWED_CALLS = ("__syncthreads",)
 

@@ -11,12 +11,12 @@
 from __future__ import annotations
 
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.reduction.atomic import plan_atomic
 from gpgpu_opt.passes.merge.reduction.common import NotReduction
 from gpgpu_opt.passes.merge.reduction.tree import plan_tree
-from gpgpu_opt.passes.staging import Unsupported
+from gpgpu_opt.rewriting.staging import Unsupported
 
 
 def plan_reduction(kernel: Kernel, ctx: PassContext, info: g.KernelInfo):

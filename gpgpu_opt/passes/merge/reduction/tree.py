@@ -35,12 +35,12 @@ from gpgpu_opt.analysis.symbolic import BDIM, TID, iterator_symbol
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.reduction.common import (NotReduction, check_block, check_no_block_control, hex_mask,
                                                      is_call, is_global_x, is_power_of_two, is_thread_x,
                                                      unrolled, value_of, UNROLL)
-from gpgpu_opt.passes.staging import Unsupported, parse_statements, text
+from gpgpu_opt.rewriting.staging import Unsupported, parse_statements, text
 from gpgpu_opt.templating import render
 
 _SIZES = {"float": 4, "double": 8}

@@ -28,16 +28,18 @@ paper's GPUs, a W x W block where a tile is read back transposed, and an occupan
 modern GPUs. Kernels whose meaning depends on the block shape are left alone, and so are kernels that
 call a function that is not pure (`analysis.calls`: a `__device__` helper of its arguments only is fine).
 Transposed tiles on GPUs whose requests are a whole warp (fermi and later) use the shape of NVIDIA's tiled
-transpose: W x W/4 threads, each computing 4 rows of outputs (see `tile_rows`).
+transpose: W x W/4 threads, each computing 4 rows of outputs (see `rows`).
 
 The pass's parts, one module each:
 
 - `launch_shape`: the blocks to try, best first;
-- `tile_plan`: for one block, which reads are staged in which tiles (and why the others are not);
-- `tile_loader`: each tile's loader, its global addresses and predicates (through `witness`);
-- `tile_rewrite`: the kernel rewritten with the tiles (unrolled loops, loads, declarations, sunk guards);
-- `tile_rows`: several rows of outputs per thread for transposed tiles;
-- `staging`, `witness`, `guards`: tile geometry, another thread's view of an expression, control flow.
+- `plan`: for one block, which reads are staged in which tiles (and why the others are not);
+- `loader`: each tile's loader, its global addresses and predicates (through `rewriting.witness`);
+- `rewrite`: the kernel rewritten with the tiles (unrolled loops, loads, declarations, sunk guards);
+- `rows`: several rows of outputs per thread for transposed tiles.
+
+Tile geometry, another thread's view of an expression and control flow are `gpgpu_opt.rewriting`'s
+(`staging`, `witness`, `guards`), which the other passes share.
 """
 from __future__ import annotations
 
@@ -45,15 +47,15 @@ from gpgpu_opt.analysis import AccessReport, analyze_kernel
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.launch_shape import block_choices
+from gpgpu_opt.passes.coalesce.launch_shape import block_choices
 from gpgpu_opt.passes.merge.register_tile import plan_by_model
 from gpgpu_opt.passes.merge.split_loop import plan_split
-from gpgpu_opt.passes.staging import Unsupported
-from gpgpu_opt.passes.tile_plan import plan_reads
-from gpgpu_opt.passes.tile_rewrite import apply_plans
-from gpgpu_opt.passes.tile_rows import rows_problem
+from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.passes.coalesce.plan import plan_reads
+from gpgpu_opt.passes.coalesce.rewrite import apply_plans
+from gpgpu_opt.passes.coalesce.rows import rows_problem
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:

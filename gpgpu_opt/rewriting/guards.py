@@ -23,7 +23,7 @@ from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, opaque, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.checks import _thread_variables
-from gpgpu_opt.passes.staging import Unsupported, conj, text
+from gpgpu_opt.rewriting.staging import Unsupported, conj, text
 
 _BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 _BLOCK_DEPENDENT_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence")

@@ -14,7 +14,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, is_opaque, iterator_symbol, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
-from gpgpu_opt.passes.staging import Unsupported, builtin, const, mul, text
+from gpgpu_opt.rewriting.staging import Unsupported, builtin, const, mul, text
 
 _BUILTIN_AST = {}
 for _name, _table in (("threadIdx", TID), ("blockIdx", BID), ("blockDim", BDIM), ("gridDim", GDIM)):

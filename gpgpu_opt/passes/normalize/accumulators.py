@@ -26,7 +26,7 @@ from gpgpu_opt.ast_util import fresh_name, ids_in, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 
 _UPDATES = ("+=", "-=", "*=")

@@ -6,7 +6,7 @@ Loads under `&&`, `||` or `?:` stay where they are (they may not execute), and s
 with other side effects (calls, increments) whose order relative to the load could matter.
 
 `for (k...) C[e] += f;` becomes `float C_acc = C[e]; for (k...) C_acc += f; C[e] = C_acc;` where that is
-safe (gpgpu_opt.passes.accumulators says when).
+safe (gpgpu_opt.passes.normalize.accumulators says when).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from gpgpu_opt.analysis.calls import pure_calls
 from gpgpu_opt.ast_util import fresh_name as _fresh, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.accumulators import promote_accumulators
+from gpgpu_opt.passes.normalize.accumulators import promote_accumulators
 from gpgpu_opt.passes.context import PassContext
 
 _FOLDABLE = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}

@@ -6,7 +6,7 @@ tile would hide, the loop it is unrolled around (its *anchor*) counts up or down
 ordered bound (`<`, `<=`; `>`, `>=`) that is the same for the block's threads and whose guards can be
 sunk, and its subscript has a stageable shape (`staging.classify`). Reads of the same element share a
 tile, a staged loop inside another staged loop wins, and tiles are sized, padded against bank conflicts
-and fitted into the block's shared memory; each plan's loader is built by `tile_loader`.
+and fitted into the block's shared memory; each plan's loader is built by `loader`.
 """
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from gpgpu_opt.analysis.loops import Loop
 from gpgpu_opt.analysis.symbolic import BDIM, GDIM, iterator_symbol
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.staging import (Shape, Tile, TileStep, Unsupported, choose_padding, classify, plan_loader,
+from gpgpu_opt.rewriting.staging import (Shape, Tile, TileStep, Unsupported, choose_padding, classify, plan_loader,
                                       tile_extent)
-from gpgpu_opt.passes.tile_loader import build_loader
+from gpgpu_opt.passes.coalesce.loader import build_loader
 
 _ELEMENT = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
 

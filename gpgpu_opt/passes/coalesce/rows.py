@@ -22,12 +22,12 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.symbolic import TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import Comment
-from gpgpu_opt.passes import guards as g
-from gpgpu_opt.passes.staging import is_builtin, is_placeholder, parse_statements
+from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.staging import is_builtin, is_placeholder, parse_statements
 from gpgpu_opt.templating import render
 
 if TYPE_CHECKING:
-    from gpgpu_opt.passes.tile_plan import Plan
+    from gpgpu_opt.passes.coalesce.plan import Plan
 
 
 def rows_problem(info: g.KernelInfo, plans: list[Plan]) -> str | None:

@@ -1,6 +1,6 @@
 """The coalesce pass's rewrite of the kernel with its planned tiles: staged reads become shared-memory
 reads, loops are unrolled around the tiles they stage, thread-index tiles are loaded before the first
-statement that reads one (once per block, or with several rows of outputs per thread: `tile_rows`), the
+statement that reads one (once per block, or with several rows of outputs per thread: `rows`), the
 tiles are declared, and thread-dependent guards around staged loops are sunk into the statements so that
 the loads and `__syncthreads()` run in block-uniform control flow.
 """
@@ -14,11 +14,11 @@ from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.ast_util import substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes import guards as g
+from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.staging import conj, const, is_builtin, is_placeholder, parse_statements, read_ref, text
-from gpgpu_opt.passes.tile_plan import Plan
-from gpgpu_opt.passes.tile_rows import rows_rewrite
+from gpgpu_opt.rewriting.staging import conj, const, is_builtin, is_placeholder, parse_statements, read_ref, text
+from gpgpu_opt.passes.coalesce.plan import Plan
+from gpgpu_opt.passes.coalesce.rows import rows_rewrite
 from gpgpu_opt.templating import render
 
 

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import substitute, walk
-from gpgpu_opt.passes import guards as g
-from gpgpu_opt.passes.staging import Unsupported, add, conj, const, loader_statements, mul, parse_expr, text
-from gpgpu_opt.passes.witness import Witness, check_monotone, fold
+from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.staging import Unsupported, add, conj, const, loader_statements, mul, parse_expr, text
+from gpgpu_opt.rewriting.witness import Witness, check_monotone, fold
 
 if TYPE_CHECKING:
-    from gpgpu_opt.passes.tile_plan import Plan
+    from gpgpu_opt.passes.coalesce.plan import Plan
 
 
 def _visible(plan: Plan, info: g.KernelInfo) -> set[str]:
