@@ -182,24 +182,24 @@ def test_transpose_swaps_x_and_y(tmp_path, target, w):
 
 
 @pytest.mark.parametrize("target", ["sm_90", "sm_80", "fermi"])
-def test_transpose_four_rows_per_thread_on_warp_wide_targets(tmp_path, target):
-    """NVIDIA's tiled transpose: 32x8 threads per 32x32 outputs, the tile loaded in 4 passes of 8 rows,
-    then 4 rows of outputs per thread, 8 apart, each with the naive guard."""
+def test_transpose_eight_rows_per_thread_on_warp_wide_targets(tmp_path, target):
+    """A tiled transpose with twice NVIDIA's tile: 64x8 threads per 64x64 outputs, the tile loaded in 8
+    passes of 8 rows, then 8 rows of outputs per thread, 8 apart, each with the naive guard."""
     c = compile_input("transpose.cu", target)
     out = c.text("transpose")
-    assert "__shared__ float tile_in[32][33];" in out
-    assert re.search(r"#pragma unroll\s+for \(int rr = 0; rr < 32; rr \+= 8\)\s+"
+    assert "__shared__ float tile_in[64][65];" in out
+    assert re.search(r"#pragma unroll\s+for \(int rr = 0; rr < 64; rr \+= 8\)\s+"
                      r"tile_in\[rr \+ threadIdx.y\]\[threadIdx.x\] = ", out), out
-    assert "in[(blockIdx.x * 32 + rr + threadIdx.y) * cols + blockIdx.y * 32 + threadIdx.x]" in out
-    assert "int y0 = blockIdx.y * 32 + threadIdx.y;" in out
-    assert re.search(r"__syncthreads\(\);\s+// coalesce: each thread computes 4 rows[^\n]*\s+#pragma unroll\s+"
-                     r"for \(int r = 0; r < 32; r \+= 8\) \{\s+int y = y0 \+ r;\s+if \(x < rows && y < cols\)\s+"
+    assert "in[(blockIdx.x * 64 + rr + threadIdx.y) * cols + blockIdx.y * 64 + threadIdx.x]" in out
+    assert "int y0 = blockIdx.y * 64 + threadIdx.y;" in out
+    assert re.search(r"__syncthreads\(\);\s+// coalesce: each thread computes 8 rows[^\n]*\s+#pragma unroll\s+"
+                     r"for \(int r = 0; r < 64; r \+= 8\) \{\s+int y = y0 \+ r;\s+if \(x < rows && y < cols\)\s+"
                      r"out\[y \* rows \+ x\] = tile_in\[threadIdx.x\]\[threadIdx.y \+ r\];\s+\}\s+\}", out), out
     assert "blockDim.y" not in out
     assert out.count("__syncthreads();") == 1
-    assert launch(c, "transpose") == ((32, 8), (32, 32))
+    assert launch(c, "transpose") == ((64, 8), (64, 64))
     reason = next(d.reason for d in c.decisions("transpose", "applied") if d.subject == "launch")
-    assert "4 rows per thread, 8 apart" in reason
+    assert "8 rows per thread, 8 apart" in reason
     assert_compiles(c, tmp_path)
 
 
@@ -446,11 +446,11 @@ def test_rows_per_thread_equivalent(tmp_path, rows, cols):
     tiles, per-row state (`s`, `o`, `yy`) and row-independent declarations (`k`)."""
     space = (-(-rows // 16) * 16, -(-cols // 16) * 16)
     c = compile_source(tmp_path, TRANSPOSE_DIRECT, "sm_90")
-    assert launch(c, "td") == ((32, 8), (32, 32))
+    assert launch(c, "td") == ((64, 8), (64, 64))
     assert "blockDim.y" not in re.sub(r"//.*", "", c.text("td"))
     emulate(c, "td", {"rows": rows, "cols": cols}, {"in": rows * cols, "out": rows * cols}, space)
     c = compile_source(tmp_path, TRANSPOSE_RETURN, "sm_90")
-    assert launch(c, "tr") == ((32, 8), (32, 32))
+    assert launch(c, "tr") == ((64, 8), (64, 64))
     out = c.text("tr")
     assert "int k = rows * 2;" in out.split("__syncthreads")[0]             # the same in every row
     loop = out.split("__syncthreads")[1]
@@ -464,7 +464,7 @@ def test_rows_per_thread_not_used_when_statements_precede_the_load(tmp_path):
     c = compile_source(tmp_path, TRANSPOSE_STORE_FIRST, "sm_90")
     assert launch(c, "tb") == ((32, 32), (32, 32))
     reason = next(d.reason for d in c.decisions("tb", "applied") if d.subject == "launch")
-    assert "not 4 rows per thread" in reason and "would move after the tile load" in reason
+    assert "not 8 rows per thread" in reason and "would move after the tile load" in reason
     emulate(c, "tb", {"rows": 50, "cols": 70}, {"in": 3500, "out": 3500, "flag": 3500}, (64, 80))
 
 
