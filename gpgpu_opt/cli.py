@@ -126,7 +126,10 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
                                               help="write rewritten kernels without emulating them first"),
              merge: Optional[str] = MergeOpt,
              define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
-             bind: Optional[List[str]] = BindOpt) -> None:
+             bind: Optional[List[str]] = BindOpt,
+             no_tuned: bool = typer.Option(False, "--no-tuned", help="ignore a choice `tune` stored"),
+             db: Optional[str] = typer.Option(None, "--db", help="tuning database (default: the user's cache dir)"),
+             gpu: Optional[str] = typer.Option(None, "--gpu", help="use the tuned choice measured on this GPU")) -> None:
     """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
     try:
         tgt = _target(target)
@@ -136,10 +139,19 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
             raise CompileError(str(err)) from None
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
+        merge_request, tuned = _merge(merge), None
+        if not no_tuned and passes is None and merge is None:
+            from gpgpu_opt.tune.db import TuningDB, tuned_choice
+
+            tuned = tuned_choice(TuningDB(db), program, tgt, _bindings(bind), gpu, diagnostics)
+            if tuned is not None:
+                pass_names, merge_request = list(tuned.choice.passes), _merge(tuned.choice.merge)
         result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
                                  self_check=self_check, assume_restrict=restrict, validate=not no_validate,
-                                 merge_request=_merge(merge))
+                                 merge_request=merge_request)
         rep = result.report()
+        if tuned is not None:
+            rep["tuned"] = tuned.as_dict()
         rep["notes"] = [str(n) for n in diagnostics.notes]
         from gpgpu_opt.nvcc import resource_usage
 

@@ -113,3 +113,28 @@ class TuningDB:
                  and (sizes is None or _sizes_key(e.sizes) == _sizes_key(sizes))
                  and (gpu is None or e.gpu == gpu)]
         return max(found, key=lambda e: e.stored_at) if found else None
+
+
+def tuned_choice(db: TuningDB, program, target, bindings: dict, gpu: str | None, diagnostics) -> Entry | None:
+    """The stored choice `compile` uses: one kernel of the program has an entry for this target (sizes as bound
+    with --bind where given, the GPU where --gpu names it), and no other kernel has a different one (the merge
+    factors apply to the whole compile). A note says which choice is used, or why none."""
+    from gpgpu_opt.diagnostics import Location
+
+    found = {}
+    for kernel in program.kernels:
+        entry = db.lookup(source_hash(kernel), target.name, None, gpu)
+        if entry is not None and (not bindings or all(str(entry.sizes.get(k, v)) == str(v) for k, v in bindings.items())):
+            found[kernel.name] = (kernel, entry)
+    if not found:
+        return None
+    choices = {e.choice for _, e in found.values()}
+    kernel, entry = next(iter(found.values()))
+    if len(choices) > 1:
+        diagnostics.note(f"tuned choices for {', '.join(found)} differ; compiling untuned (--merge applies to "
+                         "every kernel)", Location.of(kernel.funcdef.decl))
+        return None
+    diagnostics.note(f"{kernel.name}: using the tuned choice {entry.label} ({entry.choice.describe()}) measured on "
+                     f"{entry.gpu} at {', '.join(f'{k}={v}' for k, v in entry.sizes.items()) or 'its fixed sizes'} "
+                     f"(from {db.path}; --no-tuned ignores it)", Location.of(kernel.funcdef.decl), kernel=kernel.name)
+    return entry
