@@ -126,7 +126,10 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
                                               help="write rewritten kernels without emulating them first"),
              merge: Optional[str] = MergeOpt,
              define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
-             bind: Optional[List[str]] = BindOpt) -> None:
+             bind: Optional[List[str]] = BindOpt,
+             no_tuned: bool = typer.Option(False, "--no-tuned", help="ignore a choice `tune` stored"),
+             db: Optional[str] = typer.Option(None, "--db", help="tuning database (default: the user's cache dir)"),
+             gpu: Optional[str] = typer.Option(None, "--gpu", help="use the tuned choice measured on this GPU")) -> None:
     """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
     try:
         tgt = _target(target)
@@ -136,10 +139,19 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
             raise CompileError(str(err)) from None
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
+        merge_request, tuned = _merge(merge), None
+        if not no_tuned and passes is None and merge is None:
+            from gpgpu_opt.tune.db import TuningDB, tuned_choice
+
+            tuned = tuned_choice(TuningDB(db), program, tgt, _bindings(bind), gpu, diagnostics)
+            if tuned is not None:
+                pass_names, merge_request = list(tuned.choice.passes), _merge(tuned.choice.merge)
         result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
                                  self_check=self_check, assume_restrict=restrict, validate=not no_validate,
-                                 merge_request=_merge(merge))
+                                 merge_request=merge_request)
         rep = result.report()
+        if tuned is not None:
+            rep["tuned"] = tuned.as_dict()
         rep["notes"] = [str(n) for n in diagnostics.notes]
         from gpgpu_opt.nvcc import resource_usage
 
@@ -187,6 +199,133 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
         _fail(err)
         return
     raise typer.Exit(0 if ok else 1)
+
+
+# -- running on a GPU: run, tune, bench (gpgpu_opt/gpu, gpgpu_opt/tune) --------------------------------------
+SizeOpt = typer.Option(None, "--size", help="scalar parameter value, NAME=VAL")
+DbOpt = typer.Option(None, "--db", help="tuning database (default: the user's cache dir, gpgpu-opt/tuning.json)")
+EmitOpt = typer.Option(None, "--emit", help="write the harnesses and a run.sh for a GPU machine here, and stop")
+
+
+def _gpu_command(body) -> None:
+    """Run a GPU command: compiler errors, a missing nvcc or GPU end it with a message, not a traceback."""
+    from gpgpu_opt.gpu.results import GpuUnavailable
+    from gpgpu_opt.gpu.toolchain import ToolchainError
+    from gpgpu_opt.tune.command import ModelMissing
+
+    try:
+        status = body()
+    except (GpuUnavailable, ToolchainError, ModelMissing) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(2)
+    except (CompileError, ValueError, FileNotFoundError, RuntimeError) as err:
+        _fail(err)
+        return
+    raise typer.Exit(status)
+
+
+@app.command()
+def run(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
+        kernel: Optional[str] = typer.Option(None, "--kernel", help="the kernel (default: the first one rewritten)"),
+        size: Optional[List[str]] = SizeOpt,
+        reps: int = typer.Option(30, "--reps", help="timed runs (the median is reported)"),
+        reference: Optional[str] = typer.Option(None, "--reference",
+                                                help="library reference: sgemm, sgemv_t, sgemv_n, sger, copy, cub_sum"),
+        flops: float = typer.Option(0.0, "--flops", help="floating-point operations of one launch (for GFLOP/s)"),
+        sanitize: bool = typer.Option(False, "--sanitize", help="compute-sanitizer memcheck and racecheck"),
+        as_json: bool = typer.Option(False, "--json", help="print JSON"),
+        build_only: bool = typer.Option(False, "--build-only", help="stop after nvcc (no GPU needed)"),
+        out: Optional[str] = typer.Option(None, "--out", help="keep the harness and binary in this folder"),
+        passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
+        merge: Optional[str] = MergeOpt, define: Optional[List[str]] = DefineOpt,
+        include: Optional[List[str]] = IncludeOpt, bind: Optional[List[str]] = BindOpt) -> None:
+    """Compile FILE, then build and run naive vs optimized on this machine's GPU: time, bandwidth, speedup, error."""
+    from gpgpu_opt.gpu import commands
+    from gpgpu_opt.verify_command import parse_sizes
+
+    def body() -> int:
+        tgt = _target(target)
+        program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
+        result = compile_program(program, tgt, parse_pass_list(passes), Diagnostics(quiet=True), _bindings(bind),
+                                 validate=True, merge_request=_merge(merge))
+        generated = commands.harness_for_kernel(program, result, kernel, parse_sizes(size), reference, reps, flops)
+        run_, status = commands.run_one(generated, tgt, build_only, out, sanitize, print)
+        if run_ is not None:
+            commands.print_run(run_, as_json, print)
+        return status
+    _gpu_command(body)
+
+
+@app.command()
+def tune(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
+         kernel: Optional[str] = typer.Option(None, "--kernel", help="the kernel (default: the first)"),
+         size: Optional[List[str]] = SizeOpt, reps: int = typer.Option(20, "--reps", help="timed runs per variant"),
+         flops: float = typer.Option(0.0, "--flops", help="floating-point operations of one launch"),
+         db: Optional[str] = DbOpt,
+         model_only: bool = typer.Option(False, "--model-only", help="rank with the offline model, no GPU"),
+         build_only: bool = typer.Option(False, "--build-only", help="stop after nvcc (no GPU needed)"),
+         emit: Optional[str] = EmitOpt,
+         from_results: Optional[str] = typer.Option(None, "--from-results", help="rank and store what run.sh wrote"),
+         passes: Optional[str] = typer.Option(None, "--passes", help="the pipeline the variants start from"),
+         define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
+         bind: Optional[List[str]] = BindOpt) -> None:
+    """Try the variants the passes can make, time them on the GPU, and store the fastest for `compile`."""
+    from gpgpu_opt.tune import command
+    from gpgpu_opt.tune.db import TuningDB
+    from gpgpu_opt.verify_command import parse_sizes
+
+    def body() -> int:
+        database = TuningDB(db)
+        if from_results:
+            return command.from_results(from_results, database, print)
+        tgt = _target(target)
+        program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
+        sizes = parse_sizes(size)
+        bindings = {**{k: int(v) for k, v in sizes.items() if float(v).is_integer()}, **_bindings(bind)}
+        name = kernel or (program.kernels[0].name if program.kernels else "")
+        dirs = [os.path.dirname(os.path.abspath(file)), *(include or [])]
+        return command.tune(program, tgt, name, sizes, bindings, parse_pass_list(passes), reps, flops, database,
+                            model_only, build_only, emit, dirs, print)
+    _gpu_command(body)
+
+
+@app.command()
+def bench(files: Optional[List[str]] = typer.Argument(None, help="benchmark names or input files (default: all)"),
+          target: str = TargetOpt, reps: int = typer.Option(30, "--reps", help="timed runs per variant"),
+          json_out: Optional[str] = typer.Option(None, "--json", help="write the results as JSON here"),
+          plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG plot here (matplotlib)"),
+          build_only: bool = typer.Option(False, "--build-only", help="build the harnesses here and stop"),
+          emit: Optional[str] = EmitOpt,
+          from_results: Optional[str] = typer.Option(None, "--from-results", help="report what run.sh wrote"),
+          passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'")) -> None:
+    """The project's benchmark: naive vs ours vs the vendor reference, at sizes that fill the GPU."""
+    from pathlib import Path
+
+    from gpgpu_opt.gpu import commands, script
+    from gpgpu_opt.gpu.runner import run_harness
+
+    def body() -> int:
+        tgt = _target(target)
+        if from_results:
+            _, runs = script.read_results(from_results)
+            return commands.bench_report(list(runs.values()), tgt, json_out, plot, print)
+        generated = commands.generate_benchmarks(commands.select_benchmarks(files or []), tgt, passes, reps, print)
+        if emit:
+            run_sh = commands.emit_benchmarks(generated, emit, tgt)
+            print(f"wrote {emit}: on the GPU machine `bash {run_sh}`, then here "
+                  f"`gpgpu-opt bench --from-results {Path(emit) / 'results'}`")
+            return 0
+        directory = Path(tempfile.mkdtemp(prefix="gpgpu-opt-bench-"))
+        builds = commands.build_all(generated, directory, tgt)
+        failed = [b for b in builds.values() if not b.ok]
+        for b in failed:
+            print(f"error: nvcc failed on {b.source}:\n{b.log[-2000:]}", file=sys.stderr)
+        if build_only:
+            print(f"built {len(builds) - len(failed)} of {len(builds)} harnesses in {directory}")
+            return 1 if failed else 0
+        runs = [run_harness(b.binary, name) for name, b in builds.items() if b.ok]
+        return commands.bench_report(runs, tgt, json_out, plot, print) or (1 if failed else 0)
+    _gpu_command(body)
 
 
 def _write_atomically(path: str, text: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 
 from pycparser import c_ast
 
@@ -167,28 +168,51 @@ def _tolerance(naive: Kernel, global_space: tuple[int, int]) -> float:
     return TOLERANCE
 
 
+@dataclass(frozen=True)
+class HarnessVariant:
+    """One optimized version of the kernel for the harness to check and time: `label` names it on the RESULT
+    line (no spaces), `kernel` is the optimized kernel, `describe` says how it was made."""
+    label: str
+    kernel: Kernel
+    describe: str = ""
+
+
 def generate_harness(program, compile_result, kernel_name: str, sizes: dict, global_space=None,
                      flops: float = 0, reference: str | None = None, runs: int = 30, warmup: int = 3,
-                     seed: int = 1) -> str:
+                     seed: int = 1, variants: list[HarnessVariant] | None = None) -> str:
     """The .cu text of the run harness for one kernel of a compiled program.
 
     `sizes` gives the kernel's scalar parameters (float scalars default to 0.75); `global_space` the naive
     launch's thread space (x, y), inferred like `verify` does when None; `flops` the work of one launch (0:
-    GFLOP/s prints 0); `reference`: None, 'sgemm'/'mm', 'sgemv_t'/'mv', 'sgemv_n'/'tmv', 'sger'/'vv' or 'copy'/'transpose'."""
+    GFLOP/s prints 0); `reference`: None, 'sgemm'/'mm', 'sgemv_t'/'mv', 'sgemv_n'/'tmv', 'sger'/'vv' or 'copy'/'transpose'.
+    `variants`: the optimized versions to check and time in one binary (`tune`); default the compiled one,
+    labelled 'optimized'."""
     result = next((k for k in compile_result.kernels if k.naive.name == kernel_name), None)
     if result is None:
         raise CompileError(f"no kernel '{kernel_name}' in '{program.path}' "
                            f"(kernels: {', '.join(k.naive.name for k in compile_result.kernels)})")
     if runs < 1 or warmup < 0:
         raise ValueError("runs must be >= 1 and warmup >= 0")
-    naive, optimized = result.naive, result.optimized
+    naive = result.naive
+    if variants is None:
+        variants = [HarnessVariant("optimized", result.optimized, f"passes: {', '.join(result.passes_run) or 'none'}")]
+    if not variants or len({v.label for v in variants}) != len(variants) or any(
+            not v.label or any(c.isspace() for c in v.label) for v in variants):
+        raise ValueError("harness variants need distinct labels without spaces")
     sizes = dict(sizes or {})
     if global_space is None:
         global_space = infer_global_space(naive, program, sizes)
     global_space = (int(global_space[0]), int(global_space[1]) if len(global_space) > 1 else 1)
     naive_block = tuple(result.context.naive_block)
     naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]))
-    opt_block, opt_grid = optimized_launch(optimized, naive_block, Case(sizes, global_space))
+    single = len(variants) == 1
+    shown = []
+    for i, v in enumerate(variants):
+        tag = "opt" if single else f"v{i}"
+        block, grid = optimized_launch(v.kernel, naive_block, Case(sizes, global_space))
+        shown.append({"label": v.label, "tag": tag, "block": tuple(block), "grid": tuple(grid),
+                      "describe": v.describe or "as compiled",
+                      "source": renamed_source(v.kernel, f"{kernel_name}_{tag}")})
 
     scalars = []
     for p in naive.scalars:
@@ -226,11 +250,9 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     sizes_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "sizes fixed in the source"
     return render("run_harness.cu.j2", kernel=kernel_name, source=program.path, sizes_text=sizes_text,
                   global_space=global_space, naive_block=naive_block, naive_grid=naive_grid,
-                  opt_block=tuple(opt_block), opt_grid=tuple(opt_grid),
-                  passes_text=", ".join(result.passes_run) or "none",
+                  variants=shown,
                   device_functions=[kernel_source(f) for f in program.device_functions.values()],
                   naive_source=renamed_source(naive, f"{kernel_name}_naive"),
-                  opt_source=renamed_source(optimized, f"{kernel_name}_opt"),
                   scalars=scalars, arrays=arrays, call_args=call_args, total_bytes=total_bytes,
                   flops=repr(float(flops)), flops_text=f"{float(flops):.6g}" if flops else "0 (not given)",
                   tolerance=_tolerance(naive, global_space), runs=int(runs), warmup=int(warmup), seed=int(seed),

@@ -3,16 +3,20 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 
+from gpgpu_opt.gpu.toolchain import ToolchainError, find_nvcc
 from gpgpu_opt.targets import Target
 
 
-
 def nvcc_available() -> bool:
-    return shutil.which("nvcc") is not None
+    """nvcc through CUDA_HOME, the PATH or the nvidia-cuda-nvcc wheel (gpu.toolchain.find_nvcc)."""
+    try:
+        find_nvcc()
+    except ToolchainError:
+        return False
+    return True
 
 
 def compile_cubin(source: str, arch: str, extra: list[str] | None = None) -> subprocess.CompletedProcess:
@@ -20,7 +24,7 @@ def compile_cubin(source: str, arch: str, extra: list[str] | None = None) -> sub
         path = os.path.join(tmp, "kernel.cu")
         with open(path, "w") as fh:
             fh.write(source)
-        return subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "-o", os.path.join(tmp, "k.cubin"),
+        return subprocess.run([find_nvcc(), f"-arch={arch}", "-cubin", "-o", os.path.join(tmp, "k.cubin"),
                                "--resource-usage", path, *(extra or [])],
                               capture_output=True, text=True, timeout=300)
 

@@ -1,7 +1,6 @@
 """The `cub_sum` reference of the run harness (reductions): the benchmark harnesses `reduction` (the paper's
 form) and `sum_atomic` (one atomicAdd per element) time cub::DeviceReduce::Sum with its temporary storage
 allocated outside the timed region, check our total against CUB's, and build with nvcc."""
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -9,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gpgpu_opt.gpu import benchmarks
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.harness import generate_harness
@@ -20,10 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generate(name: str) -> str:
-    spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "bench" / "gpu_bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    text, _ = module.generate(name, "sm_90", None, 30)
+    text, _ = benchmarks.generate(name, "sm_90", None, 30)
     return text
 
 

@@ -1,6 +1,5 @@
 """The GPU run harness: generation for the benchmark inputs, and the generated .cu compiles with nvcc."""
 import copy
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -9,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpgpu_opt.codegen import kernel_source
+from gpgpu_opt.gpu import benchmarks
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.harness import generate_harness, renamed_source
@@ -39,10 +39,7 @@ cublasStatus_t cublasSger(cublasHandle_t handle, int m, int n, const float *alph
 
 
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "bench" / "gpu_bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmarks
 
 
 def _compile(name: str, passes=None):

@@ -1,0 +1,138 @@
+"""The variants `tune` tries for one kernel: merge factors n/2, n and 2n per direction around the model's n,
+each pass after normalize switched off (coalesce, and prefetch, partition, vectorize as they land), and the
+vector width where the compiler has that option. Variants that compile to the same kernel are one."""
+from __future__ import annotations
+
+import inspect
+import itertools
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from gpgpu_opt.analysis import uses_y
+from gpgpu_opt.analysis.accesses import collect_accesses
+from gpgpu_opt.codegen import kernel_source
+from gpgpu_opt.diagnostics import Diagnostics
+from gpgpu_opt.harness import renamed_source
+from gpgpu_opt.nvcc import nvcc_available, resource_usage
+from gpgpu_opt.passes import registered_passes
+from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pipeline import KernelResult, compile_program
+from gpgpu_opt.tune.db import Choice
+
+#: Passes always run (the others build on them) and the one whose factors are varied instead of switched off.
+_ALWAYS = ("restrict", "normalize")
+_FACTORS = "merge"
+
+
+@dataclass
+class Variant:
+    label: str
+    choice: Choice
+    result: KernelResult | None = None
+    duplicate_of: str | None = None
+    rejected: str | None = None
+    resources: dict | None = None
+
+    @property
+    def kernel(self):
+        return self.result.optimized
+
+
+@dataclass
+class VariantSet:
+    kernel: str
+    model_factors: tuple[int, int]
+    variants: list[Variant] = field(default_factory=list)
+
+    @property
+    def unique(self) -> list[Variant]:
+        return [v for v in self.variants if v.duplicate_of is None and v.rejected is None]
+
+
+def outputs_per_thread(result: KernelResult) -> tuple[int, int]:
+    """The merge factors the model chose: outputs per thread in x and y of the optimized launch."""
+    launch = result.optimized.launch
+    if launch is None or launch.fixed_grid:
+        return (1, 1)
+    return tuple(max(1, o // b) for o, b in zip(launch.outputs_per_block, launch.block))
+
+
+def _around(n: int) -> list[int]:
+    return sorted({max(1, n // 2), n, 2 * n})
+
+
+def vector_width_supported() -> bool:
+    """Whether the compiler takes a vector width (compile_program's `vector_width`, when vectorize lands)."""
+    return "vector_width" in inspect.signature(compile_program).parameters
+
+
+def plan_variants(base_passes: list[str], model_factors: tuple[int, int], uses_y: bool,
+                  vector_widths: tuple[int, ...] = ()) -> list[Variant]:
+    """The variants to compile, the model's choice first. `base_passes`: the default pipeline."""
+    variants = [Variant("model", Choice(tuple(base_passes)))]
+    if _FACTORS in base_passes:
+        ys = _around(model_factors[1]) if uses_y else [1]
+        for fx, fy in itertools.product(_around(model_factors[0]), ys):
+            variants.append(Variant(f"merge-x{fx}-y{fy}", Choice(tuple(base_passes), f"x={fx},y={fy}")))
+    for name in base_passes:
+        if name not in _ALWAYS and name != _FACTORS:
+            variants.append(Variant(f"no-{name}", Choice(tuple(p for p in base_passes if p != name))))
+    if _FACTORS in base_passes:
+        variants.append(Variant("no-merge", Choice(tuple(p for p in base_passes if p != _FACTORS))))
+    for width in vector_widths:
+        variants.append(Variant(f"vector-{width}", Choice(tuple(base_passes), vector_width=width)))
+    return variants
+
+
+def compile_variant(program, target, kernel_name: str, choice: Choice, bindings: dict) -> KernelResult:
+    options = {"vector_width": choice.vector_width} if choice.vector_width else {}
+    result = compile_program(program, target, list(choice.passes), Diagnostics(quiet=True), bindings,
+                             validate=True, merge_request=MergeRequest.parse(choice.merge) if choice.merge else None,
+                             **options)
+    return next(k for k in result.kernels if k.naive.name == kernel_name)
+
+
+def _identity(result: KernelResult) -> str:
+    launch = result.optimized.launch
+    return renamed_source(result.optimized, "variant") + repr(launch)
+
+
+def build_variants(program, target, kernel_name: str, bindings: dict, base_passes: list[str],
+                   progress=None, include_dirs: list[str] | None = None) -> VariantSet:
+    """Compile every variant (each checked by the emulator, as `compile` does), drop those that compile to a
+    kernel already seen, and check the rest with nvcc in parallel (a variant nvcc rejects is rejected).
+    `progress(label)` is called after each step."""
+    model = compile_variant(program, target, kernel_name, Choice(tuple(base_passes)), bindings)
+    naive = model.naive
+    widths = (1, 2, 4) if vector_width_supported() else ()
+    factors = outputs_per_thread(model)
+    found = VariantSet(kernel_name, factors,
+                       plan_variants(base_passes, factors, uses_y(naive, collect_accesses(naive)), widths))
+    seen: dict[str, str] = {}
+    for v in found.variants:
+        v.result = model if v.label == "model" else compile_variant(program, target, kernel_name, v.choice, bindings)
+        validation = v.result.validation
+        if validation is not None and validation.status == "rolled back":
+            v.rejected = f"the emulated check failed: {validation.detail}"
+        else:
+            v.duplicate_of = seen.setdefault(_identity(v.result), v.label)
+            if v.duplicate_of == v.label:
+                v.duplicate_of = None
+        if progress:
+            progress(v.label)
+    if nvcc_available():
+        unique = found.unique
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            usages = list(pool.map(lambda v: resource_usage(_kernel_text(program, v), target, include_dirs), unique))
+        for v, usage in zip(unique, usages):
+            if usage is None:
+                v.rejected = "nvcc could not compile it"
+            else:
+                v.resources = usage.get(kernel_name)
+    return found
+
+
+def _kernel_text(program, variant: Variant) -> str:
+    """The kernel alone, after the program's device functions, as nvcc compiles it for its resource usage."""
+    helpers = [kernel_source(f) for f in program.device_functions.values()]
+    return "\n".join([*helpers, renamed_source(variant.kernel, variant.kernel.name)])
