@@ -35,3 +35,9 @@ def check_golden(update_golden):
 
 
 requires_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(autouse=True)
+def _private_tuning_cache(tmp_path_factory, monkeypatch):
+    """`compile` reads tuned choices from the user's cache: the tests must not see this machine's."""
+    monkeypatch.setenv("GPGPU_OPT_CACHE", str(tmp_path_factory.mktemp("cache")))
