@@ -75,11 +75,11 @@ def apply_registers(kernel: Kernel, staged: StagedLoop, taken: set[str]) -> list
     listed = ", ".join(d.name for d in decls)
     before = [Comment(f"prefetch: the first step's loads go to registers ({listed}); each step stores them to "
                       f"its tiles and loads the next step's while it computes")] + decls + \
-        [c_ast.If(staged.cond_at(staged.start), c_ast.Compound(first), None)]
+        staged.guarded(staged.start, first)
     step = _decl(f"const int {next_name} = {var} + {staged.step};")
     items = loop.stmt.block_items
     barrier = next(i for i, s in enumerate(items) if _is_barrier(s))
-    loop.stmt.block_items = stores + [items[barrier],
+    loop.stmt.block_items = staged.notes + stores + [items[barrier],
                                       Comment("prefetch: the next step's loads, in flight during this step's "
                                               "computation"),
                                       step, c_ast.If(staged.cond_at(c_ast.ID(next_name)), c_ast.Compound(nexts),

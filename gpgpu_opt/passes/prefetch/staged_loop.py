@@ -68,6 +68,17 @@ class StagedLoop:
     copies: list[Copy]
     compute: list[c_ast.Node]    # the items between the two barriers
     tiles: dict[str, c_ast.Decl]  # the shared tiles the copies fill, by name
+    notes: list[c_ast.Node]      # the comments on the copies, where they are plain stores of loads
+
+    def guarded(self, value: c_ast.Node, stmts: list[c_ast.Node]) -> list[c_ast.Node]:
+        """`stmts` under the loop's condition for `var` = value (as they are when it is a constant truth)."""
+        cond = self.cond_at(value)
+        if isinstance(cond, c_ast.BinaryOp) and all(isinstance(x, c_ast.Constant) and x.value.isdigit()
+                                                    for x in (cond.left, cond.right)):
+            left, right = int(cond.left.value), int(cond.right.value)
+            if left < right or cond.op == "<=" and left == right:
+                return stmts
+        return [c_ast.If(cond, c_ast.Compound(stmts), None)]
 
     def cond_at(self, value: c_ast.Node) -> c_ast.Node:
         """The loop's condition for `var` = value."""
@@ -103,7 +114,10 @@ def find_staged_loop(kernel: Kernel) -> StagedLoop:
         raise NotStaged("the staged loop copies no global data")
     compute = items[barriers[0] + 1:barriers[1]]
     tiles = {c.tile: shared[c.tile] for c in copies}
-    staged = StagedLoop(loop, parent, var, start, step, copies, compute, tiles)
+    prefix = items[:barriers[0]]
+    fused = any(isinstance(s, c_ast.Decl) for s in prefix)
+    notes = [] if fused else [s for s in prefix if type(s).__name__ == "Comment"]
+    staged = StagedLoop(loop, parent, var, start, step, copies, compute, tiles, notes)
     _check(staged, body, kernel)
     return staged
 

@@ -119,7 +119,7 @@ def apply_stages(kernel: Kernel, staged: StagedLoop, taken: set[str]) -> None:
         *compute]
     before = [Comment(f"prefetch: two stages of {', '.join(staged.tiles)}, filled by asynchronous copies "
                       "(cp.async) one step ahead of the computation"),
-              c_ast.If(staged.cond_at(staged.start), c_ast.Compound(first), None),
+              *staged.guarded(staged.start, first),
               *parse_statements("__pipeline_commit();")]
     at = staged.parent.block_items.index(loop)
     staged.parent.block_items[at:at] = before
