@@ -319,10 +319,13 @@ def copy_statement(c: Copy, assignment: c_ast.Node, mapping: dict[str, c_ast.Nod
 
 
 def _folded(node: c_ast.Node) -> c_ast.Node:
-    """`0 + e` and `e + 0` as `e` (the first step's copies, where the loop starts at 0)."""
+    """`0 * e` as 0, `0 + e` and `e + 0` as `e` (the first step's copies, where the loop starts at 0)."""
     from gpgpu_opt.ast_util import transform
 
     def fold(n):
+        if isinstance(n, c_ast.BinaryOp) and n.op == "*" and any(
+                isinstance(x, c_ast.Constant) and x.value == "0" for x in (n.left, n.right)):
+            return c_ast.Constant("int", "0")
         if isinstance(n, c_ast.BinaryOp) and n.op == "+":
             for zero, other in ((n.left, n.right), (n.right, n.left)):
                 if isinstance(zero, c_ast.Constant) and zero.value == "0":
