@@ -44,6 +44,8 @@ class Kernel:
     #: The original compiler's shorthand names (`idx`, gValue constants) the front end defined for it:
     #: its text as written is not CUDA then.
     shorthand: list[str] = field(default_factory=list)
+    #: Headers the kernel's code needs (`cuda_pipeline.h` for cp.async), included by the output file.
+    includes: list[str] = field(default_factory=list)
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=()) -> "Kernel":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -211,6 +212,12 @@ def assemble(program: Program, results: list[KernelResult]) -> str:
         for site in program.launch_sites:
             if site.kernel in names and len(site.config) >= 2:
                 edits.append((site.config_start, site.config_end, launch.rewrite_launch(site, text)))
+    headers = sorted({h for r in results if r.transformed for h in r.optimized.includes})
+    missing = [h for h in headers if f"<{h}>" not in text]
+    if missing:
+        first_include = re.search(r"^#\s*include", text, re.M)
+        at = first_include.start() if first_include else _after_preamble(text)
+        edits.append((at, at, "".join(f"#include <{h}>\n" for h in missing)))
     for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         text = text[:start] + new + text[end:]
     return text

@@ -46,6 +46,11 @@ class Target:
         return self.cuda_arch >= 300
 
     @property
+    def has_async_copy(self) -> bool:
+        """cp.async (`__pipeline_memcpy_async`): global to shared memory without registers, sm_80 and later."""
+        return self.cuda_arch >= 800
+
+    @property
     def resident_threads(self) -> int:
         """Threads the whole GPU keeps in flight at full occupancy."""
         return self.sm_count * self.max_threads_per_sm

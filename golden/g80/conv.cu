@@ -25,12 +25,22 @@ __global__ void conv(const float *in, const float *filt, float *out, int width, 
     // merge: 16 blocks of 16x1 threads merged in x: they share tile_filt, loaded once per merged block
     __shared__ float tile_filt[16];
     float sum = 0.0f;
+    // prefetch: the first step's loads go to registers (filt_next); each step stores them to its tiles and loads the next step's while it computes
+    float filt_next;
+    if (threadIdx.x < 16)
+        filt_next = (blockIdx.x * 256 < width && y < height && threadIdx.x < 16) ? filt[threadIdx.x] : 0.0f;
     for (int j = 0; j < 16; j++) {
         // coalesce: the 16 iterations of 'i' read one staged step
         // coalesce: stage filt[j * 16 + i] in tile_filt (16: filt's segment in this step of 'i')
         if (threadIdx.x < 16)
-            tile_filt[threadIdx.x] = (blockIdx.x * 256 < width && y < height && threadIdx.x < 16) ? filt[j * 16 + threadIdx.x] : 0.0f;
+            tile_filt[threadIdx.x] = filt_next;
         __syncthreads();
+        // prefetch: the next step's loads, in flight during this step's computation
+        const int j_next = j + 1;
+        if (j_next < 16) {
+            if (threadIdx.x < 16)
+                filt_next = (blockIdx.x * 256 < width && y < height && threadIdx.x < 16) ? filt[j_next * 16 + threadIdx.x] : 0.0f;
+        }
         if (x < width && y < height) {
             #pragma unroll
             for (int i = 0; i < 16; i++) {

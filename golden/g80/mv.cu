@@ -24,15 +24,34 @@ __global__ void mv(const float *A, const float *x, float *y, int rows, int cols)
     __shared__ float tile_x[16];
     float sum = 0;
     // coalesce: 'c' loop unrolled by 16 around the staged tiles (the last step may be partial)
-    for (int c0 = 0; c0 < cols; c0 += 16) {
-        // coalesce: stage A[r * cols + c] in tile_A (32x16: rows of A read by the block in this step of 'c')
+    // prefetch: the first step's loads go to registers (A_next, x_next); each step stores them to its tiles and loads the next step's while it computes
+    float A_next[16];
+    float x_next;
+    if (0 < cols) {
         #pragma unroll
         for (int rr = 0; rr < 32; rr += 2)
-            tile_A[rr + threadIdx.x / 16][threadIdx.x % 16] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0 + threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0 + threadIdx.x % 16] : 0.0f;
-        // coalesce: stage x[c] in tile_x (16: x's segment in this step of 'c')
+            A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + threadIdx.x % 16] : 0.0f;
         if (threadIdx.x < 16)
-            tile_x[threadIdx.x] = (blockIdx.x * 32 < rows && c0 + threadIdx.x < cols) ? x[c0 + threadIdx.x] : 0.0f;
+            x_next = (blockIdx.x * 32 < rows && threadIdx.x < cols) ? x[threadIdx.x] : 0.0f;
+    }
+    for (int c0 = 0; c0 < cols; c0 += 16) {
+        // coalesce: stage A[r * cols + c] in tile_A (32x16: rows of A read by the block in this step of 'c')
+        // coalesce: stage x[c] in tile_x (16: x's segment in this step of 'c')
+        #pragma unroll
+        for (int rr = 0; rr < 32; rr += 2)
+            tile_A[rr + threadIdx.x / 16][threadIdx.x % 16] = A_next[rr / 2];
+        if (threadIdx.x < 16)
+            tile_x[threadIdx.x] = x_next;
         __syncthreads();
+        // prefetch: the next step's loads, in flight during this step's computation
+        const int c0_next = c0 + 16;
+        if (c0_next < cols) {
+            #pragma unroll
+            for (int rr = 0; rr < 32; rr += 2)
+                A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0_next + threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0_next + threadIdx.x % 16] : 0.0f;
+            if (threadIdx.x < 16)
+                x_next = (blockIdx.x * 32 < rows && c0_next + threadIdx.x < cols) ? x[c0_next + threadIdx.x] : 0.0f;
+        }
         if (r < rows) {
             for (int c = c0; c < c0 + 16 && c < cols; c++) {
                 const float A_val = tile_A[threadIdx.x][c - c0];

@@ -28,10 +28,20 @@ __global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, 
         if (col < m)
             s = B[i * m + col];
         // coalesce: 'k' loop unrolled by 256 around the staged tiles (the last step may be partial)
+        // prefetch: the first step's loads go to registers (L_next); each step stores them to its tiles and loads the next step's while it computes
+        float L_next;
+        if (0 < i) {
+            L_next = (blockIdx.x * 256 < m && threadIdx.x < i) ? L[i * n + threadIdx.x] : 0.0f;
+        }
         for (int k0 = 0; k0 < i; k0 += 256) {
             // coalesce: stage L[i * n + k] in tile_L (256: L's segment in this step of 'k')
-            tile_L[threadIdx.x] = (blockIdx.x * 256 < m && k0 + threadIdx.x < i) ? L[i * n + k0 + threadIdx.x] : 0.0f;
+            tile_L[threadIdx.x] = L_next;
             __syncthreads();
+            // prefetch: the next step's loads, in flight during this step's computation
+            const int k0_next = k0 + 256;
+            if (k0_next < i) {
+                L_next = (blockIdx.x * 256 < m && k0_next + threadIdx.x < i) ? L[i * n + k0_next + threadIdx.x] : 0.0f;
+            }
             if (col < m) {
                 for (int k = k0; k < k0 + 256 && k < i; k++) {
                     const float L_val = tile_L[k - k0];

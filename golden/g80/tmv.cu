@@ -29,10 +29,18 @@ __global__ void tmv(float *A, float *B, float *C) {
     // merge: 16 blocks of 16x1 threads merged in x: they share tile_B, loaded once per merged block
     __shared__ float tile_B[256];
     // coalesce: 'i' loop unrolled by 256 around the staged tiles
+    // prefetch: the first step's loads go to registers (B_next); each step stores them to its tiles and loads the next step's while it computes
+    float B_next;
+    B_next = (threadIdx.x < 4096) ? B[threadIdx.x] : 0.0f;
     for (int i0 = 0; i0 < 4096; i0 += 256) {
         // coalesce: stage B[i] in tile_B (256: B's segment in this step of 'i')
-        tile_B[threadIdx.x] = (i0 + threadIdx.x < 4096) ? B[i0 + threadIdx.x] : 0.0f;
+        tile_B[threadIdx.x] = B_next;
         __syncthreads();
+        // prefetch: the next step's loads, in flight during this step's computation
+        const int i0_next = i0 + 256;
+        if (i0_next < 4096) {
+            B_next = (i0_next + threadIdx.x < 4096) ? B[i0_next + threadIdx.x] : 0.0f;
+        }
         #pragma unroll
         for (int i = i0; i < i0 + 256; i = i + 1) {
             float a = A[i * 4096 + idx];

@@ -1,6 +1,7 @@
 /* mm.cu -- naive dense matrix multiply C = A * B (n x n, row-major), then C *= alpha.
  * mm: 2-D launch, one thread per C element: x = column (0..n-1), y = row (0..n-1),
  *     16x16 blocks, grid ((n+15)/16, (n+15)/16).  scale_matrix: 1-D, one thread per element. */
+#include <cuda_pipeline.h>
 #include "include/bench_util.h"
 
 #define BLOCK_X 16
@@ -23,8 +24,8 @@ static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
 #pragma gpgpu_opt launch block(16, 16) grid((global_x + 127) / 128, (global_y + 127) / 128)
 __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
     // merge: 8x8 outputs per thread; per step of 'k' the block stages its operands in shared tiles, each value then reused from registers
-    __shared__ __align__(16) float tile_A[16][132];
-    __shared__ __align__(16) float tile_B[16][128];
+    __shared__ __align__(16) float tile_A[2][16][132];
+    __shared__ __align__(16) float tile_B[2][16][128];
     float sum[8][8];
     #pragma unroll
     for (int r = 0; r < 8; r++) {
@@ -33,37 +34,51 @@ __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const 
             sum[r][c] = 0.0f;
         }
     }
-    for (int k0 = 0; k0 < n; k0 += 16) {
-        // loads of the step's operands all issued before their stores, so that they are in flight together
-        float A_staged[8];
-        float B_staged[8];
-        // A[row * n + k] for the block's 128 rows and 16 iterations: 8 loads per thread
+    // prefetch: two stages of tile_A, tile_B, filled by asynchronous copies (cp.async) one step ahead of the computation
+    if (0 < n) {
         #pragma unroll
         for (int l = 0; l < 8; l++) {
             const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
             const int load_row = blockIdx.y * 128 + e / 16;
-            const int load_k = k0 + e % 16;
-            A_staged[l] = (load_row < n && 0 < n && load_k < n) ? A[load_row * n + load_k] : 0;
+            const int load_k = e % 16;
+            const int in_range = load_row < n && 0 < n && load_k < n;
+            __pipeline_memcpy_async(&tile_A[0][e % 16][e / 16], &A[in_range ? (load_row * n + load_k) : 0], sizeof(float), in_range ? 0 : (sizeof(float)));
         }
-        // B[k * n + col] for the block's 128 columns and 16 iterations: 8 loads per thread
         #pragma unroll
         for (int l = 0; l < 8; l++) {
             const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
             const int load_col = blockIdx.x * 128 + e % 128;
-            const int load_k = k0 + e / 128;
-            B_staged[l] = (load_col < n && 0 < n && load_k < n) ? B[load_col + load_k * n] : 0;
+            const int load_k = e / 128;
+            const int in_range = load_col < n && 0 < n && load_k < n;
+            __pipeline_memcpy_async(&tile_B[0][e / 128][e % 128], &B[in_range ? (load_col + load_k * n) : 0], sizeof(float), in_range ? 0 : (sizeof(float)));
         }
-        #pragma unroll
-        for (int l = 0; l < 8; l++) {
-            const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
-            tile_A[e % 16][e / 16] = A_staged[l];
-        }
-        #pragma unroll
-        for (int l = 0; l < 8; l++) {
-            const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
-            tile_B[e / 128][e % 128] = B_staged[l];
-        }
+    }
+    __pipeline_commit();
+    for (int k0 = 0, stage = 0; k0 < n; k0 += 16, stage ^= 1) {
+        // prefetch: this step's copies have landed; past the barrier no thread still reads the other stage
+        __pipeline_wait_prior(0);
         __syncthreads();
+        // prefetch: the next step's tiles are copied into the other stage during this step's computation
+        const int k0_next = k0 + 16;
+        if (k0_next < n) {
+            #pragma unroll
+            for (int l = 0; l < 8; l++) {
+                const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
+                const int load_row = blockIdx.y * 128 + e / 16;
+                const int load_k = k0_next + e % 16;
+                const int in_range = load_row < n && 0 < n && load_k < n;
+                __pipeline_memcpy_async(&tile_A[stage ^ 1][e % 16][e / 16], &A[in_range ? (load_row * n + load_k) : 0], sizeof(float), in_range ? 0 : (sizeof(float)));
+            }
+            #pragma unroll
+            for (int l = 0; l < 8; l++) {
+                const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
+                const int load_col = blockIdx.x * 128 + e % 128;
+                const int load_k = k0_next + e / 128;
+                const int in_range = load_col < n && 0 < n && load_k < n;
+                __pipeline_memcpy_async(&tile_B[stage ^ 1][e / 128][e % 128], &B[in_range ? (load_col + load_k * n) : 0], sizeof(float), in_range ? 0 : (sizeof(float)));
+            }
+        }
+        __pipeline_commit();
         #pragma unroll
         for (int kk = 0; kk < 16; kk++) {
             if (k0 + kk >= n)
@@ -71,11 +86,11 @@ __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const 
             float A_frag[8];
             #pragma unroll
             for (int r = 0; r < 8; r++)
-                A_frag[r] = tile_A[kk][r / 4 * 64 + threadIdx.y * 4 + r % 4];
+                A_frag[r] = tile_A[stage][kk][r / 4 * 64 + threadIdx.y * 4 + r % 4];
             float B_frag[8];
             #pragma unroll
             for (int c = 0; c < 8; c++)
-                B_frag[c] = tile_B[kk][c / 4 * 64 + threadIdx.x * 4 + c % 4];
+                B_frag[c] = tile_B[stage][kk][c / 4 * 64 + threadIdx.x * 4 + c % 4];
             #pragma unroll
             for (int r = 0; r < 8; r++) {
                 #pragma unroll
@@ -86,7 +101,6 @@ __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const 
                 }
             }
         }
-        __syncthreads();
     }
     #pragma unroll
     for (int r = 0; r < 8; r++) {

@@ -1,5 +1,6 @@
 """CUDA builtin functions (a mixin of the Interpreter): math, barriers, warp shuffles and votes,
-`__ldg`, atomics, vector constructors; and calls of `__device__` helpers."""
+`__ldg`, atomics, vector constructors, the asynchronous copies of <cuda_pipeline.h>; and calls of
+`__device__` helpers."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import numpy as np
 from pycparser import c_ast
 
 from gpgpu_opt.emulator.errors import DivergentBarrierError, UndefinedBehaviorError, UnsupportedConstruct, where
-from gpgpu_opt.emulator.masks import m_bits
+from gpgpu_opt.emulator.masks import m_and, m_bits
 from gpgpu_opt.emulator.memory import PtrValue
 from gpgpu_opt.emulator.threads import WARP
 from gpgpu_opt.emulator.values import (BOOL, DOUBLE, FLOAT, INT, UINT, VECTOR_TYPES, CType, Value, cast_data,
@@ -48,6 +49,7 @@ _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicMax": "max", "atomicM
             "atomicOr": "or", "atomicXor": "xor", "atomicExch": "exch", "atomicCAS": "cas", "atomicInc": "inc",
             "atomicDec": "dec"}
 _NOOPS = {"__threadfence", "__threadfence_block", "__threadfence_system"}
+_PIPELINE = {"__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"}
 
 
 def _math_name(name: str):
@@ -94,6 +96,8 @@ class Builtins:
             return self.mem.load(p.buffer, p.offset, p.view, mask, node)
         if name in _ATOMICS:
             return self.atomic(name, args, mask, node)
+        if name in _PIPELINE:
+            return self.pipeline(name, args, mask, node)
         if name.startswith("make_") and name[5:] in VECTOR_TYPES:
             t = VECTOR_TYPES[name[5:]]
             if len(args) != t.n:
@@ -324,6 +328,51 @@ class Builtins:
             return self.mem.atomic(op, p.buffer, p.offset, p.view, val, mask, node, compare=cmp)
         val = self._scalar_arg(args[1], mask, node)
         return self.mem.atomic(op, p.buffer, p.offset, p.view, val, mask, node)
+
+    # ---------------------------------------------------------------- cp.async (<cuda_pipeline.h>)
+    def pipeline(self, name, args, mask, node):
+        """`__pipeline_memcpy_async(dst, src, bytes[, zero_fill])` reads its source when issued and lands in
+        shared memory when a `__pipeline_wait_prior(N)` covers its batch (`__pipeline_commit` closes one):
+        all batches but the N latest. As a copy may land any time in between, its write is recorded for the
+        race check at the issue and again at the wait."""
+        state = getattr(self, "_pipeline_state", None)
+        if state is None or state[0] is not self.batch:
+            state = self._pipeline_state = (self.batch, [], [])
+        _, pending, batches = state
+        if name == "__pipeline_commit":
+            batches.append(list(pending))
+            pending.clear()
+            return None
+        if name == "__pipeline_wait_prior":
+            keep = self._scalar_arg(args[0], mask, node).data
+            if isinstance(keep, np.ndarray):
+                raise UnsupportedConstruct(f"__pipeline_wait_prior with a per-thread count at {where(node)}")
+            landing = batches[:max(len(batches) - int(keep), 0)]
+            del batches[:len(landing)]
+            for copies in landing:
+                for dst, value, lanes, site in copies:
+                    self.mem.store(dst.buffer, dst.offset, dst.view, value, lanes, site)
+            return None
+        if mask is False:
+            return None
+        if len(args) not in (3, 4):
+            raise UnsupportedConstruct(f"__pipeline_memcpy_async with {len(args)} arguments at {where(node)}")
+        dst, src = self.ev(args[0], mask), self.ev(args[1], mask)
+        if not (isinstance(dst, PtrValue) and isinstance(src, PtrValue) and dst.buffer.space == "shared"
+                and isinstance(dst.view, CType) and dst.view == src.view):
+            raise UnsupportedConstruct(f"__pipeline_memcpy_async other than one element into shared memory at "
+                                       f"{where(node)}")
+        size = self._scalar_arg(args[2], mask, node).data
+        zero_fill = self._scalar_arg(args[3], mask, node).data if len(args) == 4 else 0
+        if np.any(size != dst.view.size) or np.any((zero_fill != 0) & (zero_fill != size)):
+            raise UnsupportedConstruct(f"__pipeline_memcpy_async of part of an element at {where(node)}")
+        copied = np.broadcast_to(np.asarray(zero_fill) == 0, (self.batch.N,))
+        read = self.mem.load(src.buffer, src.offset, src.view, m_and(mask, copied), node)
+        data = np.where(copied, np.broadcast_to(read.data, (self.batch.N,)), 0).astype(dst.view.dtype)
+        value = Value(dst.view, data)
+        self.mem.store(dst.buffer, dst.offset, dst.view, value, mask, node)
+        pending.append((dst, value, mask, node))
+        return None
 
     # ---------------------------------------------------------------- __device__ functions
     def call_device(self, name, args, mask, node):

@@ -71,6 +71,16 @@ def test_g80_mv_has_the_shape_of_the_papers_figure_3b_merged_in_x():
     assert "__shared__ float tile_x[16];" in text                      # x's segment, loaded once
     assert "#pragma gpgpu_opt launch block(32, 1)" in text
     assert text.count("__syncthreads();") == 2
+    # prefetch (paper Fig. 8): the next step's loads in registers, none past the last step
+    assert "float A_next[16];" in text and "float x_next;" in text and "if (c0_next < cols) {" in text
+
+
+def test_sm90_mm_golden_double_buffers_its_register_tile():
+    text = (GOLDEN / "sm_90" / "mm.cu").read_text()
+    assert "#include <cuda_pipeline.h>" in text
+    assert "float tile_A[2][16][132];" in text and "float tile_B[2][16][128];" in text
+    assert text.count("__syncthreads();") == 1 and text.count("__pipeline_wait_prior(0);") == 1
+    assert "if (k0_next < n) {" in text and "A_staged" not in text
 
 
 @requires_nvcc

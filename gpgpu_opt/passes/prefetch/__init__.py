@@ -1,0 +1,72 @@
+"""prefetch: the next step's global data is loaded while this step computes (paper §3.7, Fig. 8; DESIGN.md
+§4 item 5).
+
+It works on a loop that stages global data in shared tiles, `for (k0 ...) { copies; barrier; compute;
+barrier }` (coalesce's staged loops, the merges' tiles; `staged_loop` says what it accepts), in one of two
+forms:
+- `stages` where the target has asynchronous copies (cp.async, sm_80 and later): a second stage of each
+  tile, filled one step ahead by `__pipeline_memcpy_async`, one barrier per step. Kept when ptxas (where
+  installed) spills no more than the kernel without it.
+- `registers` elsewhere, the paper's form: the next step's loads go to registers before the computation and
+  are stored to the tiles after the barrier. Skipped when thread merging needs the registers (§3.7).
+"""
+from __future__ import annotations
+
+from gpgpu_opt.codegen import kernel_source
+from gpgpu_opt.diagnostics import Location
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.nvcc import nvcc_available, resource_usage
+from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.prefetch import registers, stages
+from gpgpu_opt.passes.prefetch.staged_loop import NotStaged, find_staged_loop
+from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.staging import Unsupported
+
+
+def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+    where = Location.of(kernel.funcdef)
+    work = kernel.copy()
+    try:
+        staged = find_staged_loop(work)
+    except NotStaged:
+        return kernel
+    except Unsupported as why:
+        ctx.skip("kernel", f"not prefetched: {why}", where)
+        return kernel
+    taken = set(g.KernelInfo(work, ctx).taken)
+    subject = ", ".join(sorted({f"{c.array} -> {c.tile}" for c in staged.copies}))
+    try:
+        if ctx.target.has_async_copy:
+            why = stages.check_stages(work, staged, ctx)
+            stages.apply_stages(work, staged, taken)
+            work.includes = sorted(set(work.includes) | {stages.HEADER})
+            why += _ptxas(kernel, work, ctx)
+            ctx.applied(subject, f"double buffering with cp.async, one barrier per step: {why}", where)
+        else:
+            why = registers.check_registers(work, staged, ctx)
+            held = registers.apply_registers(work, staged, taken)
+            ctx.applied(subject, f"the next step's loads go to registers ({', '.join(held)}) before this "
+                                 f"step's computation (paper Fig. 8): {why}", where)
+    except Unsupported as why:
+        ctx.skip(subject, f"not prefetched: {why}", where)
+        return kernel
+    return work
+
+
+def _ptxas(before: Kernel, after: Kernel, ctx: PassContext) -> str:
+    """ptxas's registers and spills with and without the stages; Unsupported when the stages spill more."""
+    if not nvcc_available():
+        return "; nvcc not found, so the model's register count stands"
+    usage = []
+    for k in (before, after):
+        source = "".join(f"#include <{h}>\n" for h in k.includes) + k.with_launch_bounds(kernel_source(k.funcdef))
+        usage.append((resource_usage(source, ctx.target) or {}).get(k.name))
+    if None in usage:
+        return ""
+    (old, new) = usage
+    blocks = after.launch.blocks_per_sm if after.launch and after.launch.blocks_per_sm else 1
+    said = (f"; ptxas at {blocks} blocks per SM: {new['registers']} registers, {new['spill_store_bytes']} bytes "
+            f"of spill stores (without the stages {old['registers']} and {old['spill_store_bytes']})")
+    if new["spill_store_bytes"] > old["spill_store_bytes"]:
+        raise Unsupported(f"the stages would spill more registers{said}")
+    return said
