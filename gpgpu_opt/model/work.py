@@ -1,0 +1,430 @@
+"""Work per thread, counted on the kernel's AST with the loop trip counts the sizes give: FP32 and integer
+instructions, global requests (with the sectors and 128-byte lines of each, from analysis/coalescing, and
+how many of their sectors miss L1), shared accesses, shuffles, barriers, and how many global loads a
+thread has in flight at once (its ILP: loads issued between two waits)."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.accesses import Access, AccessCollector
+from gpgpu_opt.analysis.coalescing import analyse_request, substitutions
+from gpgpu_opt.analysis.loops import assigned_names, canonical_loop
+from gpgpu_opt.analysis.reuse import _footprint
+from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, opaque, to_sympy
+from gpgpu_opt.ast_util import walk
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.targets import Target
+
+#: nvcc unrolls a loop it cannot unroll fully by this factor (the loads of 4 iterations then in flight).
+NVCC_UNROLL = 4
+#: ... and unrolls fully a loop of at most this many iterations known at compile time.
+FULL_UNROLL_LIMIT = 32
+#: Instructions a rolled loop iteration costs besides its body (counter, compare and branch).
+LOOP_OVERHEAD = 2
+#: Loop iterations of the per-block footprint sample (the L1 hit estimate), in all.
+_FOOTPRINT_SAMPLES = 4096
+_FLOAT_TYPES = {"float", "double", "float2", "float4", "double2", "half"}
+_FLOAT_CALLS = {"sqrtf", "expf", "logf", "sinf", "cosf", "fabsf", "fmaxf", "fminf", "__expf", "rsqrtf", "powf",
+                "exp", "log", "sqrt", "fabs", "fmax", "fmin", "pow", "tanhf", "erff"}
+
+
+@dataclass
+class GlobalRequest:
+    """One global access of the kernel: how often a thread executes it and what one warp request costs."""
+    array: str
+    mode: str                   # 'read' or 'write'
+    per_thread: float           # executions per thread
+    element_bytes: int
+    sectors: float              # 32-byte sectors per warp request
+    lines: float                # 128-byte lines per warp request (L1 wavefronts)
+    l1_miss: float              # fraction of the sectors that go to L2 (loads; 1 for stores)
+    extent_bytes: float | None  # bytes of the array the whole grid touches, when it can be bounded
+
+
+@dataclass
+class Work:
+    """Per thread (a warp executes the same counts as warp instructions)."""
+    fp_instructions: float = 0.0
+    flops: float = 0.0
+    int_instructions: float = 0.0
+    other_instructions: float = 0.0     # loop overhead, branches, selects, calls
+    shared_accesses: float = 0.0
+    shuffles: float = 0.0
+    barriers: float = 0.0
+    global_loads: float = 0.0
+    load_waits: float = 0.0             # times a thread waits for global loads in flight
+    requests: list[GlobalRequest] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def global_instructions(self) -> float:
+        return sum(r.per_thread for r in self.requests)
+
+    @property
+    def instructions(self) -> float:
+        return (self.fp_instructions + self.int_instructions + self.other_instructions + self.shared_accesses
+                + self.shuffles + self.barriers + self.global_instructions)
+
+    @property
+    def loads_in_flight(self) -> float:
+        """Global loads a thread issues before it waits (ILP)."""
+        return self.global_loads / self.load_waits if self.load_waits else 0.0
+
+    def as_dict(self) -> dict:
+        return {"fp_instructions": round(self.fp_instructions, 2), "flops": round(self.flops, 2),
+                "int_instructions": round(self.int_instructions, 2),
+                "other_instructions": round(self.other_instructions, 2),
+                "shared_accesses": round(self.shared_accesses, 2), "shuffles": round(self.shuffles, 2),
+                "barriers": round(self.barriers, 2), "global_loads": round(self.global_loads, 2),
+                "loads_in_flight": round(self.loads_in_flight, 2),
+                "requests": [{"array": r.array, "mode": r.mode, "per_thread": round(r.per_thread, 2),
+                              "sectors": round(r.sectors, 2), "lines": round(r.lines, 2),
+                              "l1_miss": round(r.l1_miss, 3)} for r in self.requests]}
+
+
+@dataclass
+class _WaitGroup:
+    """The global loads of one rolled loop's iteration (or of the code outside rolled loops)."""
+    body_scale: float
+    unroll: int
+    loads: float = 0.0
+
+
+class _Counter(AccessCollector):
+    def __init__(self, kernel: Kernel, subs: dict):
+        super().__init__(kernel)
+        self.subs = subs
+        self.work = Work()
+        self.scale = 1.0
+        self.scale_of: dict[int, float] = {}
+        self.float_names = {p.name for p in kernel.params if p.base_type in _FLOAT_TYPES}
+        self.shared_names: set[str] = set()
+        self.variant: set[str] = set()
+        self.groups = [_WaitGroup(1.0, 1)]
+        self.pragmas = _unroll_pragmas(kernel.body)
+
+    # -- loops --------------------------------------------------------------------------------
+    def visit_For(self, node: c_ast.For):
+        if node.init is not None:
+            self.visit(node.init)
+        loop = canonical_loop(node, self.env)
+        trips = self._trips(node, loop)
+        pragma = self.pragmas.get(id(node), 0)
+        unrolled = trips is not None and (pragma == -1 or (pragma == 0 and trips <= FULL_UNROLL_LIMIT))
+        trips = 1.0 if trips is None else trips
+        saved_env, saved_scale = dict(self.env), self.scale
+        if loop is not None:
+            self.env[loop.var] = iterator_symbol(loop.var)
+            self.loops.append(loop)
+        else:
+            self.unanalysable_loops += 1
+            for name in assigned_names(node):
+                self.env[name] = opaque(name)
+        self.scale *= trips
+        if unrolled and loop is not None:
+            self.variant.discard(loop.var)    # a constant in each unrolled copy
+        if not unrolled:
+            factor = pragma if pragma > 1 else NVCC_UNROLL if trips >= NVCC_UNROLL else 1
+            self.variant |= assigned_names(node)
+            self.work.other_instructions += LOOP_OVERHEAD * self.scale / factor
+            self.groups.append(_WaitGroup(self.scale, 1 if _has_barrier(node.stmt) else factor))
+        if node.cond is not None and not unrolled:
+            self.visit(node.cond)
+        self.visit(node.stmt)
+        if not unrolled:
+            group = self.groups.pop()
+            if group.loads:
+                self.work.load_waits += group.body_scale / group.unroll
+        if loop is not None:
+            self.loops.pop()
+        else:
+            self.unanalysable_loops -= 1
+        self.env, self.scale = saved_env, saved_scale
+
+    def visit_While(self, node):
+        self.work.assumptions.append("a while loop is counted as one iteration")
+        super().visit_While(node)
+
+    def _trips(self, node: c_ast.For, loop) -> float | None:
+        """Iterations at the sizes (thread 0's, for a loop that starts at its thread id); None if unknown."""
+        if loop is not None and not loop.multiplicative and loop.trip_count() is not None:
+            value = loop.trip_count().subs(self.subs)
+            if value.is_number:
+                return max(0.0, float(value))
+        simulated = _simulate(node, self.env, self.subs)
+        if simulated is None:
+            self.work.assumptions.append(f"a loop at line {node.coord.line if node.coord else '?'} is counted "
+                                         "as one iteration (its trip count is not known)")
+        return simulated
+
+    # -- declarations and statements ------------------------------------------------------------
+    def visit_Decl(self, node: c_ast.Decl):
+        if node.name is not None:
+            base = node.type
+            while isinstance(base, (c_ast.ArrayDecl, c_ast.PtrDecl)):
+                base = base.type
+            if isinstance(base, c_ast.TypeDecl) and isinstance(base.type, c_ast.IdentifierType) \
+                    and " ".join(base.type.names) in _FLOAT_TYPES:
+                self.float_names.add(node.name)
+            if "__shared__" in (node.storage or []):
+                self.shared_names.add(node.name)
+            if node.init is not None and self._is_variant(node.init):
+                self.variant.add(node.name)
+        super().visit_Decl(node)
+
+    def visit_Assignment(self, node: c_ast.Assignment):
+        if isinstance(node.lvalue, c_ast.ID) and len(self.groups) > 1:
+            self.variant.add(node.lvalue.name)
+        if node.op != "=":
+            if self._is_float(node.lvalue):
+                fused = node.op in ("+=", "-=") and _is_mul(node.rvalue) and self._is_float(node.rvalue)
+                self._fp(1, 2 if fused else 1)
+                if fused:
+                    self.visit(node.rvalue.left)
+                    self.visit(node.rvalue.right)
+                    self._store(node.lvalue, node.op)
+                    return
+            elif self._is_variant(node):
+                self.work.int_instructions += self.scale
+        super().visit_Assignment(node)
+
+    def _store(self, lvalue, op):
+        if isinstance(lvalue, c_ast.ArrayRef):
+            self._record(lvalue, "write")
+            if op != "=":
+                self._record(lvalue, "read")
+            self._visit_subscripts(lvalue)
+
+    def visit_BinaryOp(self, node: c_ast.BinaryOp):
+        if node.op in ("+", "-") and self._is_float(node):
+            fused = next((s for s in (node.left, node.right) if _is_mul(s) and self._is_float(s)), None)
+            if fused is not None:
+                self._fp(1, 2)
+                other = node.right if fused is node.left else node.left
+                for child in (fused.left, fused.right, other):
+                    self.visit(child)
+                return
+        if node.op in ("+", "-", "*", "/") and self._is_float(node):
+            self._fp(4 if node.op == "/" else 1, 1)
+        elif self._is_variant(node):
+            self.work.int_instructions += self.scale
+        self.generic_visit(node)
+
+    def visit_TernaryOp(self, node):
+        self.work.other_instructions += self.scale
+        self.generic_visit(node)
+
+    def visit_If(self, node):
+        if self._is_variant(node.cond):
+            self.work.other_instructions += self.scale
+        super().visit_If(node)
+
+    def visit_FuncCall(self, node: c_ast.FuncCall):
+        name = node.name.name if isinstance(node.name, c_ast.ID) else ""
+        if name == "__syncthreads":
+            self.work.barriers += self.scale
+        elif name.startswith("__shfl"):
+            self.work.shuffles += self.scale
+        else:
+            self.work.other_instructions += self.scale
+        self.generic_visit(node)
+
+    # -- accesses ---------------------------------------------------------------------------------
+    def _record(self, node: c_ast.ArrayRef, mode: str):
+        before = len(self.accesses)
+        super()._record(node, mode)
+        if len(self.accesses) > before:
+            self.scale_of[id(self.accesses[-1])] = self.scale
+            if mode == "read":
+                self.work.global_loads += self.scale
+                self.groups[-1].loads += self.scale / self.groups[-1].body_scale
+        elif _base_name(node) in self.shared_names:
+            self.work.shared_accesses += self.scale
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _fp(self, instructions: float, flops: float):
+        self.work.fp_instructions += instructions * self.scale
+        self.work.flops += flops * self.scale
+
+    def _is_variant(self, node) -> bool:
+        return any(isinstance(n, c_ast.ID) and n.name in self.variant for n in walk(node))
+
+    def _is_float(self, node) -> bool:
+        if isinstance(node, c_ast.Constant):
+            return node.type in ("float", "double")
+        if isinstance(node, c_ast.ID):
+            return node.name in self.float_names
+        if isinstance(node, c_ast.ArrayRef):
+            return _base_name(node) in self.float_names
+        if isinstance(node, c_ast.BinaryOp):
+            if node.op in ("<", "<=", ">", ">=", "==", "!=", "&&", "||"):
+                return False
+            return self._is_float(node.left) or self._is_float(node.right)
+        if isinstance(node, c_ast.UnaryOp):
+            return self._is_float(node.expr)
+        if isinstance(node, c_ast.Cast):
+            return " ".join(getattr(node.to_type.type.type, "names", [])) in _FLOAT_TYPES
+        if isinstance(node, c_ast.TernaryOp):
+            return self._is_float(node.iftrue) or self._is_float(node.iffalse)
+        if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
+            args = node.args.exprs if node.args else []
+            return node.name.name in _FLOAT_CALLS or (node.name.name.startswith("__shfl") and len(args) > 1
+                                                     and self._is_float(args[1]))
+        return False
+
+
+def count_work(kernel: Kernel, target: Target, block: tuple[int, int], grid: tuple[int, int],
+               sizes: dict[str, int]) -> Work:
+    """The work of one thread of `kernel` launched with `block` x `grid` at `sizes`."""
+    bindings = {k: int(v) for k, v in sizes.items() if float(v).is_integer()}
+    subs = {sympy.Symbol(k, integer=True): v for k, v in sizes.items()}
+    subs.update({BDIM["x"]: block[0], BDIM["y"]: block[1], BDIM["z"]: 1, GDIM["x"]: grid[0], GDIM["y"]: grid[1],
+                 GDIM["z"]: 1, TID["x"]: 0, TID["y"]: 0, TID["z"]: 0, BID["x"]: 0, BID["y"]: 0, BID["z"]: 0})
+    counter = _Counter(kernel, subs)
+    counter.visit(kernel.body)
+    work = counter.work
+    top = counter.groups[0]
+    if top.loads:
+        work.load_waits += 1
+    lines_target = replace(target, transaction_bytes=128) if target.coalescing_rule == "sectors" else target
+    for access in counter.accesses:
+        per_thread = counter.scale_of[id(access)]
+        access = _thread_start_in_index(access)
+        coalescing = analyse_request(access, target, block, bindings)
+        if coalescing is None:
+            work.assumptions.append(f"{access.array}[{access.index_text}]: one sector per thread (not analysable)")
+            sectors = lines = float(target.request_threads)
+        else:
+            sectors = coalescing.transactions_per_request
+            lines = analyse_request(access, lines_target, block, bindings).transactions_per_request
+        miss = _l1_miss(access, block, bindings, sectors, target) if access.mode == "read" else 1.0
+        work.requests.append(GlobalRequest(access.array, access.mode, per_thread, access.element_bytes, sectors,
+                                           lines, miss, _extent_bytes(access, block, grid, bindings)))
+    return work
+
+
+def _thread_start_in_index(access: Access) -> Access:
+    """The access with the thread-dependent part of each loop's start moved into its subscript
+    (`for (c = threadIdx.x; ...; c += 32)` reads A[r * cols + threadIdx.x + c'] for c' = 0, 32, ...): the
+    analyses take the first iteration of a loop at thread 0's start."""
+    if access.index is None or access.kind == "unresolved":
+        return access
+    index = access.index
+    threads = {TID["x"]: 0, TID["y"]: 0, TID["z"]: 0}
+    for loop in access.loops:
+        offset = loop.start - loop.start.subs(threads)
+        if offset != 0 and not loop.multiplicative:
+            index = index.subs(iterator_symbol(loop.var), iterator_symbol(loop.var) + offset)
+    return access if index is access.index else replace(access, index=sympy.expand(index))
+
+
+def _l1_miss(access: Access, block, bindings, sectors: float, target: Target) -> float:
+    """The sectors a block fetches once over the sectors its requests ask for (the rest hit L1), over a
+    sample of its loop iterations."""
+    if access.index is None or access.kind == "unresolved" or target.coalescing_rule != "sectors":
+        return 1.0
+    subs, _ = substitutions(access, block, bindings)
+    samples = 1
+    for loop in access.loops:
+        trips = loop.trip_count()
+        trips = trips.subs(subs) if trips is not None else None
+        samples *= min(48, int(trips)) if trips is not None and trips.is_number else 48
+    if samples > _FOOTPRINT_SAMPLES or samples == 0:
+        return 1.0
+    elements = _footprint(access, subs, block)
+    unique = len({e * access.element_bytes // target.transaction_bytes for e in elements})
+    warps = -(-block[0] * block[1] // target.request_threads)
+    return min(1.0, unique / (samples * warps * max(sectors, 1e-9)))
+
+
+def _extent_bytes(access: Access, block, grid, bindings) -> float | None:
+    """Bytes between the lowest and the highest element the grid touches (corners of every variable)."""
+    if access.index is None or access.kind == "unresolved":
+        return None
+    subs, _ = substitutions(access, block, bindings)
+    fixed = {k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])}
+    expr = access.index.subs(fixed)
+    ranges = {TID["x"]: (0, block[0] - 1), TID["y"]: (0, block[1] - 1), BID["x"]: (0, grid[0] - 1),
+              BID["y"]: (0, grid[1] - 1)}
+    for loop in access.loops:
+        values = loop.value_range()
+        if values is None:
+            return None
+        first, last = (v.subs(fixed).subs({TID["x"]: 0, TID["y"]: 0, TID["z"]: 0}) for v in values)
+        if not (first.is_number and last.is_number):
+            return None
+        ranges[iterator_symbol(loop.var)] = (int(first), int(last))
+    symbols = [s for s in ranges if s in expr.free_symbols]
+    if expr.free_symbols - set(symbols) - {TID["z"], BID["z"]}:
+        return None
+    fn = sympy.lambdify(symbols, expr.subs({TID["z"]: 0, BID["z"]: 0}), "math")
+    corners = [fn(*c) for c in itertools.product(*(ranges[s] for s in symbols))] or [float(expr)]
+    return (max(corners) - min(corners) + 1) * access.element_bytes
+
+
+def _simulate(node: c_ast.For, env, subs) -> float | None:
+    """Trip count of a loop with a numeric start and bound, stepping by any constant operation (halving
+    loops: `for (s = 16; s > 0; s /= 2)`), by running it (at most 2^20 iterations)."""
+    init, cond, nxt = node.init, node.cond, node.next
+    try:
+        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1:
+            var, start = init.decls[0].name, to_sympy(init.decls[0].init, env)
+        elif isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
+            var, start = init.lvalue.name, to_sympy(init.rvalue, env)
+        else:
+            return None
+        if not (isinstance(cond, c_ast.BinaryOp) and isinstance(cond.left, c_ast.ID) and cond.left.name == var):
+            return None
+        bound = to_sympy(cond.right, env).subs(subs)
+        start = start.subs(subs)
+    except NotAffine:
+        return None
+    if not (start.is_number and bound.is_number and isinstance(nxt, c_ast.Assignment)
+            and isinstance(nxt.lvalue, c_ast.ID) and nxt.lvalue.name == var
+            and isinstance(nxt.rvalue, c_ast.Constant) and nxt.rvalue.type == "int"):
+        return None
+    step = int(nxt.rvalue.value.rstrip("uUlL"), 0)
+    ops = {"/=": lambda v: v // step, ">>=": lambda v: v >> step, "*=": lambda v: v * step,
+           "<<=": lambda v: v << step, "+=": lambda v: v + step, "-=": lambda v: v - step}
+    tests = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__, "!=": int.__ne__}
+    if nxt.op not in ops or cond.op not in tests:
+        return None
+    value, bound, count = int(start), int(bound), 0
+    while tests[cond.op](value, bound) and count < 1 << 20:
+        value, count = ops[nxt.op](value), count + 1
+    return float(count)
+
+
+def _unroll_pragmas(body: c_ast.Node) -> dict[int, int]:
+    """For each loop under `#pragma unroll`: -1 (fully) or the factor asked for."""
+    found = {}
+    for node in walk(body):
+        items = getattr(node, "block_items", None) or []
+        for pragma, loop in zip(items, items[1:]):
+            if isinstance(pragma, c_ast.Pragma) and isinstance(loop, c_ast.For) \
+                    and pragma.string.strip().startswith("unroll"):
+                factor = pragma.string.strip()[len("unroll"):].strip()
+                found[id(loop)] = int(factor) if factor.isdigit() else -1
+    return found
+
+
+def _has_barrier(node) -> bool:
+    return any(isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and n.name.name == "__syncthreads"
+               for n in walk(node))
+
+
+def _is_mul(node) -> bool:
+    return isinstance(node, c_ast.BinaryOp) and node.op == "*"
+
+
+def _base_name(node: c_ast.ArrayRef) -> str | None:
+    while isinstance(node, c_ast.ArrayRef):
+        node = node.name
+    return node.name if isinstance(node, c_ast.ID) else None
+
+
+__all__ = ["Work", "GlobalRequest", "count_work"]
