@@ -178,7 +178,7 @@ def test_unanalysable_access_leaves_the_rest_optimized(tmp_path):
 def test_a_loop_of_exactly_one_staged_step_has_no_step_loop():
     """conv's 16-iteration filter row, unrolled by 16 on g80, is staged once per row: no `i0` loop."""
     text = (GOLDEN / "g80" / "conv.cu").read_text()
-    assert "__shared__ float tile_filt[16];" in text and "filt[j * 16 + threadIdx.x]" in text
+    assert "__shared__ float tile_filt[16];" in text and "filt[j_next * 16 + threadIdx.x]" in text  # prefetched
     assert "i0" not in text and "for (int i = 0; i < 16; i++)" in text
     assert text.count("__syncthreads();") == 2
 
