@@ -18,7 +18,8 @@ PassFunction = Callable[[Kernel, PassContext], Kernel]
 PIPELINE_ORDER = ["restrict", "normalize", "vectorize", "coalesce", "merge", "prefetch", "partition"]
 _FOUNDATION = ["restrict", "normalize"]
 _MODULES = {"restrict": "gpgpu_opt.passes.restrict", "normalize": "gpgpu_opt.passes.normalize",
-            "coalesce": "gpgpu_opt.passes.coalesce", "merge": "gpgpu_opt.passes.merge"}
+            "coalesce": "gpgpu_opt.passes.coalesce", "merge": "gpgpu_opt.passes.merge",
+            "vectorize": "gpgpu_opt.passes.vectorize"}
 
 
 def registered_passes() -> dict[str, PassFunction]:

@@ -1,0 +1,30 @@
+"""vectorize: wider global accesses (paper §3.1; DESIGN.md §4 item 2), before coalesce and merge.
+
+- `pairs`: the paper's rule on every target: `P[2*e + N]` and `P[2*e + N + 1]` (N even), both loads or both
+  stores of one basic block, become one `float2` (int2, double2) access, `.x` the lower address;
+- `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
+  global accesses run along x one element per thread gets V consecutive x per thread, each such access one
+  V-element vector (`--vector-width V`; 1 turns widening off).
+Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
+"""
+from __future__ import annotations
+
+from gpgpu_opt.diagnostics import Location
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.vectorize import pairs
+from gpgpu_opt.rewriting import guards as g
+
+
+def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+    if kernel.launch is not None:
+        return kernel
+    where = Location.of(kernel.funcdef)
+    work = kernel.copy()
+    info = g.KernelInfo(work, ctx)
+    done: list[str] = []
+    for compound, run_ in list(pairs.runs(work.body)):
+        pairs.vectorize_run(info, compound, run_, ctx, done)
+    for what in done:
+        ctx.applied("kernel", f"vector access: {what}", where)
+    return work if done else kernel
