@@ -12,8 +12,9 @@ from __future__ import annotations
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.vectorize import pairs
+from gpgpu_opt.passes.vectorize import pairs, widen
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.staging import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -27,4 +28,31 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         pairs.vectorize_run(info, compound, run_, ctx, done)
     for what in done:
         ctx.applied("kernel", f"vector access: {what}", where)
-    return work if done else kernel
+    if not done:
+        work = _widened(kernel, ctx) or work
+    return work if done or work.launch is not None else kernel
+
+
+def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
+    """The kernel widened by `--vector-width` or the target's preferred access (16 bytes: 4 floats), where
+    warps are served by sectors (on the paper's GPUs a half-warp's 4-byte accesses already fill a segment)."""
+    where = Location.of(kernel.funcdef)
+    if ctx.target.coalescing_rule != "sectors" or ctx.vector_width == 1:
+        return None
+    width = ctx.vector_width or max(1, ctx.target.preferred_vector_bytes // 4)
+    if width == 1:
+        return None
+    work = kernel.copy()
+    g.normalize_early_returns(work.body)
+    info = g.KernelInfo(work, ctx)
+    try:
+        what = widen.widen(work, ctx, info, width)
+    except widen.NotWidenable:
+        return None
+    except Unsupported as why:
+        ctx.skip("kernel", f"not widened: {why}", where)
+        return None
+    ctx.applied("kernel", f"widened: {what}", where)
+    ctx.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
+                          "per thread in x", where)
+    return work
