@@ -174,3 +174,86 @@ def test_an_even_offset_launch_is_vectorized(tmp_path):
     source = SWAP + HOST.format(kernel="swap_pairs", args="a + 4, c, n")
     k = only(compile_text(tmp_path, source, passes="vectorize"))
     assert "const float2 a2 = ((const float2 *) a)[i + 1];" in kernel_source(k.optimized.funcdef)
+
+
+# -- widening (sector-served targets) ---------------------------------------------------------------------
+ROWS = """
+__global__ void saxpy_rows(const float *x, float *y, float a, int w, int h)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (col < w && row < h) {
+        y[row * w + col] = a * x[row * w + col] + y[row * w + col];
+    }
+}
+"""
+
+PROVEN = """
+#define W 1024
+__global__ void scale_rows(const float *x, float *y, int h)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (col < W && row < h)
+        y[row * W + col] = 2.0f * x[row * W + col];
+}
+
+void run(int h)
+{
+    float *x, *y;
+    cudaMalloc(&x, W * h * sizeof(float));
+    cudaMalloc(&y, W * h * sizeof(float));
+    scale_rows<<<dim3(W / 32, (h + 7) / 8), dim3(32, 8)>>>(x, y, h);
+}
+"""
+
+
+@pytest.mark.parametrize("w,h", [(37, 5), (64, 3), (5, 2)])
+def test_widened_rows_with_a_ragged_width_are_equivalent(tmp_path, w, h):
+    k = only(compile_text(tmp_path, ROWS))
+    text = kernel_source(k.optimized.funcdef)
+    # CHECK: 4 consecutive x per thread, float4 along x; the ragged edge and unaligned rows go scalar
+    assert "int col = 4 * (blockIdx.x * blockDim.x + threadIdx.x);" in text
+    assert "if (col + 3 < w && (((size_t) (x + row * w)) & 15) == 0" in text
+    assert "const float4 x_val = ((const float4 *) (x + row * w))[col / 4];" in text
+    assert "for (int k = 0; k < 4; k++)" in text and "if (col + k < w)" in text
+    assert k.optimized.launch.outputs_per_block[0] == 4 * k.optimized.launch.block[0]
+    assert_equivalent(k, {"w": w, "h": h, "a": 1.5}, (w, h))
+
+
+def test_vector_width_1_turns_widening_off(tmp_path):
+    k = only(compile_text(tmp_path, ROWS, vector_width=1))
+    assert "float4" not in kernel_source(k.optimized.funcdef)
+
+
+def test_vector_width_2_widens_by_float2(tmp_path):
+    k = only(compile_text(tmp_path, ROWS, vector_width=2))
+    assert "((const float2 *) (x + row * w))[col / 2]" in kernel_source(k.optimized.funcdef)
+    assert_equivalent(k, {"w": 37, "h": 3, "a": 2.0}, (37, 3))
+
+
+def test_proven_alignment_and_width_leave_no_scalar_tail(tmp_path):
+    result = compile_text(tmp_path, PROVEN)
+    k = only(result)
+    text = kernel_source(k.optimized.funcdef)
+    assert "((float4 *) (y + row * 1024))[col / 4] = make_float4(" in text
+    # CHECK-NOT: a run-time test or a scalar path (cudaMalloc buffers, a row pitch of 1024 = 4 * 256)
+    assert "size_t" not in text and "for (" not in text
+    assert_equivalent(k, {"h": 3}, (1024, 3))
+    assert_nvcc_compiles(result, tmp_path)
+
+
+def test_g80_is_not_widened(tmp_path):
+    k = only(compile_text(tmp_path, ROWS, target="g80"))
+    assert "float4" not in kernel_source(k.optimized.funcdef)
+
+
+def test_vv_is_widened_then_merged_in_y(tmp_path):
+    result = compile_program(load_program(str(INPUTS / "vv.cu"), diagnostics=Diagnostics(quiet=True)),
+                             get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True), validate=True)
+    k = only(result)
+    text = kernel_source(k.optimized.funcdef)
+    assert "const float4 B_val = ((const float4 *) B)[idx / 4];" in text
+    assert "float4 C_old[16];" in text and "A_val[r] = A[idy + 16 * r];" in text
+    assert k.validation.status == "passed"
+    assert_nvcc_compiles(result, tmp_path)
