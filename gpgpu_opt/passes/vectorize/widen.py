@@ -48,12 +48,12 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
     ifs = [k for k, s in enumerate(rest) if isinstance(s, c_ast.If)]
     if ifs:
         if len(ifs) > 1 or rest[ifs[0]].iffalse is not None or ifs[0] != len(rest) - 1:
-            raise Unsupported("more control flow than one guard around straight-line statements")
+            raise NotWidenable("more control flow than one guard around straight-line statements")
         prefix, guard = rest[:ifs[0]], rest[ifs[0]]
         stmts = g.items(guard.iftrue)
     for s in prefix + stmts:
         if not isinstance(s, (c_ast.Decl, c_ast.Assignment)):
-            raise Unsupported(f"a {type(s).__name__} statement (only declarations and assignments are widened)")
+            raise NotWidenable(f"a {type(s).__name__} statement (only declarations and assignments are widened)")
     vectors = _vector_locals(info, prefix + stmts, idx)
     lead = 0
     while lead < len(stmts) and not (ids_in(stmts[lead]) & (vectors | {idx})):
