@@ -26,6 +26,8 @@ IncludeOpt = typer.Option(None, "-I", help="Add an include directory (as nvcc -I
 BindOpt = typer.Option(None, "--bind", help="Give a kernel parameter a known value, NAME=VALUE")
 MergeOpt = typer.Option(None, "--merge", help="merge factors instead of the model's choice: x=NX,y=NY "
                                               "(outputs per thread in each dimension)")
+VectorWidthOpt = typer.Option(None, "--vector-width", help="elements per widened access: 1 (no widening), "
+                                                           "2 or 4 (default: the vectorize pass's model)")
 
 
 def _defines(values: Optional[List[str]]) -> dict[str, str]:
@@ -43,6 +45,12 @@ def _merge(text: Optional[str]) -> Optional[MergeRequest]:
         return MergeRequest.parse(text)
     except ValueError as err:
         raise CompileError(str(err)) from None
+
+
+def _vector_width(width: Optional[int]) -> Optional[int]:
+    if width is not None and width not in (1, 2, 4):
+        raise CompileError(f"--vector-width: expected 1, 2 or 4, got {width}")
+    return width
 
 
 def _bindings(values: Optional[List[str]]) -> dict[str, int]:
@@ -124,7 +132,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
                                            help="kernel pointer parameters never alias (as nvcc --restrict)"),
              no_validate: bool = typer.Option(False, "--no-validate",
                                               help="write rewritten kernels without emulating them first"),
-             merge: Optional[str] = MergeOpt,
+             merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
              define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
              bind: Optional[List[str]] = BindOpt,
              no_tuned: bool = typer.Option(False, "--no-tuned", help="ignore a choice `tune` stored"),
@@ -139,16 +147,17 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
             raise CompileError(str(err)) from None
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
-        merge_request, tuned = _merge(merge), None
-        if not no_tuned and passes is None and merge is None:
+        merge_request, width, tuned = _merge(merge), _vector_width(vector_width), None
+        if not no_tuned and passes is None and merge is None and vector_width is None:
             from gpgpu_opt.tune.db import TuningDB, tuned_choice
 
             tuned = tuned_choice(TuningDB(db), program, tgt, _bindings(bind), gpu, diagnostics)
             if tuned is not None:
                 pass_names, merge_request = list(tuned.choice.passes), _merge(tuned.choice.merge)
+                width = tuned.choice.vector_width
         result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
                                  self_check=self_check, assume_restrict=restrict, validate=not no_validate,
-                                 merge_request=merge_request)
+                                 merge_request=merge_request, vector_width=width)
         rep = result.report()
         if tuned is not None:
             rep["tuned"] = tuned.as_dict()
@@ -177,7 +186,7 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
            block: Optional[str] = typer.Option(None, "--block", help="naive launch block X[,Y] (default: the file's launch)"),
            grid: Optional[str] = typer.Option(None, "--grid", help="naive launch grid X[,Y] (default: the file's launch)"),
            extent: Optional[List[str]] = typer.Option(None, "--extent", help="array size in elements, NAME=N (gathers)"),
-           merge: Optional[str] = MergeOpt,
+           merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
            define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
            bind: Optional[List[str]] = BindOpt) -> None:
     """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
@@ -194,7 +203,7 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
             space = (parts[0], parts[1] if len(parts) > 1 else 1)
         ok = run_verify(program, tgt, passes, sizes, space, seed, against, diagnostics, _bindings(bind),
                         _defines(define), include, parse_shape("--block", block), parse_shape("--grid", grid),
-                        parse_extents(extent), _merge(merge))
+                        parse_extents(extent), _merge(merge), _vector_width(vector_width))
     except (CompileError, ValueError) as err:
         _fail(err)
         return

@@ -11,6 +11,7 @@ from gpgpu_opt import launch
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import alias_facts
+from gpgpu_opt.analysis.alignment import base_alignment
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
 from gpgpu_opt.checks import SanityError, check_kernel
 from gpgpu_opt.codegen import kernel_source
@@ -126,10 +127,10 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                     bindings: dict[str, int] | None = None, dump_dir: str | None = None,
                     block_override: tuple[int, int] | None = None, self_check: bool = False,
                     assume_restrict: bool = False, validate: bool = False,
-                    merge_request: MergeRequest | None = None) -> CompileResult:
+                    merge_request: MergeRequest | None = None, vector_width: int | None = None) -> CompileResult:
     """Optimize every kernel. `assume_restrict`: no pointer parameters alias (nvcc's --restrict).
     `validate`: emulate each rewritten kernel against the naive one before keeping it. `merge_request`:
-    the merge factors asked for with `--merge`."""
+    the merge factors asked for with `--merge`; `vector_width`: `--vector-width`."""
     results = []
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
@@ -139,7 +140,8 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                           device_functions=program.device_functions,
                           aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
                           merge_request=merge_request, global_space=_stated_space(program),
-                          launch_covers=launch.covered_parameters(program, kernel))
+                          launch_covers=launch.covered_parameters(program, kernel),
+                          alignment=base_alignment(kernel, program), vector_width=vector_width)
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None
         if self_check:

@@ -68,11 +68,13 @@ def hand_written_launch(text: str, macros: dict[str, str], case, path: str, kern
 
 
 def run_verify(program, target, passes, sizes, global_space, seed, against, diagnostics: Diagnostics,
-               bindings, defines, include_dirs, block=None, grid=None, extents=None, merge_request=None) -> bool:
+               bindings, defines, include_dirs, block=None, grid=None, extents=None, merge_request=None,
+               vector_width=None) -> bool:
     """Compare every kernel at each case; `block`/`grid` give the naive launch (else the program's launch
     sites tell it), `extents` the sizes of arrays their subscripts do not tell (gathers)."""
     pass_names = parse_pass_list(passes)
-    result = compile_program(program, target, pass_names, diagnostics, bindings, merge_request=merge_request)
+    result = compile_program(program, target, pass_names, diagnostics, bindings, merge_request=merge_request,
+                             vector_width=vector_width)
     hand = load_program(against, defines, include_dirs, diagnostics, target=target) if against else None
     all_ok = True
     print(f"verify {program.path} (target {target.name}; {'against ' + against if against else 'passes: ' + (', '.join(pass_names) or 'none')})")

@@ -8,35 +8,49 @@
 #define globalDimY HEIGHT_C
 #define C(y,x) C[(y)*WIDTH_C+(x)]
 
-// gpgpu-opt: launch configuration of the optimized 'vv': blocks of 32x8 threads,
-// each covering 32x32 threads of the naive launch (4 outputs per thread).
+// gpgpu-opt: launch configuration of the optimized 'vv': blocks of 16x16 threads,
+// each covering 64x256 threads of the naive launch (64 outputs per thread).
 static dim3 vv_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(32, 8);
+    return dim3(16, 16);
 }
 
 static dim3 vv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 31) / 32, (global_y + 31) / 32);
+    return dim3((global_x + 63) / 64, (global_y + 255) / 256);
 }
 
-#pragma gpgpu_opt launch block(32, 8) grid((global_x + 31) / 32, (global_y + 31) / 32)
+#pragma gpgpu_opt launch block(16, 16) grid((global_x + 63) / 64, (global_y + 255) / 256)
 __global__ void vv(float *A, float *B, float *C) {
-    // merge: each thread computes 4 outputs in y, 8 apart; B[idx] read once for all of them
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    const int idy = blockIdx.y * 32 + threadIdx.y;
-    float A_val[4];
+    // merge: each thread computes 16 outputs in y, 16 apart; B[idx + k] read once for all of them
+    // vectorize: each thread handles 4 consecutive x, one 4-wide vector access per array; unaligned or ragged groups take the scalar path
+    const int idx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int idy = blockIdx.y * 256 + threadIdx.y;
+    float A_val[16];
     #pragma unroll
-    for (int r = 0; r < 4; r++)
-        A_val[r] = A[idy + 8 * r];
-    const float B_val = B[idx];
-    float C_val[4];
-    #pragma unroll
-    for (int r = 0; r < 4; r++)
-        C_val[r] = C[(idy + 8 * r) * 4096 + idx];
-    #pragma unroll
-    for (int r = 0; r < 4; r++)
-        C[(idy + 8 * r) * 4096 + idx] = C_val[r] + A_val[r] * B_val;
+    for (int r = 0; r < 16; r++)
+        A_val[r] = A[idy + 16 * r];
+    if ((((size_t) B) & 15) == 0 && (((size_t) C) & 15) == 0) {
+        const float4 B_val = ((const float4 *) B)[idx / 4];
+        float4 C_old[16];
+        #pragma unroll
+        for (int r = 0; r < 16; r++)
+            C_old[r] = ((float4 *) (C + (idy + 16 * r) * 4096))[idx / 4];
+        #pragma unroll
+        for (int r = 0; r < 16; r++)
+            ((float4 *) (C + (idy + 16 * r) * 4096))[idx / 4] = make_float4(C_old[r].x + A_val[r] * B_val.x, C_old[r].y + A_val[r] * B_val.y, C_old[r].z + A_val[r] * B_val.z, C_old[r].w + A_val[r] * B_val.w);
+    } else {
+        for (int k = 0; k < 4; k++) {
+            const float B_val = B[idx + k];
+            float C_val[16];
+            #pragma unroll
+            for (int r = 0; r < 16; r++)
+                C_val[r] = C[(idy + 16 * r) * 4096 + (idx + k)];
+            #pragma unroll
+            for (int r = 0; r < 16; r++)
+                C[(idy + 16 * r) * 4096 + (idx + k)] = C_val[r] + A_val[r] * B_val;
+        }
+    }
 }

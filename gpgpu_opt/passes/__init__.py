@@ -19,7 +19,7 @@ PIPELINE_ORDER = ["restrict", "normalize", "vectorize", "coalesce", "merge", "pr
 _FOUNDATION = ["restrict", "normalize"]
 _MODULES = {"restrict": "gpgpu_opt.passes.restrict", "normalize": "gpgpu_opt.passes.normalize",
             "coalesce": "gpgpu_opt.passes.coalesce", "merge": "gpgpu_opt.passes.merge",
-            "prefetch": "gpgpu_opt.passes.prefetch"}
+            "vectorize": "gpgpu_opt.passes.vectorize", "prefetch": "gpgpu_opt.passes.prefetch"}
 
 
 def registered_passes() -> dict[str, PassFunction]:

@@ -74,6 +74,10 @@ class PassContext:
     #: Integer parameters n that every launch site provably covers with at least n threads in x
     #: (`(n + 255) / 256` blocks of 256): a grid-stride loop bounded by n visits only naive threads' work.
     launch_covers: frozenset[str] = frozenset()
+    #: Pointer parameter -> the byte alignment every launch gives it (analysis/alignment.py).
+    alignment: dict[str, int] = field(default_factory=dict)
+    #: `--vector-width`: elements per widened access (1: no widening; None: the vectorize pass's model).
+    vector_width: int | None = None
     decisions: list[Decision] = field(default_factory=list)
 
     def stated_space_tiled_by(self, covers: tuple[int, int]) -> bool:

@@ -192,3 +192,13 @@ def test_merge_option_is_parsed_and_bad_values_are_errors(tmp_path):
     for bad in ("z=2", "x=0", "x=two", "x"):
         proc = compile_file(ROOT / "inputs" / "mm.cu", out, "--merge", bad)
         assert proc.returncode != 0 and "--merge" in proc.stderr and not out.exists()
+
+
+@pytest.mark.parametrize("target", GOLDEN_TARGETS)
+def test_complex_mul_is_vectorized_into_float2_pairs(target):
+    """The paper's §3.1 rule: re/im pairs loaded and stored as one float2, .x the lower (real) element; the
+    buffers come from cudaMalloc in the file, so they are 8-byte aligned."""
+    text = (GOLDEN / target / "complex_mul.cu").read_text()
+    assert "const float2 a2 = ((const float2 *) a)[i];" in text and "const float2 b2 = ((const float2 *) b)[i];" in text
+    assert "((float2 *) c)[i] = make_float2(c_x, a2.x * b2.y + a2.y * b2.x);" in text
+    assert "a[2 * i]" not in text.split("__global__")[1].split("/* c = a * b")[0]

@@ -71,7 +71,7 @@ def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: g.KernelInf
     covers = (launch.outputs_per_block[0], launch.outputs_per_block[1] * factor)
     # In x the launch covers what an earlier merge made sure of; in y its blocks must still tile the naive ones.
     problem = info.coverage_problem((launch.outputs_per_block[0], ctx.naive_block[1]), covers)
-    if problem:
+    if problem and not ctx.stated_space_tiled_by(covers):       # a stated space tiled: no extra threads
         raise Unsupported(problem)
     return tm.ThreadMerge((1, factor), launch.block, why, shared, deps, covers=launch.outputs_per_block)
 

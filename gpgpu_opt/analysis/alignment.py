@@ -1,0 +1,78 @@
+"""How far each pointer parameter of a kernel is known to be aligned, in bytes, at every launch.
+
+`cudaMalloc` and friends return addresses aligned to 256 bytes. A launch argument that names such a buffer
+(aliasing.py's `HostPointers.buffer_of`: allocated in the launching function, never reassigned or passed on)
+is 256-byte aligned; `buf + k` or `&buf[k]` with an integer literal k, where `buf` is declared a pointer to
+the parameter's element type, is aligned to the largest power of two dividing both 256 and k * element size.
+Anything else (no launch in the file, a launch hidden in a macro, a parameter of the launching function) is
+only known to be aligned to its element size, as C requires of any pointer.
+"""
+from __future__ import annotations
+
+import re
+
+from gpgpu_opt.analysis.aliasing import HostPointers, _launch_we_cannot_see
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.launch import host_text
+
+#: What cudaMalloc guarantees.
+ALLOCATION_ALIGNMENT = 256
+ELEMENT_BYTES = {"float": 4, "int": 4, "unsigned int": 4, "unsigned": 4, "double": 8, "char": 1,
+                 "unsigned char": 1, "short": 2, "unsigned short": 2, "long long": 8, "unsigned long long": 8}
+
+_OFFSET = re.compile(r"(?:\(\s*[\w\s]+\*\s*\)\s*)?(?:&\s*(?P<a>[A-Za-z_]\w*)\s*\[\s*(?P<ai>\d+)\s*\]|"
+                     r"(?P<p>[A-Za-z_]\w*)(?:\s*\+\s*(?P<pi>\d+))?)")
+
+
+def element_bytes(base_type: str) -> int:
+    return ELEMENT_BYTES.get(base_type, 1)
+
+
+def base_alignment(kernel: Kernel, program) -> dict[str, int]:
+    """Pointer parameter -> the alignment in bytes every launch site in the file gives it (at least the
+    element size)."""
+    pointers = [p for p in kernel.params if p.is_pointer]
+    known = {p.name: element_bytes(p.base_type) for p in pointers}
+    sites = [s for s in program.launch_sites if s.kernel == kernel.name]
+    if not sites or not pointers or _launch_we_cannot_see(program.text, kernel.name, sites):
+        return known
+    text = host_text(program)
+    host = HostPointers(text)
+    positions = {p.name: k for k, p in enumerate(kernel.params)}
+    proven = {}
+    for p in pointers:
+        alignments = []
+        for site in sites:
+            if len(site.args) != len(kernel.params):
+                break
+            arg = site.args[positions[p.name]].strip()
+            buffer, _ = host.buffer_of(arg, site.start)
+            offset = _literal_offset(arg, buffer, p.base_type, text)
+            if buffer is None or offset is None:
+                break
+            alignments.append(_power_of_two_dividing(ALLOCATION_ALIGNMENT, offset * element_bytes(p.base_type)))
+        else:
+            proven[p.name] = max(known[p.name], min(alignments))
+    return {**known, **proven}
+
+
+def _literal_offset(arg: str, buffer: str | None, base_type: str, text: str) -> int | None:
+    """The element offset of `buf`, `buf + k`, `&buf[k]` (k a literal; a nonzero k only where `buf` is
+    declared a pointer to `base_type`, so that k counts its elements), else None."""
+    m = _OFFSET.fullmatch(arg)
+    if m is None or buffer is None:
+        return None
+    k = int(m.group("ai") or m.group("pi") or 0)
+    if k and not re.search(rf"\b{re.escape(base_type)}\s*\*\s*(?:[A-Za-z_]\w*\s*,\s*\*?\s*)*{re.escape(buffer)}\b",
+                           text):
+        return None
+    return k
+
+
+def _power_of_two_dividing(limit: int, n: int) -> int:
+    if n == 0:
+        return limit
+    a = 1
+    while a < limit and n % (2 * a) == 0:
+        a *= 2
+    return a

@@ -1,0 +1,58 @@
+"""vectorize: wider global accesses (paper §3.1; DESIGN.md §4 item 2), before coalesce and merge.
+
+- `pairs`: the paper's rule on every target: `P[2*e + N]` and `P[2*e + N + 1]` (N even), both loads or both
+  stores of one basic block, become one `float2` (int2, double2) access, `.x` the lower address;
+- `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
+  global accesses run along x one element per thread gets V consecutive x per thread, each such access one
+  V-element vector (`--vector-width V`; 1 turns widening off).
+Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
+"""
+from __future__ import annotations
+
+from gpgpu_opt.diagnostics import Location
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.vectorize import pairs, widen
+from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.staging import Unsupported
+
+
+def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+    if kernel.launch is not None:
+        return kernel
+    where = Location.of(kernel.funcdef)
+    work = kernel.copy()
+    info = g.KernelInfo(work, ctx)
+    done: list[str] = []
+    for compound, run_ in list(pairs.runs(work.body)):
+        pairs.vectorize_run(info, compound, run_, ctx, done)
+    for what in done:
+        ctx.applied("kernel", f"vector access: {what}", where)
+    if not done:
+        work = _widened(kernel, ctx) or work
+    return work if done or work.launch is not None else kernel
+
+
+def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
+    """The kernel widened by `--vector-width` or the target's preferred access (16 bytes: 4 floats), where
+    warps are served by sectors (on the paper's GPUs a half-warp's 4-byte accesses already fill a segment)."""
+    where = Location.of(kernel.funcdef)
+    if ctx.target.coalescing_rule != "sectors" or ctx.vector_width == 1:
+        return None
+    width = ctx.vector_width or max(1, ctx.target.preferred_vector_bytes // 4)
+    if width == 1:
+        return None
+    work = kernel.copy()
+    g.normalize_early_returns(work.body)
+    info = g.KernelInfo(work, ctx)
+    try:
+        what = widen.widen(work, ctx, info, width)
+    except widen.NotWidenable:
+        return None
+    except Unsupported as why:
+        ctx.skip("kernel", f"not widened: {why}", where)
+        return None
+    ctx.applied("kernel", f"widened: {what}", where)
+    ctx.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
+                          "per thread in x", where)
+    return work

@@ -1,0 +1,302 @@
+"""Widening (modern targets): each thread handles V consecutive x, and each global access that runs along x
+one element per thread (`P[f + idx]`, f not depending on x) becomes one V-element vector access (16 bytes
+for float4): the warp then asks for 512 contiguous bytes with a quarter of the instructions.
+
+This is a thread merge in x by V with the copies adjacent (not a block apart, as merge/thread_merge.py
+places them), so that the V elements of a copy group are one aligned vector:
+- `idx` becomes the first of the thread's V x (`V * (blockIdx.x * blockDim.x + threadIdx.x)`); a statement
+  that does not depend on x is kept once, a local that does becomes a vector (its component c is copy c's
+  value), a statement that does is evaluated per component (`make_float4(e(idx), e(idx + 1), ...)`);
+- the vector path needs its accesses aligned to V elements: the base from alignment.py, `f` a multiple of V
+  (sympy); what is not proved is tested at run time on the address, and where a guard `idx < E` is not known
+  to cut at a multiple of V the last group is tested too. Threads that fail a test take the scalar path: the
+  original statements for idx, idx + 1, ..., idx + V - 1, each under the original guard (the ragged tail);
+- the launch covers V times as many x per block (unguarded kernels: a block V times narrower, so that it
+  still covers whole naive blocks, unless the stated thread space is tiled by the wider one).
+Only straight-line kernels (declarations and assignments, optionally under one guard) are widened.
+"""
+from __future__ import annotations
+
+import copy
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.alignment import element_bytes
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID
+from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
+from gpgpu_opt.codegen import Comment
+from gpgpu_opt.kernel import Kernel, LaunchConfig
+from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, text
+from gpgpu_opt.rewriting.vector import COMPONENTS, parse_vector_statements, vector_type
+
+_X_BUILTINS = {("threadIdx", "x"), ("blockIdx", "x"), ("blockDim", "x"), ("gridDim", "x")}
+
+
+class NotWidenable(Exception):
+    """No access to widen, or widening switched off (no note needed beyond the caller's)."""
+
+
+def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
+    """Rewrite `kernel` in place (V = width); returns what was done, or raises NotWidenable/Unsupported."""
+    body = kernel.body.block_items or []
+    idx_pos, idx_decl = _index_local(info, body)
+    idx = idx_decl.name
+    rest = body[idx_pos + 1:]
+    guard, stmts, prefix = None, rest, []
+    ifs = [k for k, s in enumerate(rest) if isinstance(s, c_ast.If)]
+    if ifs:
+        if len(ifs) > 1 or rest[ifs[0]].iffalse is not None or ifs[0] != len(rest) - 1:
+            raise NotWidenable("more control flow than one guard around straight-line statements")
+        prefix, guard = rest[:ifs[0]], rest[ifs[0]]
+        stmts = g.items(guard.iftrue)
+    for s in prefix + stmts:
+        if not isinstance(s, (c_ast.Decl, c_ast.Assignment)):
+            raise NotWidenable(f"a {type(s).__name__} statement (only declarations and assignments are widened)")
+    vectors = _vector_locals(info, prefix + stmts, idx)
+    lead = 0
+    while lead < len(stmts) and not (ids_in(stmts[lead]) & (vectors | {idx})):
+        lead += 1
+    ahead, stmts = stmts[:lead], stmts[lead:]
+    if any(idx in ids_in(s) or ids_in(s) & vectors for s in prefix):
+        raise Unsupported("a statement before the guard depends on x")
+    elem: dict[str, str] = {}
+    accesses = _accesses(info, stmts, idx, elem)
+    widened = [a for a in accesses if a[2]]
+    if not widened:
+        raise NotWidenable("no access runs along x one element per thread")
+    checks: list[str] = []
+    for array, node, _ in widened:
+        need = width * element_bytes(elem[array])
+        offset = info.by_node[(id(node), "read")] if (id(node), "read") in info.by_node else \
+            info.by_node[(id(node), "write")]
+        f = sympy.expand(offset.index - (BID["x"] * BDIM["x"] + TID["x"]))
+        proven_base = ctx.alignment.get(array, 0) >= need
+        if proven_base and _multiple(f, width):
+            continue
+        where = array if _multiple(f, width) else _row(array, node.subscript, idx)
+        check = f"((size_t) {where} & {need - 1}) == 0"
+        if check not in checks:
+            checks.append(check)
+    x_clauses, kept_clauses = [], []
+    if guard is not None:
+        for clause in g.clauses(guard.cond):
+            if idx not in ids_in(clause):
+                kept_clauses.append(clause)
+                continue
+            bound = _upper_bound(clause, idx)
+            if bound is None:
+                raise Unsupported(f"the guard clause '{text(clause)}' is not 'idx < E'")
+            x_clauses.append((clause, bound))
+    for clause, bound in x_clauses:
+        if not _known_multiple(bound, width, ctx):
+            checks.insert(0, f"{idx} + {width - 1} < {text(bound)}")
+    launch = _launch(info, ctx, width, guard is not None)
+    # -- the rewrite
+    first = f"{width} * ({text(idx_decl.init)})"
+    idx_decl.init = parse_expr(first)
+    vector_body = _vector_statements(info, stmts, idx, vectors, elem, width)
+    scalar_guard = conj([clause for clause, _ in x_clauses])
+    if checks:
+        k = info.fresh("k")
+        copy_body = [substitute(s, {idx: parse_expr(f"{idx} + {k}")}) for s in stmts]
+        inner = c_ast.Compound(copy_body)
+        if scalar_guard is not None:
+            inner = c_ast.Compound([c_ast.If(substitute(scalar_guard, {idx: parse_expr(f"{idx} + {k}")}), inner, None)])
+        loop = parse_vector_statements(f"for (int {k} = 0; {k} < {width}; {k}++) {{}}", set())[0]
+        loop.stmt = inner
+        split = c_ast.If(parse_expr(" && ".join(f"({c})" if "&" in c else c for c in checks)),
+                         c_ast.Compound(vector_body), c_ast.Compound([loop]))
+        inner_items = [split]
+    else:
+        inner_items = vector_body
+    note = Comment(f"vectorize: each thread handles {width} consecutive x, one {width}-wide vector access per "
+                   f"array{'; unaligned or ragged groups take the scalar path' if checks else ''}")
+    if guard is not None:
+        guard.cond = conj(kept_clauses + [c for c, _ in x_clauses]) if checks else conj(kept_clauses + [c for c, _ in x_clauses])
+        guard.iftrue = c_ast.Compound(ahead + inner_items)
+        kernel.body.block_items = body[:idx_pos] + [note, idx_decl] + prefix + [guard]
+    else:
+        kernel.body.block_items = body[:idx_pos] + [note, idx_decl] + prefix + ahead + inner_items
+    kernel.launch = launch
+    names = ", ".join(sorted({f"{a}[{text(n.subscript)}]" for a, n, _ in widened}))
+    return (f"{width} consecutive x per thread: {names} as {width}-element vectors"
+            + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
+               "; alignment and the thread space's edge proved, no scalar path"))
+
+
+def _index_local(info: g.KernelInfo, body: list) -> tuple[int, c_ast.Decl]:
+    env = info._flat_env()
+    for k, s in enumerate(body):
+        if isinstance(s, c_ast.Decl) and s.init is not None and s.name in env and s.name not in info.assigned \
+                and info.decl_counts[s.name] == 1 \
+                and sympy.expand(env[s.name] - (BID["x"] * BDIM["x"] + TID["x"])) == 0:
+            others = [n for j, t in enumerate(body) if j != k for n in walk(t)
+                      if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID)
+                      and (n.name.name, n.field.name) in _X_BUILTINS]
+            if others:
+                raise Unsupported("the kernel uses the x builtins other than through its global x index")
+            return k, s
+    raise NotWidenable("no local holding the global x index")
+
+
+def _vector_locals(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
+    vectors: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            name, value = (s.name, s.init) if isinstance(s, c_ast.Decl) else \
+                (s.lvalue.name if isinstance(s.lvalue, c_ast.ID) else None, s.rvalue)
+            if name and name not in vectors and value is not None and (ids_in(value) & (vectors | {idx})
+                                                                       or any(isinstance(n, c_ast.ArrayRef) and idx in ids_in(n) for n in walk(value))):
+                vectors.add(name)
+                changed = True
+    for s in stmts:
+        if isinstance(s, c_ast.Decl) and s.name in vectors:
+            t = s.type
+            if not (isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType)
+                    and vector_type(" ".join(n for n in t.type.names), 2)):
+                raise Unsupported(f"'{s.name}' depends on x and is not a scalar of a vector type's element")
+            if " ".join(t.type.names) not in ("float", "double") and any(
+                    isinstance(n, c_ast.ArrayRef) and s.name in ids_in(n.subscript) for t2 in stmts for n in walk(t2)):
+                raise Unsupported(f"'{s.name}' depends on x and is used in a subscript")
+    return vectors
+
+
+def _accesses(info: g.KernelInfo, stmts: list, idx: str, elem: dict) -> list:
+    """(array, ArrayRef, widened?) of each global access; raises for one that is neither x-invariant nor one
+    element per thread along x."""
+    params = {p.name: p for p in info.kernel.arrays}
+    out = []
+    for s in stmts:
+        for n in walk(s):
+            if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
+                continue
+            a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
+            if a is None or a.index is None:
+                raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
+            elem[a.array] = params[a.array].base_type
+            f = sympy.expand(a.index - (BID["x"] * BDIM["x"] + TID["x"]))
+            if not ({TID["x"], BID["x"]} & a.index.free_symbols):
+                out.append((a.array, n, False))
+            elif not ({TID["x"], BID["x"]} & f.free_symbols) and vector_type(params[a.array].base_type, 4):
+                out.append((a.array, n, True))
+            else:
+                raise Unsupported(f"{a.array}[{a.index_text}] is not one element per thread along x")
+    return out
+
+
+def _row(array: str, subscript: c_ast.Node, idx: str) -> str:
+    """`P + f` for the subscript `f + idx` (`P` where f is 0): where the thread's vectors start."""
+    if isinstance(subscript, c_ast.ID) and subscript.name == idx:
+        return array
+    if isinstance(subscript, c_ast.BinaryOp) and subscript.op == "+":
+        for rest, last in ((subscript.left, subscript.right), (subscript.right, subscript.left)):
+            if isinstance(last, c_ast.ID) and last.name == idx and idx not in ids_in(rest):
+                return f"({array} + {text(rest)})"
+    return f"({array} + ({text(subscript)}) - {idx})"
+
+
+def _multiple(expr: sympy.Expr, width: int) -> bool:
+    try:
+        poly = sympy.Poly(expr, *sorted(expr.free_symbols, key=str)) if expr.free_symbols else None
+    except sympy.PolynomialError:
+        return False
+    coeffs = poly.coeffs() if poly is not None else [expr]
+    return all(c.is_Integer and int(c) % width == 0 for c in coeffs)
+
+
+def _upper_bound(clause: c_ast.Node, idx: str) -> c_ast.Node | None:
+    if isinstance(clause, c_ast.BinaryOp) and clause.op == "<" and isinstance(clause.left, c_ast.ID) \
+            and clause.left.name == idx and idx not in ids_in(clause.right):
+        return clause.right
+    return None
+
+
+def _known_multiple(bound: c_ast.Node, width: int, ctx) -> bool:
+    if isinstance(bound, c_ast.Constant):
+        return int(bound.value.rstrip("uUlL"), 0) % width == 0
+    if isinstance(bound, c_ast.ID) and bound.name in ctx.bindings:
+        return ctx.bindings[bound.name] % width == 0
+    return False
+
+
+def _launch(info: g.KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
+    bx, by = ctx.naive_block
+    stated = ctx.global_space[0]
+    if guarded or (stated is not None and stated % (bx * width) == 0):
+        return LaunchConfig(block=(bx, by), outputs_per_block=(bx * width, by))
+    if bx % width or (bx // width) * by < ctx.target.warp_size:
+        raise Unsupported(f"the kernel has no guard and a {bx}x{by} block cannot be cut {width} times in x")
+    return LaunchConfig(block=(bx // width, by), outputs_per_block=(bx, by))
+
+
+def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[str], elem: dict,
+                       width: int) -> list:
+    out = []
+
+    def component(expr: c_ast.Node, c: int) -> c_ast.Node:
+        e = substitute(expr, {idx: parse_expr(f"{idx} + {c}")} if c else {})
+
+        def per_lane(n: c_ast.Node):
+            if isinstance(n, c_ast.ID) and n.name in vectors:
+                return c_ast.StructRef(c_ast.ID(n.name), ".", c_ast.ID(COMPONENTS[c]))
+            return None
+
+        return transform(e, per_lane, skip_member_names=True)
+
+    def make(vtype: str, expr: c_ast.Node) -> c_ast.Node:
+        call = parse_expr(f"make_{vtype}(0)")
+        call.args.exprs = [component(expr, c) for c in range(width)]
+        return call
+
+    def vector_ref(array: str, node: c_ast.ArrayRef, const: bool) -> c_ast.Node:
+        vtype = vector_type(elem[array], width)
+        return parse_vector_statements(f"__v((({'const ' if const else ''}{vtype} *) {_row(array, node.subscript, idx)})"
+                                       f"[{idx} / {width}]);", {vtype})[0].args.exprs[0]
+
+    for s in stmts:
+        depends = bool(ids_in(s) & (vectors | {idx}))
+        if not depends:
+            out.append(s)
+            continue
+        if isinstance(s, c_ast.Decl):
+            base = " ".join(s.type.type.names)
+            vtype = vector_type(base, width)
+            init = s.init
+            if isinstance(init, c_ast.ArrayRef) and isinstance(init.name, c_ast.ID) and idx in ids_in(init.subscript) \
+                    and init.name.name in elem:
+                value = vector_ref(init.name.name, init, True)
+            else:
+                value = make(vtype, init)
+            decl = parse_vector_statements(f"const {vtype} {s.name} = 0;", {vtype})[0]
+            if "const" not in (s.quals or []):
+                decl.quals = [q for q in decl.quals if q != "const"]
+                decl.type.quals = [q for q in decl.type.quals if q != "const"]
+            decl.init = value
+            out.append(decl)
+            continue
+        target = s.lvalue
+        if isinstance(target, c_ast.ArrayRef) and isinstance(target.name, c_ast.ID) and target.name.name in elem \
+                and idx in ids_in(target.subscript):
+            array = target.name.name
+            vtype = vector_type(elem[array], width)
+            value = s.rvalue if s.op == "=" else c_ast.BinaryOp(s.op[:-1], copy.deepcopy(target), s.rvalue)
+            if s.op != "=":
+                old = info.fresh(f"{array}_old")
+                load = parse_vector_statements(f"const {vtype} {old} = 0;", {vtype})[0]
+                load.init = vector_ref(array, target, False)
+                out.append(load)
+                vectors.add(old)
+                value = c_ast.BinaryOp(s.op[:-1], c_ast.ID(old), s.rvalue)
+            out.append(c_ast.Assignment("=", vector_ref(array, target, False), make(vtype, value)))
+            continue
+        if isinstance(target, c_ast.ID) and target.name in vectors:
+            vtype = vector_type(elem.get(target.name, "float"), width)
+            out.append(c_ast.Assignment("=", c_ast.ID(target.name), make(vtype, s.rvalue if s.op == "=" else
+                                                                          c_ast.BinaryOp(s.op[:-1], c_ast.ID(target.name), s.rvalue))))
+            continue
+        out.extend(c_ast.Assignment(s.op, component(s.lvalue, c), component(s.rvalue, c)) for c in range(width))
+    return out
