@@ -349,8 +349,7 @@ def apply_conv_tile(kernel: Kernel, info: g.KernelInfo, tile: ConvTile) -> None:
                     width=_tile_width(tile), outputs=(ox, oy), row_values=row_values,
                     loads=loads, batches=batches, ragged=ragged, input=_input_view(tile, names, ragged),
                     first_element=f"{first}threadIdx.y * {THREADS_X} + threadIdx.x + {names['l']} * {threads}",
-                    row_index=text(parse_expr(f"{names['row']} - {names['r']} + {tile.row_start}"))
-                    if tile.row_start else f"{names['row']} - {names['r']}",
+                    row_index=_plus(f"{names['row']} - {names['r']}", tile.row_start),
                     filters=[_filter_view(tile, f, names) for f in tile.filters],
                     fw_padded=math.ceil(tile.fw / 4) * 4, thread_index=f"threadIdx.y * {THREADS_X} + threadIdx.x")
     items = parse_statements(source)
@@ -386,18 +385,31 @@ def _input_view(tile: ConvTile, names: dict, ragged: bool) -> dict:
 
 
 def _window_start(tile: ConvTile, row: str, col: str) -> str:
-    """The input element (row, col) of the block's window, written as the naive subscript is:
-    `(row + j0) * pitch + (col + i0) + base`."""
+    """The input element (row, col) of the block's window: `(row + a) * pitch + col + b`, the naive
+    subscript at the window's start with its constant part folded into whole rows `a` and the rest `b`."""
     j, i = iterator_symbol(tile.row_var), iterator_symbol(tile.col_var)
     index = sympy.expand(tile.source.index)
     pitch = sympy.diff(index, _GY)
-    base = sympy.expand(index - pitch * (_GY + j) - _GX - i)
-    def shifted(expr: str, start: int) -> str:
-        return f"{expr} + {start}" if start > 0 else f"{expr} - {-start}" if start else expr
-    parts = [f"({shifted(row, tile.row_start)}) * ({text(sym_to_ast(pitch))})", shifted(col, tile.col_start)]
-    if base != 0:
-        parts.append(text(sym_to_ast(base)))
+    rest = sympy.expand(index.subs({_GY: 0, _GX: 0, j: tile.row_start, i: tile.col_start}))
+    rows = _whole_rows(rest, pitch)
+    rest = sympy.expand(rest - rows * pitch)
+    pitch_text = text(sym_to_ast(pitch))
+    first = f"({_plus(row, rows)}) * {pitch_text if pitch.is_Symbol or pitch.is_Integer else f'({pitch_text})'}"
+    parts = [first, col] + ([text(sym_to_ast(rest))] if rest != 0 else [])
     return text(c_ast.ArrayRef(c_ast.ID(tile.source.array), parse_expr(" + ".join(parts))))
+
+
+def _whole_rows(offset: sympy.Expr, pitch: sympy.Expr) -> int:
+    """How many whole rows of `pitch` elements the constant offset holds (its pitch-dependent part)."""
+    if pitch.is_Integer:
+        return int(offset) // int(pitch) if offset.is_Integer and pitch != 0 else 0
+    symbol = next(iter(sorted(pitch.free_symbols, key=str)))
+    rows = sympy.expand(offset).coeff(symbol) / pitch.coeff(symbol)
+    return int(rows) if rows.is_Integer else 0
+
+
+def _plus(expr: str, k: int) -> str:
+    return f"{expr} + {k}" if k > 0 else f"{expr} - {-k}" if k < 0 else expr
 
 
 def _reader(first: str, offset: str, reach: int) -> str:
