@@ -168,3 +168,17 @@ def test_rank1_update_merges_rows_and_reads_the_row_vectors_once(compiled):
     body = output.read_text().split("void rank1_kernel")[1].split("\n}\n")[0]
     assert body.count("= v[j];") == 1 and body.count("= bias[j];") == 1
     assert "if (i + 8 * r < ni)" in body
+
+
+def test_image_filter_is_register_blocked(compiled):
+    """A KSIZE x KSIZE filter over a host-padded image (sizes as parameters, the pitch a local, `int i, j;`
+    declared before the loops, 32x8 naive blocks): the convolution tile with its halo, checked by compile."""
+    output, report, _ = compiled["image_filter.cu"]
+    (kernel,) = report["kernels"]
+    assert any(d["pass"] == "merge" and d["action"] == "applied" and d["reason"].startswith("convolution register")
+               for d in kernel["decisions"]), kernel["decisions"]
+    assert kernel["launch"]["block"] == [16, 16] and kernel["launch"]["outputs_per_block"] == [64, 128]
+    assert kernel["validation"]["status"] == "passed"
+    body = output.read_text().split("void filter_kernel")[1].split("\n}\n")[0]
+    assert "__shared__ __align__(16) float tile_padded[134][72];" in body   # 128 + 6 rows, 64 + 6 columns
+    assert "float acc[8][4];" in body and body.count("__syncthreads();") == 1

@@ -5,6 +5,8 @@ The merges, tried in order on a kernel not yet given a new launch:
   per element (register sums, a block tree, one atomicAdd per block);
 - `register_tile`: one thread computes a 2-D tile of outputs of a matrix-product-like kernel (thread merge
   in x and y, operands staged in shared tiles and reused from registers);
+- `conv_tile`: one thread computes R x C outputs of a 2-D convolution (the input's halo tile and the
+  filter in shared memory, each input row reused from registers by the output rows it feeds);
 - `split_loop`: several threads per output, for kernels whose outputs are too few to fill the GPU and whose
   one accumulation loop is long (mv, tmv);
 - `thread_merge`: one thread computes several outputs in y (and/or x) of any kernel whose reads are shared
@@ -21,7 +23,7 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge import block_merge, reduction, register_tile, split_loop, thread_merge
+from gpgpu_opt.passes.merge import block_merge, conv_tile, reduction, register_tile, split_loop, thread_merge
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
@@ -37,6 +39,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
              "reduction left as written"),
             (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
              register_tile.describe_launch, "one output per thread kept"),
+            (conv_tile.plan_conv_tile, conv_tile.apply_conv_tile, conv_tile.describe, conv_tile.describe_launch,
+             "one output per thread kept"),
             (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
              "one thread per output kept"),
             (thread_merge.plan_thread_merge, thread_merge.apply_thread_merge, thread_merge.describe,
