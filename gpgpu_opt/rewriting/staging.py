@@ -340,7 +340,8 @@ def parse_statements(source: str) -> list[c_ast.Node]:
     return list(func.body.block_items or [])
 
 
-_SNIPPET_PRELUDE = "typedef unsigned long size_t;\n"
+# Vector types name CUDA builtins; the parser only needs to know they are types.
+_SNIPPET_PRELUDE = "typedef unsigned long size_t;\ntypedef struct __vector2 float2;\ntypedef struct __vector4 float4;\n"
 
 
 def parse_expr(source: str) -> c_ast.Node:

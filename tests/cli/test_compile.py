@@ -216,3 +216,21 @@ def test_sm90_conv_is_register_blocked_with_a_halo_tile():
     assert "#pragma gpgpu_opt launch block(16, 16) grid((global_x + 63) / 64, (global_y + 127) / 128)" in text
     assert "__launch_bounds__(256, 2)" in text
     assert text.count("__syncthreads();") == 1
+
+
+def test_sm90_demosaic_golden_is_a_register_stencil_window():
+    """Issue 9: 2 x 2 outputs per thread, each row of raw loaded once (element loads: no launch proves the
+    base aligned), the columns past a lane's two from the next lane by shuffles, no shared memory; the
+    parity branches kept per copy. imregionmax states no thread space, so it keeps one thread per output."""
+    text = (GOLDEN / "sm_90" / "demosaic.cu").read_text()
+    assert "const int x0 = (blockIdx.x * 32 + threadIdx.x) * 2;" in text           # vector width 2
+    assert "const int y0 = (blockIdx.y * 8 + threadIdx.y) * 2;" in text            # 2 rows per thread
+    assert "float raw_win[4][4];" in text                                          # rows 2+2, columns 2+2
+    assert text.count("__shfl_down_sync(0xffffffffu, raw_win[i]") == 2
+    assert "__shfl_up_sync" not in text and "__shared__" not in text and "__syncthreads" not in text
+    assert "float4" not in text and "float2" not in text
+    assert "if (y % 2 == 0)" in text and "raw_win[r2 + 1][v + 1]" in text      # r is the red plane
+    report = json.loads((GOLDEN / "sm_90" / "imregionmax.report.json").read_text())
+    merge = [d for d in report["kernels"][0]["decisions"] if d["pass"] == "merge"]
+    assert merge and merge[0]["action"] == "skipped" and "does not tile" in merge[0]["reason"]
+    assert "_win" not in (GOLDEN / "sm_90" / "imregionmax.cu").read_text()

@@ -9,6 +9,8 @@ The merges, tried in order on a kernel not yet given a new launch:
   filter in shared memory, each input row reused from registers by the output rows it feeds);
 - `split_loop`: several threads per output, for kernels whose outputs are too few to fill the GPU and whose
   one accumulation loop is long (mv, tmv);
+- `stencil_window`: a small stencil on a target with warp shuffles: V x R outputs per thread from a
+  register window of the input, each row loaded once, neighbouring columns shuffled from the next lane;
 - `thread_merge`: one thread computes several outputs in y (and/or x) of any kernel whose reads are shared
   between them (vv: `B[idx]` read once for the rows of a thread; paper §3.5 Fig. 6-7).
 A kernel whose launch the coalesce pass set (its staged tiles) is given to `block_merge`, where neighbouring
@@ -23,7 +25,8 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge import block_merge, conv_tile, reduction, register_tile, split_loop, thread_merge
+from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_window,
+                                    thread_merge)
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
@@ -43,6 +46,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
              "one output per thread kept"),
             (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
              "one thread per output kept"),
+            (stencil_window.plan_stencil_window, stencil_window.apply_stencil_window, stencil_window.describe,
+             stencil_window.describe_launch, "one output per thread kept"),
             (thread_merge.plan_thread_merge, thread_merge.apply_thread_merge, thread_merge.describe,
              thread_merge.describe_launch, "one output per thread kept")):
         work = kernel.copy()

@@ -1,0 +1,336 @@
+"""Is the kernel a small stencil over one array, and which window does a thread keep (stencil_window/__init__)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.symbolic import NotAffine, iterator_symbol, param_symbol, to_sympy
+from gpgpu_opt.ast_util import walk
+from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.merge.accumulation import NotAccumulation, known
+from gpgpu_opt.passes.merge.dependence import G, builtin_axis, global_value
+from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.staging import Unsupported, text
+
+#: A warp's lanes are consecutive x: blocks are a warp wide, and this many rows of threads.
+BLOCK_ROWS = 8
+#: Rows of outputs per thread (the lead's H200 measurements: 2 beat 4 for both Jacobi and a 3x3 blur).
+ROWS_PER_THREAD = 2
+#: A stencil reaches at most this far from its output in x (a shuffle brings one neighbouring lane's
+#: elements) and in y; wider filters (conv's 16x16) are left to the halo tiles.
+MAX_REACH = 4
+#: Reads per output above which the window's registers would crowd out occupancy.
+MAX_READS = 25
+
+
+class NotStencil(NotAccumulation):
+    """Not a small stencil over one array (no note: most kernels)."""
+
+
+@dataclass
+class Read:
+    node: c_ast.ArrayRef
+    dy: dict                    # offset in rows: {loop variable or 1: coefficient}
+    dx: dict                    # offset in columns, likewise
+
+
+@dataclass
+class Bound:
+    """`lo <= index` (lower) or `index < hi` (upper) of one axis, as a sympy expression of parameters."""
+    axis: str
+    lower: bool
+    value: sympy.Expr
+
+
+@dataclass
+class Window:
+    array: str
+    element: str                # the array's element type
+    pitch: sympy.Expr           # elements from one row to the next
+    reads: list[Read]
+    reach: dict                 # axis -> (min offset, max offset) over all reads
+    bounds: list[Bound]         # the naive guard's bounds on the global indices (and x, y >= 0)
+    uniform: list[c_ast.Node]   # guard clauses that do not depend on the thread
+    vector: int                 # V: outputs per thread in x, loaded as one V-wide vector per row
+    rows: int                   # R: outputs per thread in y
+    vector_loads: bool          # alignment proved (up to `pitch % V == 0` at run time where not known)
+    pitch_known_multiple: bool  # pitch % V == 0 proved
+    why: str
+    block: tuple[int, int] = (32, BLOCK_ROWS)
+    loop_ranges: dict = field(default_factory=dict)
+
+    @property
+    def outputs_per_block(self) -> tuple[int, int]:
+        return self.block[0] * self.vector, self.block[1] * self.rows
+
+
+def plan_stencil_window(kernel, ctx: PassContext, info: g.KernelInfo) -> Window:
+    if not ctx.target.has_warp_shuffle:
+        raise NotStencil("the target has no warp shuffles (the halo tiles take small stencils there)")
+    used = {builtin_axis(n, "xy") for n in walk(kernel.body)} - {None}
+    if used != {"x", "y"}:
+        raise NotStencil("not a 2-D thread space")
+    array, reads, pitch, ranges = _stencil_reads(info, ctx)
+    request = ctx.merge_request
+    info.check_kernel()
+    _check_index_uses(info)
+    _check_stores(info, array, ctx)
+    reach = {a: (min(_extreme(r.dy if a == "y" else r.dx, ranges, min) for r in reads),
+                 max(_extreme(r.dy if a == "y" else r.dx, ranges, max) for r in reads)) for a in "xy"}
+    if max(abs(v) for a in "xy" for v in reach[a]) > MAX_REACH:
+        raise NotStencil("the stencil reaches too far for a register window")
+    bounds, uniform = _guard(info, reads, ctx)
+    vector, vector_loads, known_multiple, why = _vector(pitch, ctx, request)
+    if max(-reach["x"][0], reach["x"][1]) > vector:
+        raise Unsupported(f"the stencil reaches {max(-reach['x'][0], reach['x'][1])} columns, more than the "
+                          f"{vector} a neighbouring lane holds")
+    rows = request.y if request is not None else ROWS_PER_THREAD
+    window = Window(array, info.params[array].base_type, pitch, reads, reach, bounds, uniform, vector, rows,
+                    vector_loads, known_multiple, why, loop_ranges=ranges)
+    outputs = window.outputs_per_block
+    if not ctx.stated_space_tiled_by(outputs):
+        problem = info.coverage_problem(ctx.naive_block, outputs)
+        if problem:
+            raise Unsupported(problem)
+    for axis in "xy":
+        if not any(b.axis == axis and not b.lower for b in bounds):
+            raise Unsupported(f"no guard bounds the global {axis} index and the program states no thread space, "
+                              "so the window's loads cannot be kept inside what the naive kernel reads")
+    return window
+
+
+# -- the reads ------------------------------------------------------------------------------------------
+def _stencil_reads(info: g.KernelInfo, ctx: PassContext):
+    """The one array read at several constant offsets (y + dy) * P + x + dx from the thread's element."""
+    by_array: dict[str, list] = {}
+    for a in info.accesses:
+        if a.mode == "read" and a.array in info.params:
+            by_array.setdefault(a.array, []).append(a)
+    candidates = []
+    for name, accesses in by_array.items():
+        if name in info.written:
+            continue
+        try:
+            candidates.append((name, *_offsets(accesses, info, ctx)))
+        except NotStencil:
+            continue
+    if len(candidates) != 1:
+        raise NotStencil("no single array read at constant offsets around the thread's element")
+    name, reads, pitch, ranges = candidates[0]
+    if len({(tuple(sorted(r.dy.items(), key=str)), tuple(sorted(r.dx.items(), key=str))) for r in reads}) < 2 \
+            and not any(k != 1 for r in reads for k in (*r.dx, *r.dy)):
+        raise NotStencil("one read per output: nothing to share")
+    if len(reads) > MAX_READS:
+        raise NotStencil("too many reads per output for a register window")
+    return name, reads, pitch, ranges
+
+
+def _offsets(accesses, info: g.KernelInfo, ctx: PassContext):
+    pitch = None
+    reads, ranges = [], {}
+    for a in accesses:
+        if a.index is None:
+            raise NotStencil("an index cannot be analysed")
+        frames = g.frames_to(a.node, info.parents, info.body)
+        loops = [f.node for f in frames if f.kind == "for"]
+        if any(f.kind == "else" for f in frames):
+            raise NotStencil("a read under an else branch")
+        syms = {}
+        for loop in loops:
+            var, lo, hi = _constant_loop(loop, info, ctx)
+            ranges[var] = (lo, hi)
+            syms[iterator_symbol(var)] = var
+        value = sympy.expand(known(global_value(a.node.subscript, {**info._flat_env(), **a.extra.get("env", {})}),
+                                   ctx))
+        if sympy.diff(value, G["x"]) != 1:
+            raise NotStencil("x does not step the column by one")
+        p = sympy.diff(value, G["y"])
+        if p.free_symbols & set(G.values()) or any(s.name.startswith("?") for s in p.free_symbols):
+            raise NotStencil("the pitch is not fixed")
+        if pitch is not None and sympy.expand(p - pitch) != 0:
+            raise NotStencil("reads with different pitches")
+        pitch = p
+        rest = sympy.expand(value - G["x"] - p * G["y"])
+        dy, dx = {}, {}
+        for term in sympy.Add.make_args(rest):
+            loop_syms = term.free_symbols & set(syms)
+            if len(loop_syms) > 1:
+                raise NotStencil("a product of loop indices")
+            key = syms[next(iter(loop_syms))] if loop_syms else 1
+            coef = sympy.expand(term / sympy.Symbol(key, integer=True)) if loop_syms else term
+            ry, rx = _split(coef, p)
+            dy[key] = dy.get(key, 0) + ry
+            dx[key] = dx.get(key, 0) + rx
+        reads.append(Read(a.node, {k: v for k, v in dy.items() if v}, {k: v for k, v in dx.items() if v}))
+    return reads, pitch, ranges
+
+
+def _split(coef: sympy.Expr, pitch: sympy.Expr) -> tuple[int, int]:
+    """coef = dy * pitch + dx with integers dy, dx (dx small)."""
+    if coef.is_Integer:
+        if pitch.is_Integer and pitch > 2 * MAX_REACH:
+            dy = int(sympy.floor(sympy.Rational(int(coef), int(pitch)) + sympy.Rational(1, 2)))
+            return dy, int(coef) - dy * int(pitch)
+        return 0, int(coef)
+    symbols = sorted(pitch.free_symbols, key=str)
+    if not symbols:
+        raise NotStencil("an offset that is not a multiple of the pitch")
+    s = symbols[0]
+    dy = sympy.expand(coef.coeff(s) / pitch.coeff(s))
+    dx = sympy.expand(coef - dy * pitch)
+    if not (dy.is_Integer and dx.is_Integer):
+        raise NotStencil("an offset that is not a constant number of rows and columns")
+    return int(dy), int(dx)
+
+
+def _constant_loop(loop: c_ast.For, info: g.KernelInfo, ctx: PassContext) -> tuple[str, int, int]:
+    var, start, _ = g.loop_var(loop)
+    cond, step = loop.cond, loop.next
+    env = info._flat_env()
+    ok_step = isinstance(step, c_ast.UnaryOp) and step.op in ("p++", "++") and \
+        isinstance(step.expr, c_ast.ID) and step.expr.name == var
+    if var is None or var in info.assigned - {var} or not ok_step or not (
+            isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=") and isinstance(cond.left, c_ast.ID)
+            and cond.left.name == var):
+        raise NotStencil("a read in a loop that is not a constant count")
+    try:
+        lo = known(to_sympy(start, env), ctx)
+        hi = known(to_sympy(cond.right, env), ctx)
+    except NotAffine:
+        raise NotStencil("a read in a loop of unknown bounds") from None
+    if not (lo.is_Integer and hi.is_Integer):
+        raise NotStencil("a read in a loop of unknown bounds")
+    for n in walk(loop.stmt):
+        if isinstance(n, (c_ast.Assignment, c_ast.UnaryOp)) and getattr(n, "lvalue", getattr(n, "expr", None)) \
+                is not None and isinstance(getattr(n, "lvalue", None), c_ast.ID) and n.lvalue.name == var:
+            raise NotStencil("the loop index is assigned in the loop")
+    return var, int(lo), int(hi) - (0 if cond.op == "<=" else 1)
+
+
+def _extreme(offset: dict, ranges: dict, pick) -> int:
+    total = offset.get(1, 0)
+    for var, coef in offset.items():
+        if var != 1:
+            lo, hi = ranges[var]
+            total += pick(coef * lo, coef * hi)
+    return total
+
+
+# -- what the kernel may do besides ------------------------------------------------------------------
+def _check_index_uses(info: g.KernelInfo) -> None:
+    env = info._flat_env()
+    for n in walk(info.body):
+        axis = builtin_axis(n, "xy")
+        if axis:
+            top = info.index_expression(n)
+            try:
+                value = global_value(top, env)
+            except NotAffine:
+                value = None
+            if value != G[axis]:
+                raise Unsupported(f"'{text(top)}' is not the global {axis} index itself")
+
+
+def _check_stores(info: g.KernelInfo, array: str, ctx: PassContext) -> None:
+    """The copies store to distinct elements, and the window loaded first reads what the naive threads did:
+    the array is not written, and where another pointer may alias it, no thread stores before its reads."""
+    env = info._flat_env()
+    for a in info.accesses:
+        if a.mode != "write":
+            continue
+        where = f"{a.array}[{a.index_text}]"
+        try:
+            value = global_value(a.node.subscript, {**env, **a.extra.get("env", {})})
+        except NotAffine:
+            raise Unsupported(f"the store to {where} cannot be analysed") from None
+        for axis in "xy":
+            step = sympy.diff(value, G[axis])
+            if step == 0 or step.free_symbols & set(G.values()) or any(s.name.startswith("?") for s in step.free_symbols):
+                raise Unsupported(f"the store to {where} does not move with the global {axis} index")
+    if ctx.aliasing is not None and ctx.aliasing.restrict:
+        return
+    order = {id(n): k for k, n in enumerate(walk(info.body))}
+    stores = [order[id(a.node)] for a in info.accesses if a.mode == "write"]
+    reads = [order[id(a.node)] for a in info.accesses if a.mode == "read" and a.array == array]
+    if stores and reads and min(stores) < max(reads):
+        raise Unsupported(f"{array} may alias an array the kernel stores to before its last read of {array}")
+
+
+# -- the guard -----------------------------------------------------------------------------------------
+def _guard(info: g.KernelInfo, reads: list[Read], ctx: PassContext) -> tuple[list[Bound], list[c_ast.Node]]:
+    """The bounds the naive guard puts on x and y where the reads are. Every read must be under the same
+    conditions, each a bound on one global index or a condition on parameters."""
+    conds = None
+    for r in reads:
+        frames = g.frames_to(r.node, info.parents, info.body)
+        mine = [id(f.node) for f in frames if f.kind == "if"]
+        if conds is not None and mine != conds[0]:
+            raise Unsupported("the reads are under different conditions")
+        conds = (mine, [f.node for f in frames if f.kind == "if"])
+    env = info._flat_env()
+    bounds = [Bound("x", True, sympy.Integer(0)), Bound("y", True, sympy.Integer(0))]
+    uniform = []
+    for node in conds[1]:
+        for clause in g.clauses(node.cond):
+            if info.uniform(clause):
+                uniform.append(clause)
+                continue
+            bounds.append(_bound(clause, env, ctx))
+    for axis, stated in zip("xy", ctx.global_space):
+        if stated is not None:
+            bounds.append(Bound(axis, False, sympy.Integer(stated)))
+    return bounds, uniform
+
+
+def _bound(clause: c_ast.Node, env: dict, ctx: PassContext) -> Bound:
+    why = Unsupported(f"the guard clause '{text(clause)}' is not a bound on one global index")
+    if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
+        raise why
+    try:
+        left, right = (known(global_value(s, env), ctx) for s in (clause.left, clause.right))
+    except NotAffine:
+        raise why from None
+    # positive > 0 with the clause
+    positive = {"<": right - left, "<=": right - left + 1, ">": left - right, ">=": left - right + 1}[clause.op]
+    positive = sympy.expand(positive)
+    cx, cy = sympy.diff(positive, G["x"]), sympy.diff(positive, G["y"])
+    if (cx != 0) == (cy != 0):
+        raise why
+    axis, c = ("x", cx) if cx != 0 else ("y", cy)
+    rest = sympy.expand(positive - c * G[axis])
+    if c not in (1, -1) or rest.free_symbols & set(G.values()) or any(s.name.startswith("?") for s in rest.free_symbols):
+        raise why
+    # c = -1: index < rest (upper); c = 1: index > -rest, i.e. index >= 1 - rest (lower)
+    return Bound(axis, c == 1, rest if c == -1 else sympy.expand(1 - rest))
+
+
+# -- the vector width -----------------------------------------------------------------------------------
+def _vector(pitch: sympy.Expr, ctx: PassContext, request) -> tuple[int, bool, bool, str]:
+    """V outputs per thread in x. A row's V elements are one aligned vector load when the array's base comes
+    from cudaMalloc (every launch passes its own buffer) and the pitch is a multiple of V (proved, or checked
+    at run time)."""
+    aliasing = ctx.aliasing
+    base = aliasing is not None and aliasing.how == "launch sites"
+    known_pitch = known(pitch, ctx)
+    if request is not None:
+        vector = request.x
+        if vector not in (1, 2, 4):
+            raise Unsupported(f"--merge {request}: x must be 1, 2 or 4 (a float, float2 or float4 per row)")
+        why = f"asked for with --merge {request}"
+    elif known_pitch.is_Integer:
+        vector = 4 if int(known_pitch) % 4 == 0 else 2 if int(known_pitch) % 2 == 0 else 1
+        why = f"the pitch {known_pitch} is a multiple of {vector}"
+    else:
+        vector = 4 if base else 2
+        why = (f"the pitch {known_pitch} is checked to be a multiple of 4 at run time" if base
+               else "2 columns per thread")
+    multiple = known_pitch.is_Integer and int(known_pitch) % vector == 0
+    if known_pitch.is_Integer and not multiple:
+        base = False
+    if not base:
+        why += "; element loads (the array's alignment is not known: no launch passes it a cudaMalloc buffer)"
+    else:
+        why += "; vector row loads (every launch passes the array its own cudaMalloc buffer)"
+    return vector, base and vector > 1, multiple, why
