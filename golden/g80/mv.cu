@@ -24,7 +24,10 @@ __global__ void mv(const float *A, const float *x, float *y, int rows, int cols)
     __shared__ float tile_x[16];
     float sum = 0;
     // coalesce: 'c' loop unrolled by 16 around the staged tiles (the last step may be partial)
-    for (int c0 = 0; c0 < cols; c0 += 16) {
+    // partition: block b starts the 'c0' loop at step b (wrapping around), so that the blocks running at once read different DRAM partitions
+    const int c0_steps = (cols + 15) / 16;
+    for (int c0_step = 0; c0_step < c0_steps; c0_step++) {
+        const int c0 = (c0_step + blockIdx.x) % c0_steps * 16;
         // coalesce: stage A[r * cols + c] in tile_A (32x16: rows of A read by the block in this step of 'c')
         #pragma unroll
         for (int rr = 0; rr < 32; rr += 2)
