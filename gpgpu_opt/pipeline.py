@@ -139,6 +139,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                           naive_block_known=known,
                           device_functions=program.device_functions,
                           aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
+                          requested=getattr(pass_names, "named", frozenset()),
                           merge_request=merge_request, global_space=_stated_space(program),
                           launch_covers=launch.covered_parameters(program, kernel),
                           alignment=base_alignment(kernel, program), vector_width=vector_width)

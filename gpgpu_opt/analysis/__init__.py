@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 
 from gpgpu_opt.analysis.accesses import Access, collect_accesses
 from gpgpu_opt.analysis.coalescing import Coalescing, analyse_request
-from gpgpu_opt.analysis.reuse import analyse_reuse, partition_camping
+from gpgpu_opt.analysis.partition import partition_camping
+from gpgpu_opt.analysis.reuse import analyse_reuse
 from gpgpu_opt.analysis.sharing import Sharing, analyse_sharing
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
 from gpgpu_opt.kernel import Kernel

@@ -102,20 +102,3 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
                                          f"{len(here)} elements (a halo)"})
     return reuse
 
-
-def partition_camping(access: Access, target: Target, block: tuple[int, int], bindings: dict[str, int]) -> dict | None:
-    """Paper §3.8: do the blocks that run together hit few DRAM partitions?"""
-    if not target.has_partition_camping or access.index is None or access.kind == "unresolved":
-        return None
-    width, count = target.partition_camping
-    subs, _ = substitutions(access, block, bindings)
-    stride = coefficient(access.index, BID["x"]).subs(subs)
-    if not stride.is_number:
-        return None
-    stride_bytes = int(stride) * access.element_bytes
-    # The blocks that run at once (one per SM), each touching one request's bytes from its base.
-    request_bytes = target.request_threads * access.element_bytes
-    partitions = {((k * stride_bytes + offset) // width) % count
-                  for k in range(target.sm_count) for offset in range(0, request_bytes, access.element_bytes)}
-    return {"block_stride_bytes": stride_bytes, "partitions_touched": len(partitions), "partitions": count,
-            "camping": len(partitions) <= count // 2}

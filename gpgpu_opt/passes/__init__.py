@@ -19,7 +19,17 @@ PIPELINE_ORDER = ["restrict", "normalize", "vectorize", "coalesce", "merge", "pr
 _FOUNDATION = ["restrict", "normalize"]
 _MODULES = {"restrict": "gpgpu_opt.passes.restrict", "normalize": "gpgpu_opt.passes.normalize",
             "coalesce": "gpgpu_opt.passes.coalesce", "merge": "gpgpu_opt.passes.merge",
-            "vectorize": "gpgpu_opt.passes.vectorize", "prefetch": "gpgpu_opt.passes.prefetch"}
+            "vectorize": "gpgpu_opt.passes.vectorize", "prefetch": "gpgpu_opt.passes.prefetch",
+            "partition": "gpgpu_opt.passes.partition"}
+
+
+class PassList(list):
+    """The passes a compile runs, in order, and `named`: those the user named in `--passes` (a pass that the
+    target does not need by default, such as partition on a GPU that hashes addresses, runs when named)."""
+
+    def __init__(self, passes=(), named=frozenset()):
+        super().__init__(passes)
+        self.named = frozenset(named)
 
 
 def registered_passes() -> dict[str, PassFunction]:
@@ -38,14 +48,15 @@ def registered_passes() -> dict[str, PassFunction]:
     return passes
 
 
-def parse_pass_list(text: str | None) -> list[str]:
+def parse_pass_list(text: str | None) -> PassList:
     """`--passes` value: 'none', a comma list, or None for the default pipeline. Order follows the
-    paper's pipeline; restrict and normalize always run first when any other pass runs."""
+    paper's pipeline; restrict and normalize always run first when any other pass runs. A pass left out
+    of the list does not run; the ones in it are also `named` (the default pipeline names none)."""
     available = registered_passes()
     if text is None:
-        return [p for p in PIPELINE_ORDER if p in available]
+        return PassList(p for p in PIPELINE_ORDER if p in available)
     if text.strip() == "none":
-        return []
+        return PassList()
     wanted = [p.strip() for p in text.split(",") if p.strip()]
     unknown = [p for p in wanted if p not in PIPELINE_ORDER]
     if unknown:
@@ -53,6 +64,7 @@ def parse_pass_list(text: str | None) -> list[str]:
     missing = [p for p in wanted if p not in available]
     if missing:
         raise ValueError(f"pass '{missing[0]}' is not implemented yet (available: {', '.join(available)})")
+    named = frozenset(wanted)
     if wanted:
         wanted += [p for p in _FOUNDATION if p not in wanted]
-    return [p for p in PIPELINE_ORDER if p in wanted]
+    return PassList((p for p in PIPELINE_ORDER if p in wanted), named)

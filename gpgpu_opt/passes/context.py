@@ -62,6 +62,9 @@ class PassContext:
     pass_name: str = ""
     #: The passes this compile runs (a pass may leave a kernel to a later one).
     pass_names: list[str] = field(default_factory=list)
+    #: The passes named explicitly in `--passes` (empty for the default pipeline): a pass the target does
+    #: not need by default runs when named.
+    requested: frozenset[str] = frozenset()
     #: Merge factors asked for with `--merge` (None: the merge pass's model chooses).
     merge_request: MergeRequest | None = None
     #: The naive thread space where the program states it (`#define globalDimX 4096`), per axis, else None.

@@ -83,6 +83,32 @@ def test_sm90_mm_golden_double_buffers_its_register_tile():
     assert "if (k0_next < n) {" in text and "A_staged" not in text
 
 
+def test_g80_transpose_takes_its_tiles_in_diagonal_order_and_keeps_the_padded_tile():
+    """Paper §3.8: the 2-D grid's blocks are remapped (a bijection on any grid), every blockIdx follows."""
+    text = (GOLDEN / "g80" / "transpose.cu").read_text()
+    assert "// partition: blocks take their tiles in diagonal order" in text
+    assert "const unsigned int block_id = blockIdx.x + gridDim.x * blockIdx.y;" in text
+    assert "const unsigned int block_y = block_id % gridDim.y;" in text
+    assert "const unsigned int block_x = (block_id / gridDim.y + block_y) % gridDim.x;" in text
+    assert text.count("blockIdx") == 2                                 # only in the prologue
+    assert "int x = block_x * blockDim.x + threadIdx.x;" in text
+    assert "in[(block_x * 16 + threadIdx.y) * cols + block_y * 16 + threadIdx.x]" in text
+    assert "__shared__ float tile_in[16][17];" in text                 # the padded tile stays
+    assert text.count("__syncthreads();") == 1
+
+
+def test_g80_mv_starts_its_loop_at_a_step_of_its_own_in_each_block():
+    """Paper §3.8 (Fig. 9): the staged walk over the columns of A starts at step blockIdx.x, modulo the
+    number of steps (exact at ragged sizes)."""
+    text = (GOLDEN / "g80" / "mv.cu").read_text()
+    assert "// partition: block b starts the 'c0' loop at step b" in text
+    assert "const int c0_steps = (cols + 15) / 16;" in text
+    assert "for (int c0_step = 0; c0_step < c0_steps; c0_step++) {" in text
+    assert "const int c0 = (c0_step + blockIdx.x) % c0_steps * 16;" in text
+    assert "for (int c0 = 0; c0 < cols; c0 += 16)" not in text
+    assert text.count("__syncthreads();") == 2
+
+
 @requires_nvcc
 @pytest.mark.parametrize("name", ["mm.cu", "strsm.cu"])
 def test_whole_programs_build_unchanged_and_launch_with_the_new_configuration(name, tmp_path):
