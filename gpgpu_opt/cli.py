@@ -153,7 +153,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
 
             tuned = tuned_choice(TuningDB(db), program, tgt, _bindings(bind), gpu, diagnostics)
             if tuned is not None:
-                pass_names, merge_request = list(tuned.choice.passes), _merge(tuned.choice.merge)
+                pass_names, merge_request = tuned.choice.pass_list(), _merge(tuned.choice.merge)
                 width = tuned.choice.vector_width
         result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
                                  self_check=self_check, assume_restrict=restrict, validate=not no_validate,

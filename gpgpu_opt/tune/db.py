@@ -36,11 +36,18 @@ def source_hash(kernel: Kernel) -> str:
 
 @dataclass(frozen=True)
 class Choice:
-    """What `compile` is told: the passes to run, the merge factors (`--merge`), and the vector width where the
-    compiler has that option."""
+    """What `compile` is told: the passes to run (`named`: those asked for by name, which run even where the
+    target does not need them, as partition on GPUs that hash addresses), the merge factors (`--merge`), and
+    the vector width."""
     passes: tuple[str, ...]
     merge: str | None = None
     vector_width: int | None = None
+    named: tuple[str, ...] = ()
+
+    def pass_list(self):
+        from gpgpu_opt.passes import PassList
+
+        return PassList(self.passes, self.named)
 
     def describe(self) -> str:
         parts = [f"passes {','.join(self.passes) or 'none'}"]
@@ -48,6 +55,8 @@ class Choice:
             parts.append(f"merge {self.merge}")
         if self.vector_width:
             parts.append(f"vector width {self.vector_width}")
+        if self.named:
+            parts.append(f"asked for {','.join(self.named)}")
         return ", ".join(parts)
 
 
@@ -70,13 +79,15 @@ class Entry:
     def as_dict(self) -> dict:
         d = asdict(self)
         d["choice"]["passes"] = list(self.choice.passes)
+        d["choice"]["named"] = list(self.choice.named)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Entry":
         c = d["choice"]
         return cls(d["kernel"], d["source_hash"], dict(d["sizes"]), d["target"], d["gpu"],
-                   Choice(tuple(c["passes"]), c.get("merge"), c.get("vector_width")), d.get("label", ""),
+                   Choice(tuple(c["passes"]), c.get("merge"), c.get("vector_width"), tuple(c.get("named", ()))),
+                   d.get("label", ""),
                    d.get("ms"), d.get("naive_ms"), d.get("stored_at", 0.0))
 
 

@@ -14,7 +14,6 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.harness import renamed_source
 from gpgpu_opt.nvcc import nvcc_available, resource_usage
-from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes.context import MergeRequest
 from gpgpu_opt.pipeline import KernelResult, compile_program
 from gpgpu_opt.tune.db import Choice
@@ -81,12 +80,14 @@ def plan_variants(base_passes: list[str], model_factors: tuple[int, int], uses_y
         variants.append(Variant("no-merge", Choice(tuple(p for p in base_passes if p != _FACTORS))))
     for width in vector_widths:
         variants.append(Variant(f"vector-{width}", Choice(tuple(base_passes), vector_width=width)))
+    if "partition" in base_passes:   # by default only where the target camps: try it everywhere
+        variants.append(Variant("partition", Choice(tuple(base_passes), named=("partition",))))
     return variants
 
 
 def compile_variant(program, target, kernel_name: str, choice: Choice, bindings: dict) -> KernelResult:
     options = {"vector_width": choice.vector_width} if choice.vector_width else {}
-    result = compile_program(program, target, list(choice.passes), Diagnostics(quiet=True), bindings,
+    result = compile_program(program, target, choice.pass_list(), Diagnostics(quiet=True), bindings,
                              validate=True, merge_request=MergeRequest.parse(choice.merge) if choice.merge else None,
                              **options)
     return next(k for k in result.kernels if k.naive.name == kernel_name)

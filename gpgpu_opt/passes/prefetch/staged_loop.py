@@ -127,7 +127,7 @@ def _header(loop: c_ast.For) -> tuple[str, c_ast.Node, int]:
     cond, nxt = loop.cond, loop.next
     if var is None or start is None or not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=")
                                             and isinstance(cond.left, c_ast.ID) and cond.left.name == var):
-        raise Unsupported(f"the staged loop's header is not 'for (int k = s; k < e; k += step)'")
+        raise Unsupported("the staged loop's header is not 'for (int k = s; k < e; k += step)'")
     step = None
     if isinstance(nxt, c_ast.UnaryOp) and nxt.op in ("++", "p++") and isinstance(nxt.expr, c_ast.ID) \
             and nxt.expr.name == var:

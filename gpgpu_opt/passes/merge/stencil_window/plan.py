@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.symbolic import NotAffine, iterator_symbol, param_symbol, to_sympy
+from gpgpu_opt.analysis.symbolic import NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation, known
