@@ -57,10 +57,13 @@ def harness_text(program, target, found: VariantSet, sizes: dict, flops: float, 
                             variants=[HarnessVariant(v.label, v.kernel, v.choice.describe()) for v in unique])
 
 
-def manifest_extra(program, target, found: VariantSet, sizes: dict) -> dict:
+def manifest_extra(program, target, found: VariantSet, sizes: dict, predicted: dict | None) -> dict:
+    """What the results need to be ranked where they are read: the key, each variant's choice and the model's
+    prediction (seconds) where the model ran."""
     model = next(v for v in found.variants if v.label == "model")
     return {"target": target.name, "kernel": found.kernel, "source_hash": source_hash(model.result.naive),
-            "sizes": sizes, "variants": {v.label: asdict(v.choice) for v in found.unique}}
+            "sizes": sizes, "variants": {v.label: asdict(v.choice) for v in found.unique},
+            "predicted": predicted or {}}
 
 
 def store_winner(db: TuningDB, run: HarnessRun, info: dict, echo) -> Entry | None:
@@ -71,8 +74,9 @@ def store_winner(db: TuningDB, run: HarnessRun, info: dict, echo) -> Entry | Non
         return None
     best = min(timed, key=lambda r: r.ms)
     c = info["variants"][best.variant]
+    choice = Choice(tuple(c["passes"]), c.get("merge"), c.get("vector_width"), tuple(c.get("named", ())))
     entry = Entry(info["kernel"], info["source_hash"], dict(info["sizes"]), info["target"], run.device or "unknown",
-                  Choice(tuple(c["passes"]), c.get("merge"), c.get("vector_width")), best.variant, best.ms,
+                  choice, best.variant, best.ms,
                   run.naive.ms if run.naive else None)
     db.store(entry)
     model = run.result("model")
@@ -83,13 +87,15 @@ def store_winner(db: TuningDB, run: HarnessRun, info: dict, echo) -> Entry | Non
 
 
 def report(run: HarnessRun | None, found: VariantSet, predicted, echo) -> None:
-    unique = found.unique
-    rows = rank.ranking(run, unique, predicted)
-    rho = None
-    if run is not None and predicted:
-        pairs = [(r["ms"], r["predicted_ms"]) for r in rows if r["ms"] is not None and r["predicted_ms"] is not None]
-        rho = rank.spearman([p[0] for p in pairs], [p[1] for p in pairs])
-    echo(rank.table(rows, rho))
+    rows = rank.ranking(run, found.unique, predicted)
+    echo(rank.table(rows, _agreement(rows) if run is not None else None))
+
+
+def _agreement(rows: list[dict]) -> float | None:
+    """Spearman's rho between the model's predictions and the measured times of the variants that passed."""
+    pairs = [(r["ms"], r["predicted_ms"]) for r in rows
+             if r["ms"] is not None and r["predicted_ms"] is not None and r["check"] != "FAIL"]
+    return rank.spearman([p[0] for p in pairs], [p[1] for p in pairs])
 
 
 def tune(program, target, kernel: str, sizes: dict, bindings: dict, passes: list[str], runs: int, flops: float,
@@ -104,7 +110,7 @@ def tune(program, target, kernel: str, sizes: dict, bindings: dict, passes: list
         report(None, found, predicted, echo)
         return 0
     text = harness_text(program, target, found, sizes, flops, runs)
-    info = manifest_extra(program, target, found, sizes)
+    info = manifest_extra(program, target, found, sizes, predicted)
     if emit_dir:
         run_sh = script.emit(emit_dir, "tune", target.nvcc_arch, {kernel: text}, set(), info)
         echo(f"wrote {emit_dir}: on the GPU machine `bash {run_sh}`, then here "
@@ -130,9 +136,16 @@ def from_results(directory: str, db: TuningDB, echo) -> int:
     run = runs[manifest["kernel"]]
     if run.error:
         echo(f"error: {run.error}")
+    predicted = manifest.get("predicted") or {}
     timed = sorted((r for r in run.results if r.variant in manifest["variants"]), key=lambda r: (r.check != "ok", r.ms))
-    lines = ["| rank | variant | time (ms) | x naive | check |", "|---:|---|---:|---:|---|"]
-    lines += [f"| {i} | {r.variant} | {r.ms:.4f} | {run.speedup(r.variant) or 0:.2f} | {r.check} |"
-              for i, r in enumerate(timed, 1)]
+    rows = [{"variant": r.variant, "ms": r.ms, "check": r.check, "speedup": run.speedup(r.variant),
+             "predicted_ms": predicted[r.variant] * 1e3 if r.variant in predicted else None} for r in timed]
+    fmt = lambda v, s: "-" if v is None else format(v, s)  # noqa: E731
+    lines = ["| rank | variant | time (ms) | x naive | predicted (ms) | check |", "|---:|---|---:|---:|---:|---|"]
+    lines += [f"| {i} | {r['variant']} | {r['ms']:.4f} | {fmt(r['speedup'], '.2f')} | {fmt(r['predicted_ms'], '.4f')} | "
+              f"{r['check']} |" for i, r in enumerate(rows, 1)]
+    rho = _agreement(rows)
+    if rho is not None:
+        lines += ["", f"model vs measured: Spearman rank correlation {rho:.2f} over {len(rows)} variants"]
     echo("\n".join(lines))
     return 0 if store_winner(db, run, manifest, echo) else 1

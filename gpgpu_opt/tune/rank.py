@@ -2,6 +2,8 @@
 two agree (Spearman's rank correlation)."""
 from __future__ import annotations
 
+import math
+
 from gpgpu_opt.gpu.results import HarnessRun
 from gpgpu_opt.tune.variants import Variant
 
@@ -20,32 +22,15 @@ def model_predictions(variants: list[Variant], target, sizes: dict) -> dict[str,
     return predicted
 
 
-def _ranks(values: list[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
 def spearman(a: list[float], b: list[float]) -> float | None:
-    """Spearman's rho (ties ranked by their mean rank); None for fewer than 3 pairs or a constant side."""
+    """Spearman's rho (gpgpu_opt.model's, ties ranked by their mean rank); None for fewer than 3 pairs or a
+    constant side."""
+    from gpgpu_opt.model import spearman as model_spearman
+
     if len(a) != len(b) or len(a) < 3:
         return None
-    ra, rb = _ranks(a), _ranks(b)
-    mean = (len(a) + 1) / 2
-    cov = sum((x - mean) * (y - mean) for x, y in zip(ra, rb))
-    var_a = sum((x - mean) ** 2 for x in ra)
-    var_b = sum((y - mean) ** 2 for y in rb)
-    if var_a == 0 or var_b == 0:
-        return None
-    return cov / (var_a * var_b) ** 0.5
+    rho = model_spearman(a, b)
+    return None if math.isnan(rho) else rho
 
 
 def ranking(run: HarnessRun | None, variants: list[Variant], predicted: dict[str, float] | None) -> list[dict]:

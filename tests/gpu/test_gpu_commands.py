@@ -104,10 +104,10 @@ def test_variant_plan_and_dedupe(monkeypatch):
     monkeypatch.setattr(variants, "nvcc_available", lambda: False)
     program = load_program(str(ROOT / "inputs" / "vv.cu"), include_dirs=[str(ROOT / "inputs")])
     found = variants.build_variants(program, get_target("sm_90"), "vv", {}, parse_pass_list(None))
-    assert found.model_factors == (1, 4)
+    assert found.model_factors == (4, 16)          # float4 in x (vectorize), 16 rows per thread (merge)
     by_label = {v.label: v for v in found.variants}
     # asking for the model's own factors compiles to the model's kernel: one variant
-    assert by_label["merge-x1-y4"].duplicate_of == "model"
+    assert by_label["merge-x4-y16"].duplicate_of == "model"
     assert by_label["merge-x2-y8"].duplicate_of is None
     assert len(found.unique) == len({variants._identity(v.result) for v in found.unique})
 

@@ -37,6 +37,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     if kernel.launch is not None:
         return _merge_staged(kernel, ctx)
     where = Location.of(kernel.funcdef)
+    declined = []   # (merge, consequence, why) of merges that fit the kernel's shape but were not made
     for plan, apply, describe, describe_launch, what in (
             (reduction.plan_reduction, reduction.apply_reduction, reduction.describe, reduction.describe_launch,
              "reduction left as written"),
@@ -58,12 +59,18 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         except (NotAccumulation, NotReduction):
             continue
         except Unsupported as why:
-            ctx.skip("kernel", f"{what}: {why}", where)
-            return kernel
+            # This merge fits the kernel's shape but cannot be proved safe or worth it; a later one may be.
+            declined.append((plan.__module__.rsplit(".", 1)[-1], what, why))
+            continue
+        for name, _, why in declined:
+            ctx.skip("kernel", f"{name.replace('_', ' ')} not used: {why}", where)
         apply(work, info, chosen)
         ctx.applied("kernel", describe(chosen), where)
         ctx.applied("launch", describe_launch(chosen), where)
         return work
+    if declined:
+        _, what, why = declined[0]
+        ctx.skip("kernel", f"{what}: {why}", where)
     return kernel
 
 
