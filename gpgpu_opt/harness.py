@@ -250,7 +250,7 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     sizes_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "sizes fixed in the source"
     return render("run_harness.cu.j2", kernel=kernel_name, source=program.path, sizes_text=sizes_text,
                   global_space=global_space, naive_block=naive_block, naive_grid=naive_grid,
-                  variants=shown,
+                  variants=shown, headers=sorted({h for v in variants for h in v.kernel.includes}),
                   device_functions=[kernel_source(f) for f in program.device_functions.values()],
                   naive_source=renamed_source(naive, f"{kernel_name}_naive"),
                   scalars=scalars, arrays=arrays, call_args=call_args, total_bytes=total_bytes,
