@@ -24,17 +24,21 @@ __global__ void mv(const float *A, const float *x, float *y, int rows, int cols)
     __shared__ float tile_x[16];
     float sum = 0;
     // coalesce: 'c' loop unrolled by 16 around the staged tiles (the last step may be partial)
+    // partition: block b starts the 'c0' loop at step b (wrapping around), so that the blocks running at once read different DRAM partitions
+    const int c0_steps = (cols + 15) / 16;
     // prefetch: the first step's loads go to registers (A_next, x_next); each step stores them to its tiles and loads the next step's while it computes
     float A_next[16];
     float x_next;
-    if (0 < cols) {
+    if (0 < c0_steps) {
+        const int c0 = blockIdx.x % c0_steps * 16;
         #pragma unroll
         for (int rr = 0; rr < 32; rr += 2)
-            A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + threadIdx.x % 16] : 0.0f;
+            A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0 + threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0 + threadIdx.x % 16] : 0.0f;
         if (threadIdx.x < 16)
-            x_next = (blockIdx.x * 32 < rows && threadIdx.x < cols) ? x[threadIdx.x] : 0.0f;
+            x_next = (blockIdx.x * 32 < rows && c0 + threadIdx.x < cols) ? x[c0 + threadIdx.x] : 0.0f;
     }
-    for (int c0 = 0; c0 < cols; c0 += 16) {
+    for (int c0_step = 0; c0_step < c0_steps; c0_step++) {
+        const int c0 = (c0_step + blockIdx.x) % c0_steps * 16;
         // coalesce: stage A[r * cols + c] in tile_A (32x16: rows of A read by the block in this step of 'c')
         // coalesce: stage x[c] in tile_x (16: x's segment in this step of 'c')
         #pragma unroll
@@ -44,8 +48,9 @@ __global__ void mv(const float *A, const float *x, float *y, int rows, int cols)
             tile_x[threadIdx.x] = x_next;
         __syncthreads();
         // prefetch: the next step's loads, in flight during this step's computation
-        const int c0_next = c0 + 16;
-        if (c0_next < cols) {
+        const int c0_step_next = c0_step + 1;
+        if (c0_step_next < c0_steps) {
+            const int c0_next = (c0_step_next + blockIdx.x) % c0_steps * 16;
             #pragma unroll
             for (int rr = 0; rr < 32; rr += 2)
                 A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0_next + threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0_next + threadIdx.x % 16] : 0.0f;

@@ -71,8 +71,9 @@ def test_g80_mv_has_the_shape_of_the_papers_figure_3b_merged_in_x():
     assert "__shared__ float tile_x[16];" in text                      # x's segment, loaded once
     assert "#pragma gpgpu_opt launch block(32, 1)" in text
     assert text.count("__syncthreads();") == 2
-    # prefetch (paper Fig. 8): the next step's loads in registers, none past the last step
-    assert "float A_next[16];" in text and "float x_next;" in text and "if (c0_next < cols) {" in text
+    # prefetch (paper Fig. 8): the next step's loads in registers, none past the last step (of the loop
+    # partition rotated: the next step is the rotated one)
+    assert "float A_next[16];" in text and "float x_next;" in text and "if (c0_step_next < c0_steps) {" in text
 
 
 def test_sm90_mm_golden_double_buffers_its_register_tile():
@@ -107,6 +108,10 @@ def test_g80_mv_starts_its_loop_at_a_step_of_its_own_in_each_block():
     assert "const int c0 = (c0_step + blockIdx.x) % c0_steps * 16;" in text
     assert "for (int c0 = 0; c0 < cols; c0 += 16)" not in text
     assert text.count("__syncthreads();") == 2
+    # ... and the prefetch stays: the first step's loads at the block's own first step, the next step's at
+    # the rotated next step
+    assert "if (0 < c0_steps) {\n        const int c0 = blockIdx.x % c0_steps * 16;" in text
+    assert "const int c0_next = (c0_step_next + blockIdx.x) % c0_steps * 16;" in text
 
 
 @requires_nvcc

@@ -128,6 +128,72 @@ def test_g80_mv_loop_is_rotated_exactly_at_ragged_sizes():
         assert_equivalent(kernel, {"rows": rows, "cols": cols}, (rows, 1))
 
 
+def test_g80_mv_is_rotated_and_prefetched_again_on_the_rotated_loop():
+    """Prefetch runs first (the paper's order); its registers carry one step into the next, so partition
+    rotates the loop prefetch received and prefetches the rotated loop again (none of it is lost)."""
+    result = compile_path(INPUTS / "mv.cu", "g80")
+    kernel = result.kernels[0]
+    prefetch = [d.reason for d in kernel.context.decisions if d.pass_name == "prefetch" and d.action == "applied"]
+    (reason,) = partition_decisions(kernel, "applied")
+    assert prefetch and "the prefetch of A -> tile_A, x -> tile_x is made again on the rotated loop" in reason
+    text = result.output
+    assert "const int c0 = blockIdx.x % c0_steps * 16;" in text          # the first step, under 0 < c0_steps
+    assert "if (c0_step_next < c0_steps) {" in text                       # no load after the last step
+    assert "const int c0_next = (c0_step_next + blockIdx.x) % c0_steps * 16;" in text
+    assert "float A_next[16];" in text and text.count("__syncthreads();") == 2
+
+
+ROTATED_STAGED = """
+__global__ void rotated_mv(const float *A, const float *x, float *y, int rows, int cols)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ float tile_A[32][17];
+    __shared__ float tile_x[16];
+    float sum = 0;
+    const int c0_steps = (cols + 15) / 16;
+    for (int c0_step = 0; c0_step < c0_steps; c0_step++) {
+        const int c0 = (c0_step + blockIdx.x) % c0_steps * 16;
+        for (int rr = 0; rr < 32; rr += 2)
+            tile_A[rr + threadIdx.x / 16][threadIdx.x % 16] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0 + threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0 + threadIdx.x % 16] : 0.0f;
+        if (threadIdx.x < 16)
+            tile_x[threadIdx.x] = (blockIdx.x * 32 < rows && c0 + threadIdx.x < cols) ? x[c0 + threadIdx.x] : 0.0f;
+        __syncthreads();
+        if (r < rows) {
+            for (int c = c0; c < c0 + 16 && c < cols; c++)
+                sum += tile_A[threadIdx.x][c - c0] * tile_x[c - c0];
+        }
+        __syncthreads();
+    }
+    if (r < rows)
+        y[r] = sum;
+}
+
+void run(const float *A, const float *x, float *y, int rows, int cols)
+{
+    rotated_mv<<<(rows + 31) / 32, 32>>>(A, x, y, rows, cols);
+}
+"""
+
+
+@pytest.mark.parametrize("target, shape", [("g80", "A_next[rr / 2] = "), ("sm_90", "__pipeline_memcpy_async(")])
+def test_prefetch_takes_a_rotated_loop_and_loads_its_rotated_next_step(tmp_path, target, shape):
+    """The step's positions (`c0` from `c0_step`) are computed for the step a load is for, under that
+    step's condition (so `% c0_steps` is never taken of 0 steps), in both of prefetch's forms."""
+    result = compile_text(tmp_path, ROTATED_STAGED, target, "prefetch")
+    kernel = result.kernels[0]
+    assert [d.action for d in kernel.context.decisions if d.pass_name == "prefetch"] == ["applied"]
+    text = result.output
+    assert shape in text and "if (0 < c0_steps) {" in text and "if (c0_step_next < c0_steps) {" in text
+    assert "const int c0_next = (c0_step_next + blockIdx.x) % c0_steps * 16;" in text
+    for rows, cols in ((37, 45), (100, 16), (70, 161), (5, 0)):
+        # the naive kernel here is rotated already: its subscripts do not tell the arrays' sizes
+        extents = {"A": max(1, rows * cols), "x": max(1, cols), "y": rows}
+        case = Case(sizes={"rows": rows, "cols": cols}, global_space=(rows, 1), extents=extents)
+        result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5,
+                          device_functions={}, check_races=True)
+        assert result.ok, result.error or result.mismatches
+
+
 def test_a_loop_whose_iterations_depend_on_each_other_is_not_rotated(tmp_path):
     kernel = compile_text(tmp_path, STORES_IN_LOOP, "g80", "partition", {"cols": 4096}).kernels[0]
     assert not partition_decisions(kernel, "applied")

@@ -39,7 +39,8 @@ def check_equivalent(kernel, sizes: dict, space: tuple[int, int]):
 
 @pytest.fixture(scope="module")
 def g80_mv():
-    return compile_input("mv.cu", "g80")
+    # partition left out: it rotates this loop and prefetches it again (tests/passes/test_partition.py)
+    return compile_input("mv.cu", "g80", "vectorize,coalesce,merge,prefetch")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@ blocks running at once reach few DRAM partitions camps. The fix depends on the g
 - `rotation` (a 1-D grid): the loop that walks the camping access starts at a different step in each
   block.
 It works on whatever the earlier passes left (staged tiles, merged blocks, a new launch): the analysis
-uses the kernel's current block.
+uses the kernel's current block. A loop the prefetch pass staged in registers carries them from one step
+to the next, so the rotation re-plans it from the kernel prefetch received, and prefetches it again.
 
 On by default only for targets that camp (g80, gt200). Later GPUs hash addresses across their channels,
 so there the pass only says what it would do, unless `--passes ...,partition` names it: it then runs
@@ -21,6 +22,8 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.partition import diagonal, rotation
+from gpgpu_opt.passes.prefetch import prefetched
+from gpgpu_opt.passes.prefetch.staged_loop import NotStaged
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported
 
@@ -28,7 +31,9 @@ from gpgpu_opt.rewriting.staging import Unsupported
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     geometry = ctx.target.partition_camping
     asked = geometry is None and "partition" in ctx.requested
-    campers = camping_accesses(kernel, ctx, geometry or REFERENCE_GEOMETRY)
+    rotating = not diagonal.uses_block_y(kernel)
+    base = _before_prefetch(kernel, ctx) if rotating else None
+    campers = camping_accesses(base or kernel, ctx, geometry or REFERENCE_GEOMETRY)
     if not campers:
         return kernel
     access, found = campers[0]
@@ -43,17 +48,24 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     block = kernel.launch.block if kernel.launch is not None else ctx.naive_block
     why = f"{describe(access, found, block, ctx.bindings)} ({count} partitions of {width} bytes" + \
         (f", asked for with --passes although {ctx.target.name} hashes addresses)" if asked else ")")
-    work = kernel.copy()
+    work = (base or kernel).copy()
     try:
-        if diagonal.uses_block_y(work):
+        if not rotating:
             plan = diagonal.plan_diagonal(work, ctx)
             diagonal.apply_diagonal(work, plan)
             ctx.applied(subject, f"{why}: {diagonal.describe(plan)}", where)
             return work
-        return _rotate(work, ctx, subject, why, where)
+        return _rotate(work, ctx, subject, why, where, again=base is not None)
     except Unsupported as reason:
         ctx.skip(subject, f"camping left as it is: {reason}", where)
         return kernel
+
+
+def _before_prefetch(kernel: Kernel, ctx: PassContext) -> Kernel | None:
+    """The kernel as the prefetch pass received it, where that pass changed it: its staged loop carries
+    the next step's registers from one iteration to the next, so the loop to rotate is the one before."""
+    prefetched = any(d.pass_name == "prefetch" and d.action == "applied" for d in ctx.decisions)
+    return ctx.received.get("prefetch") if prefetched else None
 
 
 def camping_accesses(kernel: Kernel, ctx: PassContext, geometry: tuple[int, int]) -> list[tuple[Access, dict]]:
@@ -67,8 +79,9 @@ def camping_accesses(kernel: Kernel, ctx: PassContext, geometry: tuple[int, int]
     return found
 
 
-def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where) -> Kernel:
-    """Rotate each loop that walks a camping access (the outermost such loop of each)."""
+def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where, again: bool) -> Kernel:
+    """Rotate each loop that walks a camping access (the outermost such loop of each); `again`: `work` is
+    the kernel before prefetching, which is then done again on the rotated loop."""
     info = g.KernelInfo(work, ctx)
     loops = []
     for access, _ in camping_accesses(work, ctx, ctx.target.partition_camping or REFERENCE_GEOMETRY):
@@ -82,5 +95,15 @@ def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where) -> Ke
     plans = [rotation.plan_rotation(work, ctx, loop, info) for loop in loops]
     for plan in plans:
         rotation.apply_rotation(work, info, plan)
-        ctx.applied(subject, f"{why}: {rotation.describe(plan)}", where)
+    prefetch_note = ""
+    if again:
+        try:
+            work, staged, _ = prefetched(work, ctx)
+        except (NotStaged, Unsupported) as failed:
+            raise Unsupported(f"the prefetch pass's loop could not be prefetched again once rotated ({failed}); "
+                              "the prefetch stays") from failed
+        prefetch_note = f"; the prefetch of {staged} is made again on the rotated loop: each step loads the " \
+                        "rotated next step's data, the last step none"
+    for plan in plans:
+        ctx.applied(subject, f"{why}: {rotation.describe(plan)}{prefetch_note}", where)
     return work

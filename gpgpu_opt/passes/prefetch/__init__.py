@@ -25,14 +25,23 @@ from gpgpu_opt.rewriting.staging import Unsupported
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     where = Location.of(kernel.funcdef)
-    work = kernel.copy()
     try:
-        staged = find_staged_loop(work)
+        work, subject, why = prefetched(kernel, ctx)
     except NotStaged:
         return kernel
     except Unsupported as why:
-        ctx.skip("kernel", f"not prefetched: {why}", where)
+        ctx.skip(getattr(why, "subject", "kernel"), f"not prefetched: {why}", where)
         return kernel
+    ctx.applied(subject, why, where)
+    return work
+
+
+def prefetched(kernel: Kernel, ctx: PassContext) -> tuple[Kernel, str, str]:
+    """The prefetched copy of `kernel`, what it prefetches and why it may (a later pass that re-plans the
+    loop calls this again). NotStaged where there is nothing to prefetch; Unsupported (with `subject`
+    where the loop was found) where it may not be done."""
+    work = kernel.copy()
+    staged = find_staged_loop(work)
     taken = set(g.KernelInfo(work, ctx).taken)
     subject = ", ".join(sorted({f"{c.array} -> {c.tile}" for c in staged.copies}))
     try:
@@ -41,16 +50,14 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
             stages.apply_stages(work, staged, taken)
             work.includes = sorted(set(work.includes) | {stages.HEADER})
             why += _ptxas(kernel, work, ctx)
-            ctx.applied(subject, f"double buffering with cp.async, one barrier per step: {why}", where)
-        else:
-            why = registers.check_registers(work, staged, ctx)
-            held = registers.apply_registers(work, staged, taken)
-            ctx.applied(subject, f"the next step's loads go to registers ({', '.join(held)}) before this "
-                                 f"step's computation (paper Fig. 8): {why}", where)
+            return work, subject, f"double buffering with cp.async, one barrier per step: {why}"
+        why = registers.check_registers(work, staged, ctx)
+        held = registers.apply_registers(work, staged, taken)
+        return work, subject, (f"the next step's loads go to registers ({', '.join(held)}) before this step's "
+                               f"computation (paper Fig. 8): {why}")
     except Unsupported as why:
-        ctx.skip(subject, f"not prefetched: {why}", where)
-        return kernel
-    return work
+        why.subject = subject
+        raise
 
 
 def _ptxas(before: Kernel, after: Kernel, ctx: PassContext) -> str:

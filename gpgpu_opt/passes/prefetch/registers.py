@@ -67,10 +67,14 @@ def apply_registers(kernel: Kernel, staged: StagedLoop, taken: set[str]) -> list
         refs.append((c, ref))
         decls.append(_decl(f"{element_type(staged.tiles[c.tile])} {name}{dims};"))
     next_name = fresh_name(f"{var}_next", taken)
+    # the first step's positions keep their names (in a block of their own); the next step's get new ones
+    first, first_map = staged.at_step(copy.deepcopy(staged.start), {p.name: p.name for p in staged.positions})
+    nexts, next_map = staged.at_step(c_ast.ID(next_name),
+                                     {p.name: fresh_name(f"{p.name}_next", taken) for p in staged.positions})
     for c, ref in refs:
         load = c_ast.Assignment("=", copy.deepcopy(ref), c.value)
-        first += copy_statement(c, load, {var: copy.deepcopy(staged.start)})
-        nexts += copy_statement(c, load, {var: c_ast.ID(next_name)})
+        first += copy_statement(c, load, first_map)
+        nexts += copy_statement(c, load, next_map)
         stores += copy_statement(c, c_ast.Assignment("=", copy.deepcopy(c.target), copy.deepcopy(ref)), {})
     listed = ", ".join(d.name for d in decls)
     before = [Comment(f"prefetch: the first step's loads go to registers ({listed}); each step stores them to "
@@ -79,11 +83,9 @@ def apply_registers(kernel: Kernel, staged: StagedLoop, taken: set[str]) -> list
     step = _decl(f"const int {next_name} = {var} + {staged.step};")
     items = loop.stmt.block_items
     barrier = next(i for i, s in enumerate(items) if _is_barrier(s))
-    loop.stmt.block_items = staged.notes + stores + [items[barrier],
-                                      Comment("prefetch: the next step's loads, in flight during this step's "
-                                              "computation"),
-                                      step, c_ast.If(staged.cond_at(c_ast.ID(next_name)), c_ast.Compound(nexts),
-                                                     None)] + items[barrier + 1:]
+    loop.stmt.block_items = staged.positions + staged.notes + stores + [
+        items[barrier], Comment("prefetch: the next step's loads, in flight during this step's computation"),
+        step, c_ast.If(staged.cond_at(c_ast.ID(next_name)), c_ast.Compound(nexts), None)] + items[barrier + 1:]
     at = staged.parent.block_items.index(loop)
     staged.parent.block_items[at:at] = before
     return [d.name for d in decls]

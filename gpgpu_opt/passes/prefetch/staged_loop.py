@@ -6,11 +6,16 @@ of constant bounds (`#pragma unroll for (int r = 0; r < 16; r++) tile[r][tx] = .
 form, loads into a private array then a second loop storing it (`A_staged[l] = ...; tile[..] = A_staged[l]`),
 is read as the copies it makes. The compute part reads the tiles and writes none; nothing outside the loop
 touches them; the copies depend on nothing the loop changes but `k0`.
+
+The body may begin with the step's positions, constants computed from the iterator alone, as the
+partition pass's rotated loop has (`for (int k0_step = 0; k0_step < k0_steps; k0_step++) { const int k0 =
+(k0_step + blockIdx.x) % k0_steps * 16; copies; ...`): a step's copies are made with its positions
+computed for that step, under the step's condition (so `% k0_steps` never divides by zero).
 """
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pycparser import c_ast
 
@@ -69,6 +74,7 @@ class StagedLoop:
     compute: list[c_ast.Node]    # the items between the two barriers
     tiles: dict[str, c_ast.Decl]  # the shared tiles the copies fill, by name
     notes: list[c_ast.Node]      # the comments on the copies, where they are plain stores of loads
+    positions: list[c_ast.Decl] = field(default_factory=list)  # `const int k0 = f(k0_step);` heading the body
 
     def guarded(self, value: c_ast.Node, stmts: list[c_ast.Node]) -> list[c_ast.Node]:
         """`stmts` under the loop's condition for `var` = value (as they are when it is a constant truth)."""
@@ -77,8 +83,23 @@ class StagedLoop:
                                                     for x in (cond.left, cond.right)):
             left, right = int(cond.left.value), int(cond.right.value)
             if left < right or cond.op == "<=" and left == right:
-                return stmts
+                return stmts if not self.positions else [c_ast.Compound(stmts)]
         return [c_ast.If(cond, c_ast.Compound(stmts), None)]
+
+    def at_step(self, value: c_ast.Node, names: dict[str, str]) -> tuple[list[c_ast.Decl], dict[str, c_ast.Node]]:
+        """The positions of the step where `var` = value, declared under `names` (position -> name), and the
+        mapping that makes a copy of this loop's step one of that step."""
+        from gpgpu_opt.ast_util import substitute
+
+        mapping = {self.var: value}
+        decls = []
+        for p in self.positions:
+            decl = copy.deepcopy(p)
+            decl.name = decl.type.declname = names[p.name]
+            decl.init = _folded(substitute(p.init, mapping))
+            decls.append(decl)
+            mapping[p.name] = c_ast.ID(names[p.name])
+        return decls, mapping
 
     def cond_at(self, value: c_ast.Node) -> c_ast.Node:
         """The loop's condition for `var` = value."""
@@ -105,19 +126,20 @@ def find_staged_loop(kernel: Kernel) -> StagedLoop:
         raise Unsupported("the staged loop is not a statement of a block")
     var, start, step = _header(loop)
     items = loop.stmt.block_items
+    positions = _positions(items)
     barriers = [i for i, s in enumerate(items) if is_barrier(s)]
     if len(barriers) != 2 or barriers[1] != len(items) - 1:
         raise Unsupported("the staged loop is not 'copies; barrier; compute; barrier'")
     shared = {n.name: n for n in walk(body) if isinstance(n, c_ast.Decl) and "__shared__" in (n.storage or [])}
-    copies = _copies(items[:barriers[0]], shared, kernel)
+    prefix = items[len(positions):barriers[0]]
+    copies = _copies(prefix, shared, kernel)
     if not copies:
         raise NotStaged("the staged loop copies no global data")
     compute = items[barriers[0] + 1:barriers[1]]
     tiles = {c.tile: shared[c.tile] for c in copies}
-    prefix = items[:barriers[0]]
     fused = any(isinstance(s, c_ast.Decl) for s in prefix)
     notes = [] if fused else [s for s in prefix if type(s).__name__ == "Comment"]
-    staged = StagedLoop(loop, parent, var, start, step, copies, compute, tiles, notes)
+    staged = StagedLoop(loop, parent, var, start, step, copies, compute, tiles, notes, positions)
     _check(staged, body, kernel)
     return staged
 
@@ -138,6 +160,17 @@ def _header(loop: c_ast.For) -> tuple[str, c_ast.Node, int]:
     if not step:
         raise Unsupported(f"the staged loop's step '{text(nxt)}' is not a positive constant")
     return var, start, step
+
+
+def _positions(items: list[c_ast.Node]) -> list[c_ast.Decl]:
+    """The constant scalars of pure initializers that head the loop body (what `_check` checks of them)."""
+    positions = []
+    for item in items:
+        if not (isinstance(item, c_ast.Decl) and "const" in (item.quals or []) and item.init is not None
+                and isinstance(item.type, c_ast.TypeDecl) and g.is_pure(item.init)):
+            break
+        positions.append(item)
+    return positions
 
 
 def _int(node) -> int | None:
@@ -231,6 +264,15 @@ def _check(staged: StagedLoop, body: c_ast.Compound, kernel: Kernel) -> None:
     changed = g.assigned_names(loop.stmt) | {n.name for n in walk(loop.stmt) if isinstance(n, c_ast.Decl)}
     if staged.var in changed:
         raise Unsupported(f"the loop changes '{staged.var}' in its body")
+    positions = [p.name for p in staged.positions]
+    if len(set(positions)) != len(positions) or any(n.name in positions for n in walk(loop.stmt)
+                                                    if isinstance(n, c_ast.Decl) and n not in staged.positions):
+        raise Unsupported("the loop declares one of its step's positions twice")
+    for k, p in enumerate(staged.positions):
+        moving = ids_in(p.init) & changed - set(positions[:k]) - {staged.var}
+        if moving:
+            raise Unsupported(f"'{p.name}' depends on '{sorted(moving)[0]}', which the loop changes")
+    changed -= set(positions)
     written = _written_arrays(body)
     params = {p.name: p for p in kernel.arrays}
     stored = sorted(a for a in _written_arrays(loop.stmt) if a in params)

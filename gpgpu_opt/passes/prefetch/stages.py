@@ -83,8 +83,8 @@ def apply_stages(kernel: Kernel, staged: StagedLoop, taken: set[str]) -> None:
         decl.type = c_ast.ArrayDecl(decl.type, c_ast.Constant("int", "2"), [])
     in_range = fresh_name("in_range", taken)
 
-    def copies(k_value: c_ast.Node, stage_value: str) -> list[c_ast.Node]:
-        out = []
+    def copies(k_value: c_ast.Node, stage_value: str, names: dict[str, str]) -> list[c_ast.Node]:
+        out, mapping = staged.at_step(k_value, names)
         for c in staged.copies:
             elem = element_type(staged.tiles[c.tile])
             target = _staged_ref(copy.deepcopy(c.target), set(staged.tiles), stage_value)
@@ -101,15 +101,18 @@ def apply_stages(kernel: Kernel, staged: StagedLoop, taken: set[str]) -> None:
             stmt = transform(stmt, lambda n: copy.deepcopy(target) if _is(n, "__dst") else
                              copy.deepcopy(source) if _is(n, "__src") else
                              copy.deepcopy(c.index) if _is(n, "__index") else None)
-            out += copy_statement(c, stmt, {var: k_value}, decls)
+            out += copy_statement(c, stmt, mapping, decls)
         return out
 
-    first = copies(copy.deepcopy(staged.start), "0")
-    nexts = copies(c_ast.ID(next_name), f"{stage} ^ 1")
+    # the first step's positions keep their names (in a block of their own); the next step's get new ones
+    first = copies(copy.deepcopy(staged.start), "0", {p.name: p.name for p in staged.positions})
+    nexts = copies(c_ast.ID(next_name), f"{stage} ^ 1",
+                   {p.name: fresh_name(f"{p.name}_next", taken) for p in staged.positions})
     loop.init.decls.append(parse_statements(f"int {stage} = 0;")[0])
     loop.next = c_ast.ExprList([loop.next, parse_expr(f"{stage} ^= 1")])
     compute = [_staged_ref(s, set(staged.tiles), stage) for s in staged.compute]
     loop.stmt.block_items = [
+        *staged.positions,
         Comment("prefetch: this step's copies have landed; past the barrier no thread still reads the other stage"),
         *parse_statements("__pipeline_wait_prior(0);\n__syncthreads();"),
         Comment("prefetch: the next step's tiles are copied into the other stage during this step's computation"),
