@@ -35,6 +35,9 @@ class Target:
     memory_bandwidth_gbs: float
     memory_latency_cycles: int
     clock_ghz: float
+    #: Bytes per clock an SM's L1 serves to global loads (one 128-byte wavefront), or 0 where global loads
+    #: bypass a cache (g80/gt200: reuse between threads only pays through shared memory).
+    l1_bytes_per_clock: int = 0
 
     @property
     def has_partition_camping(self) -> bool:
@@ -59,11 +62,11 @@ TARGETS: dict[str, Target] = {
         Target("gt200", "GeForce GTX 280 (cc 1.3)", "sm_50", 130, 16, 64, "segments", 32, 16, 4,
                16 * 1024, 16 * 1024, 16384, 124, 256, 512, 1024, 8, 30, (256, 8), 8, 141.7, 500, 1.3),
         Target("fermi", "Fermi (sm_20), e.g. GTX 480", "sm_50", 200, 32, 32, "sectors", 32, 32, 4,
-               48 * 1024, 48 * 1024, 32768, 63, 64, 1024, 1536, 8, 15, None, 16, 177.4, 600, 1.4),
+               48 * 1024, 48 * 1024, 32768, 63, 64, 1024, 1536, 8, 15, None, 16, 177.4, 600, 1.4, 64),
         Target("sm_80", "Ampere A100 (sm_80)", "sm_80", 800, 32, 32, "sectors", 32, 32, 4,
-               48 * 1024, 164 * 1024, 65536, 255, 256, 1024, 2048, 32, 108, None, 16, 1555.0, 600, 1.41),
+               48 * 1024, 164 * 1024, 65536, 255, 256, 1024, 2048, 32, 108, None, 16, 1555.0, 600, 1.41, 128),
         Target("sm_90", "Hopper H100/H200 (sm_90)", "sm_90", 900, 32, 32, "sectors", 32, 32, 4,
-               48 * 1024, 228 * 1024, 65536, 255, 256, 1024, 2048, 32, 132, None, 16, 3350.0, 600, 1.75),
+               48 * 1024, 228 * 1024, 65536, 255, 256, 1024, 2048, 32, 132, None, 16, 3350.0, 600, 1.75, 128),
     ]
 }
 
