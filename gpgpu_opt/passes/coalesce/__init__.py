@@ -84,9 +84,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         return kernel
     if fps:
         fps = footprints(info.accesses, ctx.bindings)       # the same reads, with their definitions
-        if stage_halos(work, ctx, info, fps):
-            for rep in wanted:
-                ctx.skip(_subject(rep.access), "not staged: the halo tiles fix the block", rep.access.location)
+        with_halos = stage_halos(work, ctx, info, fps, wanted)
+        if with_halos is not None:
             return work
         if not wanted:
             return kernel

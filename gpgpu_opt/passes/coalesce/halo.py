@@ -23,7 +23,9 @@ tile for a block of outputs (extents = outputs + reach) and `HaloTile.loader(...
 """
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -161,7 +163,6 @@ def staging_pays(fp: Footprint, outputs: tuple[int, int], tile: HaloTile, target
 
 def _offset_multiset(fp: Footprint):
     """Every (dy, dx) each thread loads (a loop's offsets once per iteration)."""
-    import itertools
     for a in fp.reads:
         dy, dx = fp.offset_of[id(a.node)]
         names = [n for n in fp.loops if sympy.Symbol(n, integer=True) in dy.free_symbols | dx.free_symbols]
@@ -171,7 +172,7 @@ def _offset_multiset(fp: Footprint):
 
 
 # -- which elements a block reads -----------------------------------------------------------------------
-def _guard_bounds(fp: Footprint, info: g.KernelInfo, block: tuple[int, int]):
+def _guard_bounds(reads: list, info: g.KernelInfo):
     """The reads' common guard as inclusive bounds on the global indices: ({'x': [(lo|hi, expr)], 'y': ..},
     uniform clauses as C text). Raises Unsupported for anything else around a read."""
     keys = None
@@ -179,7 +180,7 @@ def _guard_bounds(fp: Footprint, info: g.KernelInfo, block: tuple[int, int]):
     uniform = []
     G = {a: sympy.Symbol(f"G{a}", integer=True) for a in "xy"}
     to_global = {TID[a]: G[a] - BID[a] * BDIM[a] for a in "xy"}
-    for a in fp.reads:
+    for a in reads:
         frames = g.frames_to(a.node, info.parents, info.body)
         ifs = []
         for f in frames:
@@ -311,10 +312,12 @@ def reader_predicate(fp: Footprint, bounds: dict, outputs: tuple[int, int], name
 
 def _rel(r) -> str:
     """`a <= b` as C text, `a < b + 1` when that reads better (`gc < w` rather than `gc <= w - 1`)."""
+    return re.sub(r"\b(\d+) ?\* ?(blockIdx\.[xy])", r"\2 * \1", _relation(r))
+
+
+def _relation(r) -> str:
     lhs, rhs, op = (r.lhs, r.rhs, "<=") if isinstance(r, sympy.Le) else (r.lhs, r.rhs, ">=")
-    if isinstance(r, sympy.Ge) and isinstance(r, sympy.Le):
-        pass
-    if op == "<=" and sympy.expand(rhs).as_coeff_Add()[0] < 0:
+    if op == "<=" and not sympy.expand(rhs).is_number:
         return f"{cuda_text(lhs)} < {cuda_text(sympy.expand(rhs + 1))}"
     if op == ">=" and sympy.expand(rhs).as_coeff_Add()[0] > 0:
         return f"{cuda_text(lhs)} > {cuda_text(sympy.expand(rhs - 1))}"
@@ -329,9 +332,11 @@ def halo_blocks(target: Target, naive: tuple[int, int]) -> list[tuple[int, int]]
     return list(dict.fromkeys([(w, max(1, 256 // w)), tuple(naive)]))
 
 
-def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Footprint]) -> bool:
-    """Stage the footprints that pay in halo tiles (the kernel and its launch rewritten); False, with
-    notes, when none is staged."""
+def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Footprint],
+                others: list) -> list | None:
+    """Stage the footprints that pay in halo tiles (the kernel and its launch rewritten), with them the
+    reads of `others` (AccessReports of reads to stage) that every thread makes alike over loops of constant
+    bounds (a filter: `uniform_tile`). Returns the reports staged, [] (with notes) when nothing is."""
     where = Location.of(work.funcdef)
     problem = None
     for block in halo_blocks(ctx.target, ctx.naive_block):
@@ -343,7 +348,7 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
             ctx.skip(_subject(fp), f"no halo tile: {problem}", fp.reads[0].location)
         return False
     out_bytes = max((a.element_bytes for a in info.accesses if a.mode == "write"), default=0)
-    names = {"e": info.fresh("e"), "gr": info.fresh("row"), "gc": info.fresh("col")}
+    names = {"e": info.fresh("elem"), "gr": info.fresh("row"), "gc": info.fresh("col")}
     staged = []
     budget = ctx.target.shared_per_block
     for fp in fps:
@@ -356,7 +361,7 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
             tile = HaloTile.plan(fp, block, block, ctx.target, info.fresh(f"tile_{fp.array}"), param.base_type)
             if tile.bytes > budget:
                 raise Unsupported(f"the tile needs {tile.bytes} bytes of shared memory, {budget} are left")
-            bounds, uniform = _guard_bounds(fp, info, block)
+            bounds, uniform = _guard_bounds(fp.reads, info)
             pays, why = staging_pays(fp, block, tile, ctx.target, out_bytes)
             if not pays:
                 raise Unsupported(why)
@@ -373,9 +378,19 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
         budget -= tile.bytes
         staged.append((fp, tile, top, predicate, block_guard, why))
     if not staged:
-        return False
+        return None
     items = list(work.body.block_items or [])
     replacement = {}
+    alike = []
+    for rep in others:
+        try:
+            u = uniform_tile(rep.access, info, staged[0][0].reads, budget, names)
+        except Unsupported as why:
+            ctx.skip(f"{rep.access.array}[{rep.access.index_text}]", f"not staged: {why}", rep.access.location)
+            continue
+        budget -= u.bytes
+        alike.append((rep, u))
+        replacement[id(rep.access.node)] = u.read
     for fp, tile, *_ in staged:
         for a in fp.reads:
             replacement[id(a.node)] = tile.read(*fp.offset_of[id(a.node)])
@@ -387,6 +402,10 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
                              f"{tile.cols}: the block's {block[0]}x{block[1]} outputs and the stencil's reach, "
                              f"{up} up, {down} down, {left} left, {right} right), each element once"))
         loads.extend(parse_statements(tile.loader(block, names, predicate, block_guard)))
+    for rep, u in alike:
+        loads.append(Comment(f"coalesce: stage {u.array}[{rep.access.index_text}], the same for every thread, "
+                             f"in {u.name} ({u.size} elements), each element once"))
+        loads.extend(parse_statements(u.loader(block, names, staged[0][4])))
     loads.extend(parse_statements("__syncthreads();"))
     items[at:at] = loads
     work.body.block_items = items
@@ -399,9 +418,69 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
         ctx.applied(_subject(fp), f"staged through shared memory in a halo tile {dims} ({fp.describe(block)}); "
                                   f"loaded cooperatively with coalesced rows, only the elements the block's "
                                   f"threads read; {pad}; {why}", fp.reads[0].location)
+    for rep, u in alike:
+        ctx.applied(f"{rep.access.array}[{rep.access.index_text}]",
+                    f"staged through shared memory: the same elements for every thread, loaded once per block "
+                    f"with coalesced requests into {u.name}[{u.size}] with the halo tiles", rep.access.location)
     ctx.applied("launch", f"blocks of {block[0]}x{block[1]} threads, one thread per output, each block "
-                          f"loading its halo tile{'s' if len(staged) > 1 else ''} once", where)
-    return True
+                          f"loading its tiles once", where)
+    return [rep for rep, _ in alike]
+
+
+@dataclass
+class UniformTile:
+    array: str
+    name: str
+    elem_type: str
+    first: int
+    size: int
+    read: c_ast.Node
+
+    @property
+    def bytes(self) -> int:
+        return self.size * _ELEMENT[self.elem_type]
+
+    def loader(self, threads, names, block_guard) -> str:
+        return render("coalesce_halo_uniform.cu.j2", elem_type=self.elem_type, tile=self.name, size=self.size,
+                      bx=threads[0], by=threads[1], e=names["e"], array=self.array, block_guard=block_guard,
+                      first=f"{self.first} + " if self.first else "")
+
+
+def uniform_tile(a, info: g.KernelInfo, halo_reads: list, budget: int, names: dict) -> UniformTile:
+    """A read free of thread indices over loops of constant bounds, under the same guard as the halo reads:
+    its elements (a contiguous range) in a 1-D tile, read back at the subscript less the first element."""
+    param = info.params.get(a.array)
+    if a.index is None or param is None or param.base_type not in _ELEMENT or a.array in info.written:
+        raise Unsupported("not a read-only array of a staged type")
+    if a.index.free_symbols & (set(TID.values()) | set(BID.values())):
+        raise Unsupported("the subscript depends on the thread; only the halo reads are staged")
+    values = {}
+    for loop in a.loops:
+        if sympy.Symbol(loop.var, integer=True) in a.index.free_symbols:
+            vals = loop_values(loop, info.ctx.bindings)
+            if vals is None:
+                raise Unsupported(f"the '{loop.var}' loop has no constant bounds")
+            values[sympy.Symbol(loop.var, integer=True)] = vals
+    if a.index.free_symbols - set(values):
+        raise Unsupported("the subscript depends on more than constant-bound loops")
+    seen = {int(a.index.subs(dict(zip(values, combo)))) for combo in itertools.product(*values.values())}
+    lo, hi = min(seen), max(seen)
+    if len(seen) != hi - lo + 1:
+        raise Unsupported("the elements read are not contiguous")
+    for f in g.frames_to(a.node, info.parents, info.body):
+        loop = next((l for l in a.loops if l.node is f.node), None)
+        if f.kind == "for" and (loop is None or loop_values(loop, info.ctx.bindings) is None):
+            raise Unsupported("a loop around the read does not run a fixed number of times")
+    if [f.node for f in g.frames_to(a.node, info.parents, info.body) if f.kind in ("if", "else")] != \
+            [f.node for f in g.frames_to(halo_reads[0].node, info.parents, info.body) if f.kind in ("if", "else")]:
+        raise Unsupported("it is read under other conditions than the halo tile")
+    size = hi - lo + 1
+    if size * _ELEMENT[param.base_type] > budget:
+        raise Unsupported(f"its {size} elements do not fit the shared memory left")
+    name = info.fresh(f"tile_{a.array}")
+    subscript = _text(a.node.subscript)
+    read = parse_expr(f"{name}[{subscript if lo == 0 else f'({subscript}) - {lo}'}]")
+    return UniformTile(a.array, name, param.base_type, lo, size, read)
 
 
 def _subject(fp: Footprint) -> str:
