@@ -7,6 +7,8 @@ The merges, tried in order on a kernel not yet given a new launch:
   in x and y, operands staged in shared tiles and reused from registers);
 - `split_loop`: several threads per output, for kernels whose outputs are too few to fill the GPU and whose
   one accumulation loop is long (mv, tmv);
+- `stencil_rows`: one thread computes R consecutive rows of a stencil (a footprint the coalesce pass did
+  not stage), the rows its reads share sliding through registers;
 - `thread_merge`: one thread computes several outputs in y (and/or x) of any kernel whose reads are shared
   between them (vv: `B[idx]` read once for the rows of a thread; paper §3.5 Fig. 6-7).
 A kernel whose launch the coalesce pass set (its staged tiles) is given to `block_merge`, where neighbouring
@@ -21,7 +23,7 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge import block_merge, reduction, register_tile, split_loop, thread_merge
+from gpgpu_opt.passes.merge import block_merge, reduction, register_tile, split_loop, stencil_rows, thread_merge
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
@@ -39,6 +41,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
              register_tile.describe_launch, "one output per thread kept"),
             (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
              "one thread per output kept"),
+            (stencil_rows.plan_stencil_rows, stencil_rows.apply_stencil_rows, stencil_rows.describe,
+             stencil_rows.describe_launch, "one output per thread kept"),
             (thread_merge.plan_thread_merge, thread_merge.apply_thread_merge, thread_merge.describe,
              thread_merge.describe_launch, "one output per thread kept")):
         work = kernel.copy()
