@@ -119,3 +119,21 @@ def test_a_store_that_may_alias_before_the_reads_keeps_them_global(tmp_path):
     k = kernel(compile_text(tmp_path, source))
     assert "__shared__" not in kernel_source(k.optimized.funcdef)
     assert any("may alias" in n for n in coalesce_notes(k, "skipped"))
+
+
+def test_a_condition_inside_the_filter_loop_keeps_the_reads(tmp_path):
+    k = kernel(compile_text(tmp_path, """
+    __global__ void edge(const float *in, float *out, int w, int h)
+    {
+        int x = blockIdx.x * blockDim.x + threadIdx.x;
+        int y = blockIdx.y * blockDim.y + threadIdx.y;
+        if (x < w && y < h) {
+            float s = 0.0f;
+            for (int j = 0; j < 3; j++)
+                if (x + j < w)
+                    s += in[y * (w + 2) + x + j];
+            out[y * w + x] = s;
+        }
+    }"""))
+    assert "__shared__ float tile_in" not in kernel_source(k.optimized.funcdef)
+    assert any("under a condition inside its loop" in n for n in coalesce_notes(k, "skipped"))

@@ -33,14 +33,16 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.footprint import Footprint, loop_values
+from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, NotAffine, TID, cuda_text, is_opaque, to_sympy
-from gpgpu_opt.ast_util import transform
+from gpgpu_opt.ast_util import ids_in, transform
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.coalesce.plan import _write_between
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import ZERO, Unsupported, parse_expr, parse_statements
+from gpgpu_opt.rewriting.staging import ZERO, Unsupported, parse_expr, parse_statements, text
 from gpgpu_opt.targets import Target
 from gpgpu_opt.templating import render
 
@@ -183,14 +185,18 @@ def _guard_bounds(reads: list, info: g.KernelInfo):
     for a in reads:
         frames = g.frames_to(a.node, info.parents, info.body)
         ifs = []
+        in_loop = False
         for f in frames:
             if f.kind == "else":
                 raise Unsupported("a read is in an else branch")
+            if f.kind == "if" and in_loop:
+                raise Unsupported("a read is under a condition inside its loop")
             if f.kind == "for":
+                in_loop = True
                 var, _, _ = g.loop_var(f.node)
                 loop = next((l for l in a.loops if l.node is f.node), None)
-                if loop is None or loop_values(loop, info.ctx.bindings) is None or var in _assigned_in(f.node.stmt):
-                    raise Unsupported(f"the loop around a read does not run a fixed number of times")
+                if loop is None or loop_values(loop, info.ctx.bindings) is None or var in assigned_names(f.node.stmt):
+                    raise Unsupported("the loop around a read does not run a fixed number of times")
             if f.kind == "if":
                 ifs.append(f.node)
         key = [id(n) for n in ifs]
@@ -203,24 +209,16 @@ def _guard_bounds(reads: list, info: g.KernelInfo):
         for node in ifs:
             for clause in g.clauses(node.cond):
                 if info.uniform(clause):
+                    if not ids_in(clause) <= info.scalars:
+                        raise Unsupported(f"the guard '{text(clause)}' uses local variables")
                     uniform.append(clause)
                     continue
                 bound = _bound(clause, env, to_global, G)
                 if bound is None:
-                    raise Unsupported(f"the guard '{_text(clause)}' is not a bound on the global x or y index")
+                    raise Unsupported(f"the guard '{text(clause)}' is not a bound on the global x or y index")
                 axis, side, expr = bound
                 bounds[axis].append((side, expr))
     return bounds, uniform
-
-
-def _assigned_in(node) -> set[str]:
-    from gpgpu_opt.analysis.loops import assigned_names
-    return assigned_names(node)
-
-
-def _text(node) -> str:
-    from gpgpu_opt.rewriting.staging import text
-    return text(node)
 
 
 def _bound(clause, env, to_global, G):
@@ -371,7 +369,7 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
                 raise Unsupported(alias)
             predicate, block_guard = reader_predicate(fp, bounds, block, names)
             if uniform:
-                block_guard = " && ".join([_text(u) for u in uniform] + ([block_guard] if block_guard else []))
+                block_guard = " && ".join([text(u) for u in uniform] + ([block_guard] if block_guard else []))
         except Unsupported as why:
             ctx.skip(_subject(fp), f"no halo tile: {why}", fp.reads[0].location)
             continue
@@ -478,7 +476,7 @@ def uniform_tile(a, info: g.KernelInfo, halo_reads: list, budget: int, names: di
     if size * _ELEMENT[param.base_type] > budget:
         raise Unsupported(f"its {size} elements do not fit the shared memory left")
     name = info.fresh(f"tile_{a.array}")
-    subscript = _text(a.node.subscript)
+    subscript = text(a.node.subscript)
     read = parse_expr(f"{name}[{subscript if lo == 0 else f'({subscript}) - {lo}'}]")
     return UniformTile(a.array, name, param.base_type, lo, size, read)
 
@@ -495,7 +493,6 @@ def _first_top(fp: Footprint, info: g.KernelInfo) -> int:
 
 def _aliasing_store(fp: Footprint, info: g.KernelInfo, top: int) -> str | None:
     """A store between the tile's load and a read, to an array that may alias the staged one."""
-    from gpgpu_opt.passes.coalesce.plan import _write_between
     last = max((info.body.block_items or []).index(g.path_to(a.node, info.parents, info.body)[1])
                for a in fp.reads)
     view = SimpleNamespace(top_index=last, nodes=[a.node for a in fp.reads], access=fp.reads[0])

@@ -25,7 +25,6 @@ body's stores: the staged array must not be written and the pointers must not al
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import sympy
@@ -33,7 +32,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.footprint import Footprint, footprints
 from gpgpu_opt.analysis.symbolic import BDIM, BID, NotAffine, TID, to_sympy
-from gpgpu_opt.ast_util import ids_in, transform
+from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
@@ -99,8 +98,11 @@ def _plan(ctx: PassContext, info: g.KernelInfo, fps: list[Footprint]) -> Stencil
     for item in items[:-1]:
         if item is not y_decl and y_decl.name in ids_in(item):
             raise Unsupported(f"a statement before the guard uses '{y_decl.name}'")
+    before = {d.name for d in items[:-1] if isinstance(d, c_ast.Decl)} | info.scalars
     for fp in fps:
         for a in fp.reads:
+            if not ids_in(a.node.subscript) <= before:
+                raise Unsupported(f"a read of {fp.array} uses a value computed inside the guard")
             frames = g.frames_to(a.node, info.parents, info.body)
             if any(f.kind not in ("block",) and f.node is not guard for f in frames):
                 raise Unsupported(f"a read of {fp.array} is under another condition or loop")
@@ -178,7 +180,6 @@ def apply_stencil_rows(kernel: Kernel, info: g.KernelInfo, plan: StencilRows) ->
 
 
 def _compounds(stmts):
-    from gpgpu_opt.ast_util import walk
     for s in stmts:
         for n in walk(s):
             if isinstance(n, c_ast.Compound):
