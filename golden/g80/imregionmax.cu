@@ -27,10 +27,12 @@ __global__ void imregionmax(float *A, float *C) {
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     const int idy = blockIdx.y * blockDim.y + threadIdx.y;
     // coalesce: stage the A reads' footprint in tile_A (18x18: the block's 16x16 outputs and the stencil's reach, 0 up, 2 down, 0 left, 2 right), each element once
+    const int row0 = blockIdx.y * 16;
+    const int col0 = blockIdx.x * 16;
     __shared__ float tile_A[18][18];
     for (int elem = threadIdx.y * 16 + threadIdx.x; elem < 324; elem += 256) {
-        const int row = blockIdx.y * 16 + elem / 18;
-        const int col = blockIdx.x * 16 + elem % 18;
+        const int row = row0 + elem / 18;
+        const int col = col0 + elem % 18;
         tile_A[elem / 18][elem % 18] = A[row * 4098 + col];
     }
     __syncthreads();

@@ -23,11 +23,13 @@ __global__ void conv(const float *in, const float *filt, float *out, int width, 
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     // coalesce: stage the in reads' footprint in tile_in (23x47: the block's 32x8 outputs and the stencil's reach, 0 up, 15 down, 0 left, 15 right), each element once
+    const int row0 = blockIdx.y * 8;
+    const int col0 = blockIdx.x * 32;
     __shared__ float tile_in[23][47];
-    if (blockIdx.x * 32 < width && blockIdx.y * 8 < height)
+    if (col0 < width && row0 < height)
         for (int elem = threadIdx.y * 32 + threadIdx.x; elem < 1081; elem += 256) {
-            const int row = blockIdx.y * 8 + elem / 47;
-            const int col = blockIdx.x * 32 + elem % 47;
+            const int row = row0 + elem / 47;
+            const int col = col0 + elem % 47;
             tile_in[elem / 47][elem % 47] = (row < height + 15 && col < width + 15) ? in[row * (width + 15) + col] : 0.0f;
         }
     __syncthreads();

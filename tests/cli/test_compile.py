@@ -190,12 +190,13 @@ def test_a_loop_of_exactly_one_staged_step_has_no_step_loop(tmp_path):
     assert text.count("__syncthreads();") == 2
 
 
-@pytest.mark.parametrize("target, tile, origin", [("g80", "tile_in[31][31]", "blockIdx.y * 16 + elem / 31"),
-                                                  ("sm_90", "tile_in[23][47]", "blockIdx.y * 8 + elem / 47")])
+@pytest.mark.parametrize("target, tile, origin", [("g80", "tile_in[31][31]", "row0 + elem / 31"),
+                                                  ("sm_90", "tile_in[23][47]", "row0 + elem / 47")])
 def test_conv_stages_its_halo_tile_of_outputs_plus_the_filter_reach(target, tile, origin):
     """16x16 (g80) or 32x8 (sm_90) outputs + 15 on the right and below: one cooperative load, one barrier."""
     text = (GOLDEN / target / "conv.cu").read_text()
     assert f"__shared__ float {tile};" in text and origin in text
+    assert f"const int row0 = blockIdx.y * {tile.count('23') and 8 or 16};" in text
     assert "(row < height + 15 && col < width + 15) ? in[row * (width + 15) + col] : 0.0f" in text
     assert "tile_in[threadIdx.y + j][threadIdx.x + i]" in text and "in[(y + j)" not in text
     assert text.count("__syncthreads();") == 1

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -274,7 +273,8 @@ def reader_predicate(fp: Footprint, bounds: dict, outputs: tuple[int, int], name
     """(predicate on the element (gr, gc), block-uniform condition): whether some thread of the block reads
     the element in the naive kernel; None where every element is read."""
     gsym = {"y": sympy.Symbol(names["gr"], integer=True), "x": sympy.Symbol(names["gc"], integer=True)}
-    first = {"y": BID["y"] * outputs[1], "x": BID["x"] * outputs[0]}
+    # The block's first output row and column, ints (blockIdx is unsigned: comparisons must stay signed).
+    first = {a: sympy.Symbol(names[f"{a}0"], integer=True, nonnegative=True) for a in "yx"}
     size = {"y": outputs[1], "x": outputs[0]}
     span = {"y": (min(o[0] for o in fp.offsets), max(o[0] for o in fp.offsets)),
             "x": (min(o[1] for o in fp.offsets), max(o[1] for o in fp.offsets))}
@@ -310,7 +310,7 @@ def reader_predicate(fp: Footprint, bounds: dict, outputs: tuple[int, int], name
 
 def _rel(r) -> str:
     """`a <= b` as C text, `a < b + 1` when that reads better (`gc < w` rather than `gc <= w - 1`)."""
-    return re.sub(r"\b(\d+) ?\* ?(blockIdx\.[xy])", r"\2 * \1", _relation(r))
+    return _relation(r)
 
 
 def _relation(r) -> str:
@@ -346,7 +346,8 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
             ctx.skip(_subject(fp), f"no halo tile: {problem}", fp.reads[0].location)
         return False
     out_bytes = max((a.element_bytes for a in info.accesses if a.mode == "write"), default=0)
-    names = {"e": info.fresh("elem"), "gr": info.fresh("row"), "gc": info.fresh("col")}
+    names = {"e": info.fresh("elem"), "gr": info.fresh("row"), "gc": info.fresh("col"), "y0": info.fresh("row0"),
+             "x0": info.fresh("col0")}
     staged = []
     budget = ctx.target.shared_per_block
     for fp in fps:
@@ -399,6 +400,9 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
         loads.append(Comment(f"coalesce: stage the {fp.array} reads' footprint in {tile.name} ({tile.rows}x"
                              f"{tile.cols}: the block's {block[0]}x{block[1]} outputs and the stencil's reach, "
                              f"{up} up, {down} down, {left} left, {right} right), each element once"))
+        if len(loads) == 1:
+            loads.extend(parse_statements(f"const int {names['y0']} = blockIdx.y * {block[1]};\n"
+                                          f"const int {names['x0']} = blockIdx.x * {block[0]};"))
         loads.extend(parse_statements(tile.loader(block, names, predicate, block_guard)))
     for rep, u in alike:
         loads.append(Comment(f"coalesce: stage {u.array}[{rep.access.index_text}], the same for every thread, "
