@@ -137,3 +137,32 @@ def test_a_condition_inside_the_filter_loop_keeps_the_reads(tmp_path):
     }"""))
     assert "__shared__ float tile_in" not in kernel_source(k.optimized.funcdef)
     assert any("under a condition inside its loop" in n for n in coalesce_notes(k, "skipped"))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_stencils_under_interval_guards_stay_exact(tmp_path, seed):
+    """Random offsets (negative columns wrap into the row above, as in the naive kernel) and guards that keep
+    the naive reads in range: the g80 halo tile and the sm_90 stencil rows agree with the naive kernel."""
+    import random
+    rng = random.Random(seed)
+    offsets = set()
+    while len(offsets) < rng.randint(2, 7):
+        offsets.add((rng.randint(-2, 2), rng.randint(-2, 2)))
+    terms = " + ".join(f"{rng.choice([1, 2, 3])}.0f * in[(y + {dy}) * w + x + {dx}]" for dy, dx in sorted(offsets))
+    left = max(0, -min(o[1] for o in offsets)) + rng.randint(0, 1)
+    up = max(0, -min(o[0] for o in offsets)) + rng.randint(0, 1)
+    right = max(0, max(o[1] for o in offsets)) + rng.randint(0, 1)
+    down = max(0, max(o[0] for o in offsets)) + rng.randint(0, 1)
+    source = f"""
+    __global__ void st(const float *__restrict__ in, float *__restrict__ out, int w, int h)
+    {{
+        int x = blockIdx.x * blockDim.x + threadIdx.x;
+        int y = blockIdx.y * blockDim.y + threadIdx.y;
+        if (x >= {left} && x < w - {right} && y > {up - 1} && y <= h - {down + 1})
+            out[y * w + x] = {terms};
+    }}"""
+    for target, form in (("g80", "tile_in"), ("sm_90", "in_rows")):
+        k = kernel(compile_text(tmp_path, source, target))
+        assert form in kernel_source(k.optimized.funcdef)
+        for w, h in ((rng.randint(1, 40), rng.randint(1, 40)), (rng.randint(20, 70), rng.randint(5, 70))):
+            assert_equivalent(k, {"w": w, "h": h}, (w, h))
