@@ -91,3 +91,18 @@ def test_blur_rows_compile_without_spills(blur, tmp_path):
                            str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "0 bytes spill stores" in proc.stdout + proc.stderr
+
+
+def test_imregionmax_window_loops_index_the_registers_and_rows_without_a_guard_always_shift():
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(INPUTS / "imregionmax.cu"), diagnostics=diagnostics)
+    k = kernel(compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
+                               assume_restrict=True))
+    text = kernel_source(k.optimized.funcdef)
+    assert "float A_rows[3][3];" in text and "float a = A_rows[i][j];" in text
+    assert "float center = A_rows[1][1];" in text
+    assert text.count("(r > 0) ? A_rows[") == 6 and "prev_row_loaded" not in text
+    assert k.optimized.launch.outputs_per_block == (16, 16)
+    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes={}, global_space=(48, 32)),
+                      seed=7, device_functions={}, check_races=True)
+    assert result.ok, result.error or result.mismatches

@@ -25,14 +25,18 @@ body's stores: the staged array must not be written and the pointers must not al
 """
 from __future__ import annotations
 
+import copy
+import itertools
+import re
 from dataclasses import dataclass
 
 import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.footprint import Footprint, footprints
-from gpgpu_opt.analysis.symbolic import BDIM, BID, NotAffine, TID, to_sympy
-from gpgpu_opt.ast_util import ids_in, transform, walk
+from gpgpu_opt.analysis.loops import assigned_names
+from gpgpu_opt.analysis.symbolic import BDIM, BID, NotAffine, TID, cuda_text, iterator_symbol, to_sympy
+from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
@@ -40,12 +44,14 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.thread_merge import _block
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.staging import Unsupported, const, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 #: Rows per thread where nothing asks for a number: the loads per output of a 3-row stencil fall from 9 to
 #: 3 + 6/R, most of the way at 4, with registers to spare.
 DEFAULT_ROWS = 4
+#: Iterations of the loops around a stencil's reads that are unrolled (imregionmax's 3x3 window is 9).
+MAX_COPIES = 32
 
 
 class NotStencil(NotAccumulation):
@@ -57,8 +63,9 @@ class StencilRows:
     rows: int
     block: tuple[int, int]
     footprints: list[Footprint]
-    guard: c_ast.If
+    guard: c_ast.If | None             # the guard the statements run under, once per row
     y_decl: c_ast.Decl
+    start: int                         # the first top-level statement run once per row
     why: str
 
     @property
@@ -72,11 +79,10 @@ def plan_stencil_rows(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> S
         raise NotStencil("rows per thread not asked for")
     if request is None and not ctx.target.l1_bytes_per_clock:
         raise NotStencil("without an L1 for global loads the halo tile (coalesce) takes stencils")
-    fps = [fp for fp in footprints(info.accesses, ctx.bindings) if not fp.loops]
-    if not fps:
-        raise NotStencil("no footprint of constant offsets")
+    if not footprints(info.accesses, ctx.bindings):
+        raise NotStencil("no footprint")
     try:
-        return _plan(ctx, info, fps)
+        return _plan(ctx, info, footprints(info.accesses, ctx.bindings))
     except Unsupported as why:
         if request is not None:
             raise Unsupported(f"stencil rows: {why}") from None
@@ -85,26 +91,44 @@ def plan_stencil_rows(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> S
         raise NotStencil(str(why)) from None
 
 
+def _check_loops(fps: list[Footprint], info: g.KernelInfo) -> None:
+    """The loops around the reads: constant bounds (the footprint enumerated them), an iterator of their
+    own, at most MAX_COPIES iterations in all (the window is indexed by them: nvcc unrolls them)."""
+    copies = 1
+    for fp in fps:
+        for var, values in fp.loops.items():
+            copies *= len(values)
+        for a in fp.reads:
+            for loop in a.loops:
+                name, _, declared = g.loop_var(loop.node)
+                if not declared or name in assigned_names(loop.node.stmt):
+                    raise Unsupported(f"the '{loop.var}' loop around the reads changes its iterator")
+    if copies > MAX_COPIES:
+        raise Unsupported(f"the loops around the reads run {copies} times (at most {MAX_COPIES} are unrolled)")
+
+
 def _plan(ctx: PassContext, info: g.KernelInfo, fps: list[Footprint]) -> StencilRows:
     request = ctx.merge_request
     info.check_kernel()
+    _check_loops(fps, info)
     items = info.body.block_items or []
-    guard = items[-1] if items else None
-    if not (isinstance(guard, c_ast.If) and guard.iffalse is None):
-        raise Unsupported("the kernel does not end in one guard holding its statements")
-    y_decl = next((d for d in items[:-1] if isinstance(d, c_ast.Decl) and _is_global_y(d, info)), None)
-    if y_decl is None or y_decl.name in info.assigned or info.decl_counts[y_decl.name] > 1:
+    y_at = next((k for k, d in enumerate(items) if isinstance(d, c_ast.Decl) and _is_global_y(d, info)), None)
+    if y_at is None or items[y_at].name in info.assigned or info.decl_counts[items[y_at].name] > 1:
         raise Unsupported("no declaration of the global y index that stays unchanged")
-    for item in items[:-1]:
-        if item is not y_decl and y_decl.name in ids_in(item):
-            raise Unsupported(f"a statement before the guard uses '{y_decl.name}'")
-    before = {d.name for d in items[:-1] if isinstance(d, c_ast.Decl)} | info.scalars
+    y_decl = items[y_at]
+    # The statements from the first that uses y on run once per row: one guard, or all of them.
+    start = next((k for k in range(y_at + 1, len(items)) if y_decl.name in ids_in(items[k])), len(items))
+    rest = items[start:]
+    guard = rest[0] if len(rest) == 1 and isinstance(rest[0], c_ast.If) and rest[0].iffalse is None else None
+    before = {d.name for d in items[:start] if isinstance(d, c_ast.Decl)} | info.scalars
     for fp in fps:
         for a in fp.reads:
-            if not ids_in(a.node.subscript) <= before:
+            if not ids_in(a.node.subscript) - set(fp.loops) <= before:
                 raise Unsupported(f"a read of {fp.array} uses a value computed inside the guard")
             frames = g.frames_to(a.node, info.parents, info.body)
-            if any(f.kind not in ("block",) and f.node is not guard for f in frames):
+            loops = {id(l.node) for l in a.loops if l.var in fp.loops}
+            if any(f.kind not in ("block", "for") and f.node is not guard or f.kind == "for" and id(f.node) not in loops
+                   for f in frames):
                 raise Unsupported(f"a read of {fp.array} is under another condition or loop")
     for a in info.accesses:
         if a.mode == "write" and not info.params[a.array].is_restrict:
@@ -117,7 +141,7 @@ def _plan(ctx: PassContext, info: g.KernelInfo, fps: list[Footprint]) -> Stencil
     why = f"asked for with --merge {request}" if request is not None else \
         ("the L1 absorbs the reuse between threads, so the loads themselves bound a small stencil: "
          f"{rows} rows per thread load each input row once")
-    return StencilRows(rows, block, fps, guard, y_decl, why)
+    return StencilRows(rows, block, fps, guard, y_decl, start, why)
 
 
 def _is_global_y(decl: c_ast.Decl, info: g.KernelInfo) -> bool:
@@ -134,7 +158,8 @@ def apply_stencil_rows(kernel: Kernel, info: g.KernelInfo, plan: StencilRows) ->
     y = plan.y_decl.name
     first = info.fresh(f"{y}0")
     row = info.fresh("r")
-    ran = info.fresh("prev_row_loaded")
+    # Without a guard every row loads its window, so from the second row on it shifts.
+    ran = info.fresh("prev_row_loaded") if plan.guard is not None else f"{row} > 0"
     windows, replacement, loads = [], {}, []
     for fp in plan.footprints:
         name = info.fresh(f"{fp.array}_rows")
@@ -145,20 +170,29 @@ def apply_stencil_rows(kernel: Kernel, info: g.KernelInfo, plan: StencilRows) ->
         windows.append(f"{elem} {name}[{rows}][{cols}];")
         node_at = {}
         for a in fp.reads:
-            dy, dx = (int(v) for v in fp.offset_of[id(a.node)])
-            node_at.setdefault((dy, dx), a.node)
-            replacement[id(a.node)] = f"{name}[{dy - dy0}][{dx - dx0}]"
+            dy, dx = fp.offset_of[id(a.node)]
+            replacement[id(a.node)] = f"{name}[{cuda_text(dy - dy0)}][{cuda_text(dx - dx0)}]"
+            names = [v for v in fp.loops if iterator_symbol(v) in dy.free_symbols | dx.free_symbols]
+            for combo in itertools.product(*(fp.loops[v] for v in names)):
+                point = {iterator_symbol(v): k for v, k in zip(names, combo)}
+                node = substitute(copy.deepcopy(a.node), {v: const(k) for v, k in zip(names, combo)})
+                node_at.setdefault((int(dy.subs(point)), int(dx.subs(point))), node)
         for (dy, dx), node in sorted(node_at.items()):
             reg = f"{name}[{dy - dy0}][{dx - dx0}]"
-            load = text(node)
+            load = re.sub(r" \+ 0(?=[)\]])", "", text(node))      # `(idy + 0)` of a loop's first value
             if (dy + 1, dx) in node_at:
                 loads.append(f"{reg} = {ran} ? {name}[{dy + 1 - dy0}][{dx - dx0}] : {load};")
             else:
                 loads.append(f"{reg} = {load};")
-    transform(plan.guard.iftrue, lambda n: parse_expr(replacement[id(n)]) if id(n) in replacement else None)
-    body = plan.guard.iftrue.block_items if isinstance(plan.guard.iftrue, c_ast.Compound) else [plan.guard.iftrue]
+    items = kernel.body.block_items
+    if plan.guard is None:
+        body = items[plan.start:]
+    else:
+        body = plan.guard.iftrue.block_items if isinstance(plan.guard.iftrue, c_ast.Compound) \
+            else [plan.guard.iftrue]
+    body = [transform(s, lambda n: parse_expr(replacement[id(n)]) if id(n) in replacement else None) for s in body]
     source = render("merge_stencil_rows.cu.j2", rows=plan.rows, row=row, y=y, first=first, ran=ran,
-                    windows=windows, loads=loads, guard=text(plan.guard.cond))
+                    windows=windows, loads=loads, guard=text(plan.guard.cond) if plan.guard is not None else None)
     stmts = parse_statements(source)
     for n in _compounds(stmts):
         new = []
@@ -169,13 +203,11 @@ def apply_stencil_rows(kernel: Kernel, info: g.KernelInfo, plan: StencilRows) ->
             else:
                 new.append(item)
         n.block_items = new
-    items = kernel.body.block_items
     at = items.index(plan.y_decl)
-    decl = parse_statements(f"const int {first} = ({text(plan.y_decl.init)}) * {plan.rows};")
-    items[at:at + 1] = decl
     comment = Comment(f"merge: each thread computes {plan.rows} consecutive rows; the rows the stencil's "
                       "reads share stay in registers, each input row loaded once")
-    items[-1:] = [comment] + stmts
+    items[plan.start:] = [comment] + stmts
+    items[at:at + 1] = parse_statements(f"const int {first} = ({text(plan.y_decl.init)}) * {plan.rows};")
     kernel.launch = LaunchConfig(block=plan.block, outputs_per_block=plan.outputs_per_block)
 
 
