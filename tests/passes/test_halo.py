@@ -166,3 +166,25 @@ def test_random_stencils_under_interval_guards_stay_exact(tmp_path, seed):
         assert form in kernel_source(k.optimized.funcdef)
         for w, h in ((rng.randint(1, 40), rng.randint(1, 40)), (rng.randint(20, 70), rng.randint(5, 70))):
             assert_equivalent(k, {"w": w, "h": h}, (w, h))
+
+
+def test_a_parameter_sized_filter_gets_no_tile_sized_for_its_binding(tmp_path):
+    path = tmp_path / "pconv.cu"
+    path.write_text(textwrap.dedent("""
+    __global__ void pconv(const float *in, const float *f, float *out, int w, int h, int k) {
+        int x = blockIdx.x * blockDim.x + threadIdx.x;
+        int y = blockIdx.y * blockDim.y + threadIdx.y;
+        if (x < w && y < h) {
+            float s = 0.0f;
+            for (int j = 0; j < k; j++)
+                for (int i = 0; i < k; i++)
+                    s += in[(y + j) * (w + k - 1) + x + i] * f[j * k + i];
+            out[y * w + x] = s;
+        }
+    }"""))
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(path), diagnostics=diagnostics)
+    k = kernel(compile_program(program, get_target("g80"), parse_pass_list(None), diagnostics, {"k": 5}))
+    assert "tile_in" not in kernel_source(k.optimized.funcdef)
+    notes = [n for n in coalesce_notes(k, "skipped") if n.startswith("no halo tile") or "halo" in n]
+    assert len(notes) == 1 and "the filter's size is a parameter" in notes[0]

@@ -105,6 +105,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
             last_reason = reason
             continue
         plans, skipped = plan_reads(work, ctx, info, block, threads)
+        skipped = [(rep, why) for rep, why in skipped if id(rep.access.node) not in in_footprint]  # noted already
         if plans and threads != block:
             problem = rows_problem(info, plans)
             if problem:

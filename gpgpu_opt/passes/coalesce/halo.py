@@ -360,6 +360,9 @@ def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Fo
             tile = HaloTile.plan(fp, block, block, ctx.target, info.fresh(f"tile_{fp.array}"), param.base_type)
             if tile.bytes > budget:
                 raise Unsupported(f"the tile needs {tile.bytes} bytes of shared memory, {budget} are left")
+            if any(loop_values(l, {}) is None for a in fp.reads for l in a.loops if l.var in fp.loops):
+                raise Unsupported("the filter's size is a parameter: a tile sized for its bound value would "
+                                  "not hold other sizes (a loop over tile steps is not built)")
             bounds, uniform = _guard_bounds(fp.reads, info)
             pays, why = staging_pays(fp, block, tile, ctx.target, out_bytes)
             if not pays:
