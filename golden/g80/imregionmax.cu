@@ -8,14 +8,39 @@
 #define A(y,x) A[(y)*WIDTH_A+(x)]
 #define C(y,x) C[(y)*WIDTH_C+(x)]
 
+// gpgpu-opt: launch configuration of the optimized 'imregionmax': blocks of 16x16 threads,
+// each covering 16x16 threads of the naive launch (one thread per output).
+static dim3 imregionmax_block(dim3 naive_grid, dim3 naive_block)
+{
+    return dim3(16, 16);
+}
+
+static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    return dim3((global_x + 15) / 16, (global_y + 15) / 16);
+}
+
+#pragma gpgpu_opt launch block(16, 16) grid((global_x + 15) / 16, (global_y + 15) / 16)
 __global__ void imregionmax(float *A, float *C) {
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     const int idy = blockIdx.y * blockDim.y + threadIdx.y;
-    float center = A[(idy + 1) * 4098 + (idx + 1)];
+    // coalesce: stage the A reads' footprint in tile_A (18x18: the block's 16x16 outputs and the stencil's reach, 0 up, 2 down, 0 left, 2 right), each element once
+    const int row0 = blockIdx.y * 16;
+    const int col0 = blockIdx.x * 16;
+    __shared__ float tile_A[18][18];
+    for (int elem = threadIdx.y * 16 + threadIdx.x; elem < 324; elem += 256) {
+        const int row = row0 + elem / 18;
+        const int col = col0 + elem % 18;
+        tile_A[elem / 18][elem % 18] = A[row * 4098 + col];
+    }
+    __syncthreads();
+    float center = tile_A[threadIdx.y + 1][threadIdx.x + 1];
     float m = -3.0e38f;
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
-            float a = A[(idy + i) * 4098 + (idx + j)];
+            float a = tile_A[threadIdx.y + i][threadIdx.x + j];
             m = fmaxf(m, a);
         }
     C[idy * 4096 + idx] = (center >= m) ? 1.0f : 0.0f;

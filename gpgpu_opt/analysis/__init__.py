@@ -5,8 +5,9 @@ from dataclasses import dataclass, field
 
 from gpgpu_opt.analysis.accesses import Access, collect_accesses
 from gpgpu_opt.analysis.coalescing import Coalescing, analyse_request
+from gpgpu_opt.analysis.footprint import footprints
 from gpgpu_opt.analysis.partition import partition_camping
-from gpgpu_opt.analysis.reuse import analyse_reuse
+from gpgpu_opt.analysis.reuse import analyse_reuse, footprint_reuse
 from gpgpu_opt.analysis.sharing import Sharing, analyse_sharing
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
 from gpgpu_opt.kernel import Kernel
@@ -71,9 +72,12 @@ def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None
         block = (16, 16) if uses_y(kernel, accesses) else (256, 1)
     axes = ("x", "y") if uses_y(kernel, accesses) else ("x",)
     result = KernelAnalysis(kernel, target, block)
+    shared_footprint = {id(a.node): fp for fp in footprints(accesses, bindings) for a in fp.reads}
     for a in accesses:
         coalescing = analyse_request(a, target, block, bindings)
         reuse = analyse_reuse(a, target, block, bindings, axes)
+        if id(a.node) in shared_footprint:
+            reuse.append(footprint_reuse(shared_footprint[id(a.node)], block))
         path = None
         if a.mode == "read":
             needs_staging = coalescing is not None and not coalescing.coalesced and bool(reuse)

@@ -8,6 +8,7 @@ import sympy
 
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.coalescing import substitutions
+from gpgpu_opt.analysis.footprint import Footprint
 from gpgpu_opt.analysis.symbolic import BID, TID, coefficient, iterator_symbol
 from gpgpu_opt.targets import Target
 
@@ -101,4 +102,16 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
                           "description": f"neighbouring blocks in {axis} overlap by {len(common)} of "
                                          f"{len(here)} elements (a halo)"})
     return reuse
+
+
+def footprint_reuse(fp: Footprint, block: tuple[int, int]) -> dict:
+    """The reuse of a read that belongs to a footprint across statements: on its own each element may be
+    read by one thread, but the footprint's reads together read each element several times."""
+    rows, cols = fp.extent(block)
+    up, down, left, right = fp.reach
+    return {"kind": "footprint", "scope": "statements", "array": fp.array, "reads": len(fp.reads),
+            "offsets": len(fp.offsets), "tile": [rows, cols], "reach": {"up": up, "down": down, "left": left,
+                                                                         "right": right},
+            "elements": fp.elements(block), "block_reads": fp.reads_per_thread() * block[0] * block[1],
+            "description": fp.describe(block)}
 

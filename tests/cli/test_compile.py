@@ -206,12 +206,55 @@ def test_unanalysable_access_leaves_the_rest_optimized(tmp_path):
     assert "tile_A" in out.read_text()
 
 
-def test_a_loop_of_exactly_one_staged_step_has_no_step_loop():
-    """conv's 16-iteration filter row, unrolled by 16 on g80, is staged once per row: no `i0` loop."""
-    text = (GOLDEN / "g80" / "conv.cu").read_text()
+def test_a_loop_of_exactly_one_staged_step_has_no_step_loop(tmp_path):
+    """A 16-iteration filter row, unrolled by 16 on g80, is staged once per row: no `i0` loop."""
+    src = tmp_path / "weights.cu"
+    src.write_text(textwrap.dedent("""
+        __global__ void weights(const float *in, const float *filt, float *out, int width, int height)
+        {
+            int x = blockIdx.x * blockDim.x + threadIdx.x;
+            int y = blockIdx.y * blockDim.y + threadIdx.y;
+            if (x < width && y < height) {
+                float sum = 0.0f;
+                for (int j = 0; j < 16; j++)
+                    for (int i = 0; i < 16; i++)
+                        sum += in[y * width + x] * filt[j * 16 + i];
+                out[y * width + x] = sum;
+            }
+        }
+    """))
+    out = tmp_path / "out.cu"
+    assert compile_file(src, out, "--target", "g80").returncode == 0
+    text = out.read_text()
     assert "__shared__ float tile_filt[16];" in text and "filt[j_next * 16 + threadIdx.x]" in text  # prefetched
     assert "i0" not in text and "for (int i = 0; i < 16; i++)" in text
     assert text.count("__syncthreads();") == 2
+
+
+@pytest.mark.parametrize("target, tile, origin", [("g80", "tile_in[31][31]", "row0 + elem / 31"),
+                                                  ("sm_90", "tile_in[23][47]", "row0 + elem / 47")])
+def test_conv_stages_its_halo_tile_of_outputs_plus_the_filter_reach(target, tile, origin):
+    """16x16 (g80) or 32x8 (sm_90) outputs + 15 on the right and below: one cooperative load, one barrier."""
+    text = (GOLDEN / target / "conv.cu").read_text()
+    assert f"__shared__ float {tile};" in text and origin in text
+    assert f"const int row0 = blockIdx.y * {tile.count('23') and 8 or 16};" in text
+    assert "(row < height + 15 && col < width + 15) ? in[row * (width + 15) + col] : 0.0f" in text
+    assert "tile_in[threadIdx.y + j][threadIdx.x + i]" in text and "in[(y + j)" not in text
+    assert text.count("__syncthreads();") == 1
+    assert ("__shared__ float tile_filt[256];" in text) == (target == "g80")   # a broadcast on sm_90
+
+
+@pytest.mark.parametrize("name, array", [("demosaic", "raw"), ("imregionmax", "A")])
+def test_3x3_stencils_stage_18x18_halos_on_g80_and_keep_l1_reads_on_sm90(name, array):
+    g80 = (GOLDEN / "g80" / f"{name}.cu").read_text()
+    assert f"__shared__ float tile_{array}[18][18];" in g80 and g80.count("__syncthreads();") == 1
+    assert f"tile_{array}[threadIdx.y + 2][threadIdx.x + 2]" in g80 or name == "imregionmax"
+    assert "#pragma gpgpu_opt launch block(16, 16)" in g80
+    sm90 = (GOLDEN / "sm_90" / f"{name}.cu").read_text()
+    assert "__shared__" not in sm90
+    report = json.loads((GOLDEN / "sm_90" / f"{name}.report.json").read_text())
+    reasons = [d["reason"] for k in report["kernels"] for d in k["decisions"]]
+    assert any("no halo tile: the L1 already absorbs" in r for r in reasons)
 
 
 def test_merge_option_is_parsed_and_bad_values_are_errors(tmp_path):

@@ -36,7 +36,9 @@ The pass's parts, one module each:
 - `plan`: for one block, which reads are staged in which tiles (and why the others are not);
 - `loader`: each tile's loader, its global addresses and predicates (through `rewriting.witness`);
 - `rewrite`: the kernel rewritten with the tiles (unrolled loops, loads, declarations, sunk guards);
-- `rows`: several rows of outputs per thread for transposed tiles.
+- `rows`: several rows of outputs per thread for transposed tiles;
+- `halo`: a stencil's footprint (reads at offsets around the thread's element, `analysis.footprint`) in
+  one 2-D tile of the block's outputs plus the reach, where the model says it pays.
 
 Tile geometry, another thread's view of an expression and control flow are `gpgpu_opt.rewriting`'s
 (`staging`, `witness`, `guards`), which the other passes share.
@@ -56,14 +58,18 @@ from gpgpu_opt.rewriting.staging import Unsupported
 from gpgpu_opt.passes.coalesce.plan import plan_reads
 from gpgpu_opt.passes.coalesce.rewrite import apply_plans
 from gpgpu_opt.passes.coalesce.rows import rows_problem
+from gpgpu_opt.passes.coalesce.halo import stage_halos
+from gpgpu_opt.analysis.footprint import footprints
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     work = kernel.copy()
     g.normalize_early_returns(work.body)
     naive = analyze_kernel(work, ctx.target, ctx.naive_block, ctx.bindings)
-    wanted = _candidates(naive, ctx)
-    if not wanted:
+    fps = footprints([r.access for r in naive.reports], ctx.bindings)
+    in_footprint = {id(a.node) for fp in fps for a in fp.reads}
+    wanted = _candidates(naive, ctx, in_footprint)
+    if not wanted and not fps:
         return kernel
     where = Location.of(work.funcdef)
     if kernel.launch is not None:
@@ -76,6 +82,13 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     except Unsupported as why:
         ctx.skip("kernel", f"no access staged: {why}", where)
         return kernel
+    if fps:
+        fps = footprints(info.accesses, ctx.bindings)       # the same reads, with their definitions
+        with_halos = stage_halos(work, ctx, info, fps, wanted)
+        if with_halos is not None:
+            return work
+        if not wanted:
+            return kernel
     if "merge" in ctx.pass_names and _taken_by(plan_split, work, ctx, info):
         ctx.skip("kernel", "no access staged: left to merge: several threads per output read the loop's "
                            "data coalesced without staging", where)
@@ -92,6 +105,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
             last_reason = reason
             continue
         plans, skipped = plan_reads(work, ctx, info, block, threads)
+        skipped = [(rep, why) for rep, why in skipped if id(rep.access.node) not in in_footprint]  # noted already
         if plans and threads != block:
             problem = rows_problem(info, plans)
             if problem:
@@ -139,11 +153,12 @@ def _subject(a: Access) -> str:
     return f"{a.array}[{a.index_text}]"
 
 
-def _candidates(analysis, ctx: PassContext) -> list[AccessReport]:
+def _candidates(analysis, ctx: PassContext, in_footprint: set[int]) -> list[AccessReport]:
+    """The reads to stage (not coalesced, with reuse); reads of a footprint are the halo tile's."""
     out = []
     for rep in analysis.reports:
         a = rep.access
-        if a.mode != "read":
+        if a.mode != "read" or id(a.node) in in_footprint:
             continue
         if a.kind == "unresolved" or rep.coalescing is None:
             ctx.skip(_subject(a), f"not staged: the subscript cannot be analysed ({a.why_unresolved or 'unknown'}); "

@@ -11,6 +11,8 @@ The merges, tried in order on a kernel not yet given a new launch:
   one accumulation loop is long (mv, tmv);
 - `stencil_window`: a small stencil on a target with warp shuffles: V x R outputs per thread from a
   register window of the input, each row loaded once, neighbouring columns shuffled from the next lane;
+- `stencil_rows`: where the window does not apply, one thread computes R consecutive rows of a stencil (a footprint the coalesce pass did
+  not stage), the rows its reads share sliding through registers;
 - `thread_merge`: one thread computes several outputs in y (and/or x) of any kernel whose reads are shared
   between them (vv: `B[idx]` read once for the rows of a thread; paper §3.5 Fig. 6-7).
 A kernel whose launch the coalesce pass set (its staged tiles) is given to `block_merge`, where neighbouring
@@ -25,8 +27,8 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_window,
-                                    thread_merge)
+from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_rows,
+                                    stencil_window, thread_merge)
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
@@ -49,6 +51,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
              "one thread per output kept"),
             (stencil_window.plan_stencil_window, stencil_window.apply_stencil_window, stencil_window.describe,
              stencil_window.describe_launch, "one output per thread kept"),
+            (stencil_rows.plan_stencil_rows, stencil_rows.apply_stencil_rows, stencil_rows.describe,
+             stencil_rows.describe_launch, "one output per thread kept"),
             (thread_merge.plan_thread_merge, thread_merge.apply_thread_merge, thread_merge.describe,
              thread_merge.describe_launch, "one output per thread kept")):
         work = kernel.copy()
