@@ -4,53 +4,48 @@
 
 #define FILTER 16
 
-// gpgpu-opt: launch configuration of the optimized 'conv': blocks of 256x1 threads,
-// each covering 256x1 threads of the naive launch (one thread per output).
+// gpgpu-opt: launch configuration of the optimized 'conv': blocks of 16x16 threads,
+// each covering 16x16 threads of the naive launch (one thread per output).
 static dim3 conv_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(256, 1);
+    return dim3(16, 16);
 }
 
 static dim3 conv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 255) / 256, global_y);
+    return dim3((global_x + 15) / 16, (global_y + 15) / 16);
 }
 
-#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
+#pragma gpgpu_opt launch block(16, 16) grid((global_x + 15) / 16, (global_y + 15) / 16)
 __global__ void conv(const float *in, const float *filt, float *out, int width, int height) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
-    // merge: 16 blocks of 16x1 threads merged in x: they share tile_filt, loaded once per merged block
-    __shared__ float tile_filt[16];
-    float sum = 0.0f;
-    // prefetch: the first step's loads go to registers (filt_next); each step stores them to its tiles and loads the next step's while it computes
-    float filt_next;
-    if (threadIdx.x < 16)
-        filt_next = (blockIdx.x * 256 < width && y < height && threadIdx.x < 16) ? filt[threadIdx.x] : 0.0f;
-    for (int j = 0; j < 16; j++) {
-        // coalesce: the 16 iterations of 'i' read one staged step
-        // coalesce: stage filt[j * 16 + i] in tile_filt (16: filt's segment in this step of 'i')
-        if (threadIdx.x < 16)
-            tile_filt[threadIdx.x] = filt_next;
-        __syncthreads();
-        // prefetch: the next step's loads, in flight during this step's computation
-        const int j_next = j + 1;
-        if (j_next < 16) {
-            if (threadIdx.x < 16)
-                filt_next = (blockIdx.x * 256 < width && y < height && threadIdx.x < 16) ? filt[j_next * 16 + threadIdx.x] : 0.0f;
+    // coalesce: stage the in reads' footprint in tile_in (31x31: the block's 16x16 outputs and the stencil's reach, 0 up, 15 down, 0 left, 15 right), each element once
+    const int row0 = blockIdx.y * 16;
+    const int col0 = blockIdx.x * 16;
+    __shared__ float tile_in[31][31];
+    if (col0 < width && row0 < height)
+        for (int elem = threadIdx.y * 16 + threadIdx.x; elem < 961; elem += 256) {
+            const int row = row0 + elem / 31;
+            const int col = col0 + elem % 31;
+            tile_in[elem / 31][elem % 31] = (row < height + 15 && col < width + 15) ? in[row * (width + 15) + col] : 0.0f;
         }
-        if (x < width && y < height) {
-            #pragma unroll
+    // coalesce: stage filt[j * 16 + i], the same for every thread, in tile_filt (256 elements), each element once
+    __shared__ float tile_filt[256];
+    if (col0 < width && row0 < height)
+        for (int elem = threadIdx.y * 16 + threadIdx.x; elem < 256; elem += 256)
+            tile_filt[elem] = filt[elem];
+    __syncthreads();
+    if (x < width && y < height) {
+        float sum = 0.0f;
+        for (int j = 0; j < 16; j++)
             for (int i = 0; i < 16; i++) {
-                const float in_val = in[(y + j) * (width + 16 - 1) + (x + i)];
-                const float filt_val = tile_filt[i];
+                const float in_val = tile_in[threadIdx.y + j][threadIdx.x + i];
+                const float filt_val = tile_filt[j * 16 + i];
                 sum += in_val * filt_val;
             }
-        }
-        __syncthreads();
-    }
-    if (x < width && y < height)
         out[y * width + x] = sum;
+    }
 }

@@ -35,26 +35,48 @@ from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
 from gpgpu_opt.rewriting.staging import Unsupported
 
 
+#: The merges for a kernel no earlier pass gave a launch, tried in order: (plan, apply, describe,
+#: describe_launch, what the kernel keeps when the merge declines).
+_CONV_TILE = (conv_tile.plan_conv_tile, conv_tile.apply_conv_tile, conv_tile.describe, conv_tile.describe_launch,
+              "one output per thread kept")
+_MERGES = [
+    (reduction.plan_reduction, reduction.apply_reduction, reduction.describe, reduction.describe_launch,
+     "reduction left as written"),
+    (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
+     register_tile.describe_launch, "one output per thread kept"),
+    _CONV_TILE,
+    (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
+     "one thread per output kept"),
+    (stencil_window.plan_stencil_window, stencil_window.apply_stencil_window, stencil_window.describe,
+     stencil_window.describe_launch, "one output per thread kept"),
+    (stencil_rows.plan_stencil_rows, stencil_rows.apply_stencil_rows, stencil_rows.describe,
+     stencil_rows.describe_launch, "one output per thread kept"),
+    (thread_merge.plan_thread_merge, thread_merge.apply_thread_merge, thread_merge.describe,
+     thread_merge.describe_launch, "one output per thread kept"),
+]
+
+
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     if kernel.launch is not None:
+        staged_by = ctx.received.get("coalesce")
+        if staged_by is not None:
+            # A convolution's register tile brings its own halo tile: it replaces coalesce's staging.
+            tiled = _merge_unstaged(staged_by, ctx, [_CONV_TILE], quiet=True)
+            if tiled is not None:
+                ctx.applied("kernel", "the convolution's register tile stages its own halo tile, so it replaces "
+                                      "the coalesce pass's staging", Location.of(kernel.funcdef))
+                return tiled
         return _merge_staged(kernel, ctx)
+    merged = _merge_unstaged(kernel, ctx, _MERGES)
+    return kernel if merged is None else merged
+
+
+def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = False) -> Kernel | None:
+    """The first of `merges` that applies to a kernel no earlier pass gave a launch, or None (with a note
+    on why the first that fitted the kernel's shape declined, unless `quiet`)."""
     where = Location.of(kernel.funcdef)
     declined = []   # (merge, consequence, why) of merges that fit the kernel's shape but were not made
-    for plan, apply, describe, describe_launch, what in (
-            (reduction.plan_reduction, reduction.apply_reduction, reduction.describe, reduction.describe_launch,
-             "reduction left as written"),
-            (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
-             register_tile.describe_launch, "one output per thread kept"),
-            (conv_tile.plan_conv_tile, conv_tile.apply_conv_tile, conv_tile.describe, conv_tile.describe_launch,
-             "one output per thread kept"),
-            (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
-             "one thread per output kept"),
-            (stencil_window.plan_stencil_window, stencil_window.apply_stencil_window, stencil_window.describe,
-             stencil_window.describe_launch, "one output per thread kept"),
-            (stencil_rows.plan_stencil_rows, stencil_rows.apply_stencil_rows, stencil_rows.describe,
-             stencil_rows.describe_launch, "one output per thread kept"),
-            (thread_merge.plan_thread_merge, thread_merge.apply_thread_merge, thread_merge.describe,
-             thread_merge.describe_launch, "one output per thread kept")):
+    for plan, apply, describe, describe_launch, what in merges:
         work = kernel.copy()
         g.normalize_early_returns(work.body)
         info = g.KernelInfo(work, ctx)
@@ -72,10 +94,10 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         ctx.applied("kernel", describe(chosen), where)
         ctx.applied("launch", describe_launch(chosen), where)
         return work
-    if declined:
+    if declined and not quiet:
         _, what, why = declined[0]
         ctx.skip("kernel", f"{what}: {why}", where)
-    return kernel
+    return None
 
 
 def _merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:

@@ -50,6 +50,11 @@ class Dependence:
             found |= set(self.index.get(name, ())) | self.per_copy.get(name, set())
         return found
 
+    def of_read(self, node: c_ast.Node) -> set[str]:
+        """What a read depends on, its own subscript and the conditions and loop headers it sits under: a
+        read is kept once only if neither moves with a merged dimension."""
+        return self.deps(node) | self._control(None, node)
+
     def _find_index_locals(self) -> None:
         info = self.info
         env = info._flat_env()
@@ -104,7 +109,8 @@ class Dependence:
         found: set[str] = set()
         path = g.path_to(site, self.info.parents, self.info.body)
         for parent, child in zip(path, path[1:]):
-            declared_inside = any(isinstance(d, c_ast.Decl) and d.name == name for d in walk(parent))
+            declared_inside = name is not None and any(isinstance(d, c_ast.Decl) and d.name == name
+                                                       for d in walk(parent))
             if declared_inside:
                 continue
             if isinstance(parent, c_ast.If) and child is not parent.cond:

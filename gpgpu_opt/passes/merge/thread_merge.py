@@ -141,7 +141,7 @@ def _check_index_uses(info: g.KernelInfo, axes: set[str]) -> None:
 
 def _shared_reads(info: g.KernelInfo, deps: Dependence, keep) -> list[str]:
     return sorted({f"{a.array}[{a.index_text}]" for a in info.accesses
-                   if a.mode == "read" and keep(deps.deps(a.node))})
+                   if a.mode == "read" and keep(deps.of_read(a.node))})
 
 
 def _check_locals(info: g.KernelInfo, deps: Dependence, shared_arrays: bool = False) -> None:
