@@ -135,5 +135,6 @@ def build_variants(program, target, kernel_name: str, bindings: dict, base_passe
 
 def _kernel_text(program, variant: Variant) -> str:
     """The kernel alone, after the program's device functions, as nvcc compiles it for its resource usage."""
+    headers = [f"#include <{h}>" for h in variant.kernel.includes]
     helpers = [kernel_source(f) for f in program.device_functions.values()]
-    return "\n".join([*helpers, renamed_source(variant.kernel, variant.kernel.name)])
+    return "\n".join([*headers, *helpers, renamed_source(variant.kernel, variant.kernel.name)])
