@@ -26,6 +26,7 @@ IncludeOpt = typer.Option(None, "-I", help="Add an include directory (as nvcc -I
 BindOpt = typer.Option(None, "--bind", help="Give a kernel parameter a known value, NAME=VALUE")
 MergeOpt = typer.Option(None, "--merge", help="merge factors instead of the model's choice: x=NX,y=NY "
                                               "(outputs per thread in each dimension)")
+RestrictOpt = typer.Option(False, "--restrict", help="kernel pointer parameters never alias (as nvcc --restrict)")
 VectorWidthOpt = typer.Option(None, "--vector-width", help="elements per widened access: 1 (no widening), "
                                                            "2 or 4 (default: the vectorize pass's model)")
 
@@ -246,7 +247,8 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         build_only: bool = typer.Option(False, "--build-only", help="stop after nvcc (no GPU needed)"),
         out: Optional[str] = typer.Option(None, "--out", help="keep the harness and binary in this folder"),
         passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
-        merge: Optional[str] = MergeOpt, define: Optional[List[str]] = DefineOpt,
+        merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
+        restrict: bool = RestrictOpt, define: Optional[List[str]] = DefineOpt,
         include: Optional[List[str]] = IncludeOpt, bind: Optional[List[str]] = BindOpt) -> None:
     """Compile FILE, then build and run naive vs optimized on this machine's GPU: time, bandwidth, speedup, error."""
     from gpgpu_opt.gpu import commands
@@ -256,7 +258,8 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         tgt = _target(target)
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
         result = compile_program(program, tgt, parse_pass_list(passes), Diagnostics(quiet=True), _bindings(bind),
-                                 validate=True, merge_request=_merge(merge))
+                                 validate=True, merge_request=_merge(merge), assume_restrict=restrict,
+                                 vector_width=_vector_width(vector_width))
         generated = commands.harness_for_kernel(program, result, kernel, parse_sizes(size), reference, reps, flops)
         run_, status = commands.run_one(generated, tgt, build_only, out, sanitize, print)
         if run_ is not None:

@@ -279,16 +279,16 @@ def test_complex_mul_is_vectorized_into_float2_pairs(target):
 
 
 def test_sm90_conv_is_register_blocked_with_a_halo_tile():
-    """conv on sm_90 (issue 9): 8x4 outputs per thread; the halo tile is the block's 128x64 outputs plus the
-    16x16 filter's reach (143x79, rows padded to 80 floats), the filter in shared memory, one barrier."""
+    """conv on sm_90 (issue 9): 8x8 outputs per thread; the halo tile is the block's 64x128 outputs plus the
+    16x16 filter's reach (79x143, rows padded to 144 floats), the filter in shared memory, one barrier."""
     text = (GOLDEN / "sm_90" / "conv.cu").read_text()
-    assert "__shared__ __align__(16) float tile_in[143][80];" in text
+    assert "__shared__ __align__(16) float tile_in[79][144];" in text
     assert "__shared__ __align__(16) float tile_filt[16][16];" in text
-    assert "float sum[8][4];" in text and "float in_row[19];" in text
+    assert "float sum[8][8];" in text and "float in_row[23];" in text
     assert "sum[r][c] += in_val * filt_val;" in text and "const float in_val = in_row[c + i];" in text
     assert "in[(first_row + tile_row) * (width + 15) + first_col + tile_col]" in text
-    assert "#pragma gpgpu_opt launch block(16, 16) grid((global_x + 63) / 64, (global_y + 127) / 128)" in text
-    assert "__launch_bounds__(256, 2)" in text
+    assert "#pragma gpgpu_opt launch block(16, 8) grid((global_x + 127) / 128, (global_y + 63) / 64)" in text
+    assert "__launch_bounds__(128, 4)" in text
     assert text.count("__syncthreads();") == 1
 
 

@@ -33,16 +33,16 @@ def conv_source(filter_size: int) -> str:
     return text.replace("#define FILTER 16", f"#define FILTER {filter_size}")
 
 
-def test_conv_sm90_8x4_per_thread_with_halo_tile_and_filter_staged(tmp_path):
+def test_conv_sm90_8x8_per_thread_with_halo_tile_and_filter_staged(tmp_path):
     result = compile_file(INPUTS / "conv.cu")
     k = only(result)
     text = kernel_source(k.optimized.funcdef)
-    # CHECK: the halo tile is the block's 128 x 64 outputs plus the filter's reach (15), rows padded to 16 bytes
-    assert "__shared__ __align__(16) float tile_in[143][80];" in text
+    # CHECK: the halo tile is the block's 64 x 128 outputs plus the filter's reach (15), rows padded to 16 bytes
+    assert "__shared__ __align__(16) float tile_in[79][144];" in text
     assert "__shared__ __align__(16) float tile_filt[16][16];" in text
-    # CHECK: 8 x 4 accumulators; a row of 4 + 15 inputs in registers feeds the 8 output rows
-    assert "float sum[8][4];" in text and "float in_row[19];" in text
-    assert "in_row[c] = tile_in[threadIdx.y * 8 + row][threadIdx.x * 4 + c];" in text
+    # CHECK: 8 x 8 accumulators; a row of 8 + 15 inputs in registers feeds the 8 output rows
+    assert "float sum[8][8];" in text and "float in_row[23];" in text
+    assert "in_row[c] = tile_in[threadIdx.y * 8 + row][threadIdx.x * 8 + c];" in text
     assert "for (int row = 0; row < 23; row++)" in text
     assert "const int j = row - r;" in text and "if (j >= 0 && j < 16)" in text
     assert "const float in_val = in_row[c + i];" in text and "const float filt_val = tile_filt[j][i];" in text
@@ -52,9 +52,9 @@ def test_conv_sm90_8x4_per_thread_with_halo_tile_and_filter_staged(tmp_path):
     assert text.count("__syncthreads();") == 1
     # CHECK: every output keeps its guard on the store
     assert re.search(r"if \(x < width && y < height\)\s*\{\s*out\[y \* width \+ x\] = sum\[r\]\[c\];", text)
-    assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((16, 16), (64, 128))
-    assert "__global__ __launch_bounds__(256, 2) void conv(" in result.output
-    assert any(r.startswith("convolution register tile: 8x4 outputs per thread") for r in merge_decisions(k, "applied"))
+    assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((16, 8), (128, 64))
+    assert "__global__ __launch_bounds__(128, 4) void conv(" in result.output
+    assert any(r.startswith("convolution register tile: 8x8 outputs per thread") for r in merge_decisions(k, "applied"))
     assert_equivalent_2d(k, {"width": 37, "height": 45}, (37, 45))
 
 
