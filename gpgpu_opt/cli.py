@@ -238,6 +238,8 @@ def _gpu_command(body) -> None:
 def run(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
         kernel: Optional[str] = typer.Option(None, "--kernel", help="the kernel (default: the first one rewritten)"),
         size: Optional[List[str]] = SizeOpt,
+        global_: Optional[str] = typer.Option(None, "--global", help="naive thread space X[,Y] (default: from the "
+                                                                     "guards or globalDimX/Y)"),
         reps: int = typer.Option(30, "--reps", help="timed runs (the median is reported)"),
         reference: Optional[str] = typer.Option(None, "--reference",
                                                 help="library reference: sgemm, sgemv_t, sgemv_n, sger, copy, cub_sum"),
@@ -252,7 +254,7 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         include: Optional[List[str]] = IncludeOpt, bind: Optional[List[str]] = BindOpt) -> None:
     """Compile FILE, then build and run naive vs optimized on this machine's GPU: time, bandwidth, speedup, error."""
     from gpgpu_opt.gpu import commands
-    from gpgpu_opt.verify_command import parse_sizes
+    from gpgpu_opt.verify_command import parse_shape, parse_sizes
 
     def body() -> int:
         tgt = _target(target)
@@ -260,7 +262,8 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         result = compile_program(program, tgt, parse_pass_list(passes), Diagnostics(quiet=True), _bindings(bind),
                                  validate=True, merge_request=_merge(merge), assume_restrict=restrict,
                                  vector_width=_vector_width(vector_width))
-        generated = commands.harness_for_kernel(program, result, kernel, parse_sizes(size), reference, reps, flops)
+        generated = commands.harness_for_kernel(program, result, kernel, parse_sizes(size), reference, reps, flops,
+                                                parse_shape("--global", global_))
         run_, status = commands.run_one(generated, tgt, build_only, out, sanitize, print)
         if run_ is not None:
             commands.print_run(run_, as_json, print)
