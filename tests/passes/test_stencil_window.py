@@ -68,9 +68,19 @@ def test_blur_float4_rows_and_shuffles(tmp_path):
     # The shuffles come before any guard: the window loop is at the top level.
     assert text.index("__shfl_up_sync") < text.index("if (x >= 1")
     assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((32, 8), (128, 16))
+    # The interior: every copy's guard at the corners, out's pitch checked (its base is cudaMalloc'd);
+    # the copies unguarded, one float4 store per row; the guarded copies are the else path.
+    assert "if (x0 >= 1 && x0 + 3 < w - 1 && y0 >= 1 && y0 + 1 < h - 1 && w % 4 == 0) {" in text
+    assert "out_row[v] = sum / 9.0f;" in text
+    assert "*((float4 *) (&out[(y0 + r) * w + x0])) = make_float4(out_row[0], out_row[1], out_row[2], out_row[3]);" \
+        in text
+    assert text.count("out[y * w + x] = sum / 9.0f;") == 1 and text.index("make_float4") < text.index("} else {\n        // the edges")
+    interior = text[text.index("// interior"):text.index("// the edges")]
+    assert "int x" not in interior and "int y" not in interior     # the guard and the store used them
     for n in (37, 45, 70):
         assert_equivalent(k, {"w": n, "h": n - 3}, (n, n - 3))
-    assert_equivalent(k, {"w": 64, "h": 20}, (64, 20))          # a multiple of 4: the float4 path
+    assert_equivalent(k, {"w": 64, "h": 20}, (64, 20))          # a multiple of 4: float4 loads, the interior
+    assert_equivalent(k, {"w": 68, "h": 37}, (68, 37))          # the interior with ragged rows
     assert_nvcc_compiles(result, tmp_path)
 
 
@@ -83,22 +93,32 @@ def test_jacobi_cross_loads_only_what_naive_reads(tmp_path):
     assert text.count("const int row_read") == 3
     assert "__shfl_down_sync" in text and "__syncthreads" not in text
     assert any(r.startswith("stencil window, 4 x 2 outputs per thread") for r in merge_decisions(k, "applied"))
-    for n in (37, 45, 70):
+    assert "if (y0 >= 1 && y0 + 1 < n - 1 && x0 >= 1 && x0 + 3 < n - 1 && n % 4 == 0) {" in text
+    assert "*((float4 *) (&B[(y0 + r) * n + x0])) = make_float4(B_row[0], B_row[1], B_row[2], B_row[3]);" in text
+    for n in (37, 45, 70, 64):
         assert_equivalent(k, {"n": n}, (n, n))
     assert_nvcc_compiles(result, tmp_path)
 
 
-def test_demosaic_element_loads_without_alignment(tmp_path):
+def test_demosaic_float2_rows_and_float4_stores_checked_at_run_time(tmp_path):
+    """No launch in the file: nothing is known of the bases. Rows of pitch width + 2 are float2 pairs where
+    each row's address is 8-byte aligned; the interior stores r, g, b rows as float4 where their bases are
+    16-byte aligned and width is a multiple of 4."""
     result = compile_file(INPUTS / "demosaic.cu")
     k = only(result)
     text = kernel_source(k.optimized.funcdef)
-    assert "float4" not in text and "float raw_win[4][4];" in text
-    assert "const int x0 = (blockIdx.x * 32 + threadIdx.x) * 2;" in text
-    assert "raw_win[i][2] = __shfl_down_sync(0xffffffffu, raw_win[i][0], 1);" in text
-    assert "if (y % 2 == 0)" in text                            # the branches kept, per copy
-    assert any("alignment is not known" in r for r in merge_decisions(k, "applied"))
-    for w, h in ((37, 45), (70, 9)):
+    assert "float raw_win[4][6];" in text
+    assert "const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;" in text
+    assert "if (row_read && x0 + 3 < width + 2 && (((size_t) (raw + row * (width + 2) + x0)) & 7) == 0) {" in text
+    assert "const float2 pair2 = *((const float2 *) (&raw[row * (width + 2) + x0 + 2]));" in text
+    assert "raw_win[i][4] = __shfl_down_sync(0xffffffffu, raw_win[i][0], 1);" in text
+    assert ("if (x0 + 3 < width && y0 + 1 < height && (((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && "
+            "(((size_t) b) & 15) == 0 && width % 4 == 0) {") in text
+    assert "*((float4 *) (&g[(y0 + r2) * width + x0])) = make_float4(g_row[0], g_row[1], g_row[2], g_row[3]);" in text
+    assert text.count("if (y % 2 == 0)") == 2                   # the branches kept, per copy, in both paths
+    for w, h in ((37, 45), (70, 9), (64, 20), (68, 7)):
         assert_equivalent(k, {"width": w, "height": h}, (w, h))
+    assert_nvcc_compiles(result, tmp_path)
 
 
 def test_cross_program_and_merge_request(tmp_path):
@@ -107,7 +127,11 @@ def test_cross_program_and_merge_request(tmp_path):
     assert "__shfl_up_sync" in kernel_source(k.optimized.funcdef)
     assert_equivalent(k, {"n": 45, "m": 37}, (45, 37))
     asked = only(compile_text(tmp_path, CROSS, bindings={"n": 48}))
-    assert "float4" not in kernel_source(asked.optimized.funcdef)   # no launch: base alignment unknown
+    asked_text = kernel_source(asked.optimized.funcdef)
+    # No launch: the base's alignment is checked with each row's address; the pitch 48 is known.
+    assert "(((size_t) (A + row * 48 + x0)) & 15) == 0" in asked_text and "48 % 4" not in asked_text
+    assert "if (x0 >= 1 && x0 + 3 < 47 && y0 >= 1 && y0 + 1 < m - 1 && (((size_t) B) & 15) == 0) {" in asked_text
+    assert_equivalent(asked, {"n": 48, "m": 21}, (48, 21))
 
 
 def test_left_alone_on_g80_and_without_passes(tmp_path):
@@ -117,7 +141,17 @@ def test_left_alone_on_g80_and_without_passes(tmp_path):
     assert "_win" not in kernel_source(k.optimized.funcdef)
 
 
-def test_unguarded_without_stated_space_declines():
+def test_unguarded_stated_space_widens_only_the_stores(tmp_path):
+    """imregionmax states its thread space (the launch tiles it, so the copies need no guard): its pitch
+    4098 allows float2 loads only, and C's rows (pitch 4096) are float4 stores where C is aligned."""
     k = only(compile_file(INPUTS / "imregionmax.cu"))
-    assert "_win" not in kernel_source(k.optimized.funcdef)
-    assert any("does not tile the naive 16x16 blocks" in r for r in merge_decisions(k, "skipped"))
+    text = kernel_source(k.optimized.funcdef)
+    assert "const float2 pair2 = *((const float2 *) (&A[row * 4098 + x0 + 2]));" in text
+    assert "if ((((size_t) C) & 15) == 0) {" in text
+    assert "*((float4 *) (&C[(y0 + r) * 4096 + x0])) = make_float4(C_row[0], C_row[1], C_row[2], C_row[3]);" in text
+    assert text.count("C[idy * 4096 + idx] = ") == 1            # the else path: element stores
+    small = (INPUTS / "imregionmax.cu").read_text().replace("#define WIDTH_C 4096", "#define WIDTH_C 128") \
+        .replace("#define HEIGHT_C 4096", "#define HEIGHT_C 32")
+    k = only(compile_text(tmp_path, small))
+    assert "make_float4" in kernel_source(k.optimized.funcdef)
+    assert_equivalent(k, {}, (128, 32))

@@ -55,9 +55,10 @@ class Window:
     uniform: list[c_ast.Node]   # guard clauses that do not depend on the thread
     vector: int                 # V: outputs per thread in x, loaded as one V-wide vector per row
     rows: int                   # R: outputs per thread in y
-    vector_loads: bool          # alignment proved (up to `pitch % V == 0` at run time where not known)
-    pitch_known_multiple: bool  # pitch % V == 0 proved
+    load_width: int             # L: a row's V elements are V / L loads of L-wide vectors (1: elements)
+    load_test: str              # what is checked at run time for them: "", "pitch" or "address"
     why: str
+    interior: Interior | None = None    # the unguarded fast path where every copy's guard holds
     block: tuple[int, int] = (32, BLOCK_ROWS)
     loop_ranges: dict = field(default_factory=dict)
 
@@ -82,13 +83,21 @@ def plan_stencil_window(kernel, ctx: PassContext, info: g.KernelInfo) -> Window:
     if max(abs(v) for a in "xy" for v in reach[a]) > MAX_REACH:
         raise NotStencil("the stencil reaches too far for a register window")
     bounds, uniform = _guard(info, reads, ctx)
-    vector, vector_loads, known_multiple, why = _vector(pitch, ctx, request)
+    element = info.params[array].base_type
+    vector, load_width, load_test, why = _vector(array, element, pitch, ctx, request)
     if max(-reach["x"][0], reach["x"][1]) > vector:
         raise Unsupported(f"the stencil reaches {max(-reach['x'][0], reach['x'][1])} columns, more than the "
                           f"{vector} a neighbouring lane holds")
     rows = request.y if request is not None else ROWS_PER_THREAD
-    window = Window(array, info.params[array].base_type, pitch, reads, reach, bounds, uniform, vector, rows,
-                    vector_loads, known_multiple, why, loop_ranges=ranges)
+    window = Window(array, element, pitch, reads, reach, bounds, uniform, vector, rows, load_width, load_test,
+                    why, loop_ranges=ranges)
+    interior = _plan_interior(info, ctx, array, reads, vector)
+    if isinstance(interior, str):
+        window.why += f"; no interior fast path: {interior}"
+    else:
+        window.interior = interior
+        if interior.note:
+            window.why += f"; {interior.note}"
     outputs = window.outputs_per_block
     if not ctx.stated_space_tiled_by(outputs):
         problem = info.coverage_problem(ctx.naive_block, outputs)
@@ -306,31 +315,139 @@ def _bound(clause: c_ast.Node, env: dict, ctx: PassContext) -> Bound:
     return Bound(axis, c == 1, rest if c == -1 else sympy.expand(1 - rest))
 
 
+# -- the interior fast path (interior.py) -----------------------------------------------------------------
+@dataclass
+class VectorStore:
+    node: c_ast.Assignment      # `P[y * pitch + x + offset] = e` in S
+    array: str
+    pitch: sympy.Expr
+    offset: int
+    width: int                  # elements per vector store (V / width stores per row)
+    tests: list[str]            # alignment checked at run time
+
+
+@dataclass
+class Interior:
+    guard: c_ast.If | None      # the naive `if (G) { S }`, None where the body is unguarded
+    bounds: list                # plan.Bound of G's clauses on x and y
+    uniform: list[str]          # G's clauses on parameters
+    stores: list[VectorStore]
+    note: str                   # why a store stays scalar, or ""
+
+
+def _plan_interior(info: g.KernelInfo, ctx: PassContext, array: str, reads: list[Read],
+                   vector: int) -> Interior | str:
+    """The fast path's plan, or why the kernel keeps only guarded copies. An unguarded body (a stated thread
+    space the launch tiles) has no guard to drop, only its stores to widen."""
+    body = g.items(info.body)
+    lead = next((k for k, s in enumerate(body) if not isinstance(s, c_ast.Decl)), len(body))
+    guard = body[-1] if lead == len(body) - 1 and isinstance(body[-1], c_ast.If) else None
+    if guard is None and any(f.kind == "if" for r in reads for f in g.frames_to(r.node, info.parents, info.body)):
+        return "the body is not declarations then one `if (G) { S }`"
+    if guard is not None and guard.iffalse is not None:
+        return "the guard has an else branch"
+    env = info._flat_env()
+    bounds, uniform = [], []
+    for clause in g.clauses(guard.cond) if guard is not None else []:
+        if info.uniform(clause):
+            uniform.append(text(clause))
+            continue
+        try:
+            bounds.append(_bound(clause, env, ctx))
+        except Unsupported as why:
+            return str(why)
+    stores, notes = [], []
+    for stmt in g.items(guard.iftrue) if guard is not None else body[lead:]:
+        if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ArrayRef):
+            store = _vector_store(stmt, info, ctx, array, vector, env)
+            if isinstance(store, str):
+                notes.append(store)
+            else:
+                stores.append(store)
+    if guard is None and not stores:
+        return "no guard to drop and no store to widen"
+    return Interior(guard, bounds, uniform, stores, "; ".join(notes))
+
+
+def _vector_store(stmt: c_ast.Assignment, info: g.KernelInfo, ctx: PassContext, array: str, vector: int,
+                  env: dict) -> VectorStore | str:
+    target = stmt.lvalue.name
+    name = target.name if isinstance(target, c_ast.ID) else None
+    where = f"the store {text(stmt.lvalue)} stays scalar"
+    param = info.params.get(name)
+    if param is None or stmt.op != "=" or name == array:
+        return f"{where}: not a plain store to a parameter array"
+    if param.base_type != "float":
+        return f"{where}: {param.base_type} is not widened"
+    accesses = [a for a in info.accesses if a.array == name]
+    if len(accesses) != 1:
+        return f"{where}: {name} is read or stored elsewhere in the kernel"
+    try:
+        value = sympy.expand(known(global_value(stmt.lvalue.subscript, {**env, **accesses[0].extra.get("env", {})}),
+                                   ctx))
+    except NotAffine:
+        return f"{where}: its index cannot be analysed"
+    pitch = sympy.diff(value, G["y"])
+    offset = sympy.expand(value - G["x"] - pitch * G["y"])
+    if sympy.diff(value, G["x"]) != 1 or pitch.free_symbols & set(G.values()) or not offset.is_Integer:
+        return f"{where}: not `{name}[y * pitch + x + c]`"
+    if not (ctx.aliasing is not None and ctx.aliasing.restrict):
+        order = {id(n): k for k, n in enumerate(walk(info.body))}
+        if any(a.mode == "read" and order[id(a.node)] > order[id(stmt)] for a in info.accesses):
+            return f"{where}: {name} may alias an array read after the store"
+    width = vector_width(pitch, vector)
+    while width > 1 and int(offset) % width:
+        width //= 2
+    if width == 1:
+        return f"{where}: its rows cannot be kept aligned"
+    tests = []
+    if ctx.alignment.get(name, 0) < 4 * width:
+        tests.append(f"((size_t) {name} & {4 * width - 1}) == 0")
+    if not (pitch.is_Integer and int(pitch) % width == 0):
+        tests.append(f"{ccode(pitch)} % {width} == 0")
+    return VectorStore(stmt, name, pitch, int(offset), width, tests)
+
+
 # -- the vector width -----------------------------------------------------------------------------------
-def _vector(pitch: sympy.Expr, ctx: PassContext, request) -> tuple[int, bool, bool, str]:
-    """V outputs per thread in x. A row's V elements are one aligned vector load when the array's base comes
-    from cudaMalloc (every launch passes its own buffer) and the pitch is a multiple of V (proved, or checked
-    at run time)."""
-    aliasing = ctx.aliasing
-    base = aliasing is not None and aliasing.how == "launch sites"
+def _vector(array: str, element: str, pitch: sympy.Expr, ctx: PassContext, request) -> tuple[int, int, str, str]:
+    """V outputs per thread in x, and how a row's V elements are loaded: as V / L aligned L-wide vectors
+    (L = V where the pitch allows, L = 2 for a pitch like `width + 2`), checked at run time where the
+    alignment is not proved: the pitch (the base from cudaMalloc at every launch), or the row's address."""
     known_pitch = known(pitch, ctx)
     if request is not None:
         vector = request.x
         if vector not in (1, 2, 4):
             raise Unsupported(f"--merge {request}: x must be 1, 2 or 4 (a float, float2 or float4 per row)")
         why = f"asked for with --merge {request}"
-    elif known_pitch.is_Integer:
-        vector = 4 if int(known_pitch) % 4 == 0 else 2 if int(known_pitch) % 2 == 0 else 1
-        why = f"the pitch {known_pitch} is a multiple of {vector}"
     else:
-        vector = 4 if base else 2
-        why = (f"the pitch {known_pitch} is checked to be a multiple of 4 at run time" if base
-               else "2 columns per thread")
-    multiple = known_pitch.is_Integer and int(known_pitch) % vector == 0
-    if known_pitch.is_Integer and not multiple:
-        base = False
-    if not base:
-        why += "; element loads (the array's alignment is not known: no launch passes it a cudaMalloc buffer)"
-    else:
-        why += "; vector row loads (every launch passes the array its own cudaMalloc buffer)"
-    return vector, base and vector > 1, multiple, why
+        # Four columns per thread: float4 stores of the outputs' rows (the lead's H200 measurements), even
+        # where the input's pitch allows only float2 or element loads.
+        vector = 4 if element == "float" else 2
+        why = f"{vector} columns per thread"
+    width = vector_width(known_pitch, vector) if element == "float" else 1
+    if width == 1:
+        return vector, 1, "", why + "; element loads"
+    base = ctx.alignment.get(array, 0) >= 4 * width
+    proved = base and known_pitch.is_Integer
+    test = "" if proved else "pitch" if base else "address"
+    how = {"": "proved", "pitch": "the pitch checked at run time (the base from cudaMalloc at every launch)",
+           "address": "each row's address checked at run time"}[test]
+    return vector, width, test, why + f"; float{width} row loads, {how}"
+
+
+def vector_width(pitch: sympy.Expr, most: int) -> int:
+    """The widest vector (<= most) that rows of this pitch can keep aligned: a known pitch's, or for one
+    like `w + c` the widest dividing c (run-time checks confirm it)."""
+    constant = pitch.as_coeff_Add()[0]
+    if not constant.is_Integer:
+        return 1
+    width = most
+    while width > 1 and int(constant) % width:
+        width //= 2
+    return width
+
+
+def ccode(expr: sympy.Expr) -> str:
+    """C text of a parameter expression, parenthesised unless an atom."""
+    s = sympy.ccode(sympy.expand(expr))
+    return s if expr.is_Atom else f"({s})"

@@ -10,7 +10,8 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.merge.dependence import builtin_axis
-from gpgpu_opt.passes.merge.stencil_window.plan import Window
+from gpgpu_opt.passes.merge.stencil_window.interior import fast_path
+from gpgpu_opt.passes.merge.stencil_window.plan import Window, ccode as _c
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
@@ -19,7 +20,7 @@ _FIELDS = "xyzw"
 
 
 def apply_stencil_window(kernel: Kernel, info: g.KernelInfo, w: Window) -> None:
-    names = {k: info.fresh(k) for k in ("x0", "y0", "r", "v", "i", "e", "row", "row_read", "quad")}
+    names = {k: info.fresh(k) for k in ("x0", "y0", "r", "v", "i", "e", "row", "row_read", "quad", "pair")}
     win = info.fresh(f"{w.array}_win")
     first_row = w.reach["y"][0]
     first_col = min(w.reach["x"][0], 0)
@@ -42,9 +43,12 @@ def apply_stencil_window(kernel: Kernel, info: g.KernelInfo, w: Window) -> None:
         f"#pragma unroll\nfor (int {names['v']} = 0; {names['v']} < {w.vector}; {names['v']}++) {{}}")
     loop_v = [n for n in walk(copies[-1]) if isinstance(n, c_ast.For)][-1]
     loop_v.stmt = c_ast.Compound(g.items(kernel.body))
-    kernel.body.block_items = [Comment(describe_code(w)), *prologue,
-                               Comment("each copy is a naive thread's statements, with its own guard, reading the window"),
-                               *copies]
+    if w.interior is not None:
+        copies = fast_path(w.interior, copies, names, w, info)
+    else:
+        copies = [Comment("each copy is a naive thread's statements, with its own guard, reading the window"),
+                  *copies]
+    kernel.body.block_items = [Comment(describe_code(w)), *prologue, *copies]
     kernel.launch = LaunchConfig(block=w.block, outputs_per_block=w.outputs_per_block)
 
 
@@ -56,11 +60,6 @@ def _index(copy_var: str, offset: dict, shift: int) -> str:
     const = offset.get(1, 0) + shift
     text_ = " + ".join(parts)
     return f"{text_} + {const}" if const > 0 else f"{text_} - {-const}" if const < 0 else text_
-
-
-def _c(expr: sympy.Expr) -> str:
-    s = sympy.ccode(sympy.expand(expr))
-    return s if expr.is_Atom else f"({s})"
 
 
 def _bounds(w: Window, axis: str, lower: bool) -> list[sympy.Expr]:
@@ -145,8 +144,12 @@ def _window_source(w: Window, names: dict, win: str, first_row: int, first_col: 
     element = f"{x0} + {names['e']}"
     element_cond = cond(f"({element})", 0)
     vector_cond = cond(x0, 0, (True,), (f"{x0} + {V - 1}", V - 1))
-    if not w.pitch_known_multiple:
-        vector_cond = f"{_c(w.pitch)} % {V} == 0 && " + (f"({vector_cond})" if "||" in vector_cond else vector_cond)
+    L = w.load_width
+    if w.load_test == "pitch":
+        vector_cond = f"{_c(w.pitch)} % {L} == 0 && " + (f"({vector_cond})" if "||" in vector_cond else vector_cond)
+    elif w.load_test == "address":
+        vector_cond = (f"({vector_cond})" if "||" in vector_cond else vector_cond) + \
+            f" && ((size_t) ({w.array} + {row} * {_c(w.pitch)} + {x0}) & {4 * L - 1}) == 0"
     halo = []
     centre_col = -first_col
     for c in range(first_col, 0):       # left of the row's V elements: the lane to the left holds them
@@ -155,15 +158,15 @@ def _window_source(w: Window, names: dict, win: str, first_row: int, first_col: 
     for c in range(V, V + max(w.reach["x"][1], 0)):
         halo.append(dict(col=c - first_col, source=c - V - first_col, dir="down", edge_lane=w.block[0] - 1,
                          cond=cond(f"{x0} + {c}", c), offset=f" + {c}"))
-    if w.element != "float" and w.vector_loads:
-        raise Unsupported(f"vector loads of {w.element} are not written yet")
+    chunk = names["quad"] if L == 4 else names["pair"]
+    chunks = [dict(name=chunk if V == L else f"{chunk}{k}", offset=f" + {k}" if k else "",
+                   fields=[dict(col=centre_col + k + j, field=_FIELDS[j]) for j in range(L)])
+              for k in range(0, V, L)] if L > 1 else []
     return render("merge_stencil_window.cu.j2", array=w.array, element=w.element, win=win, rows=rows, cols=cols,
                   vector=V, rows_per_thread=w.rows, block_x=w.block[0], block_y=w.block[1],
                   first_row=f" - {-first_row}" if first_row < 0 else f" + {first_row}" if first_row else "",
                   first_col=str(first_col) if first_col else "", pitch=_c(w.pitch), row_conds=row_conds,
-                  vector_loads=w.vector_loads, vector_cond=vector_cond, vtype=f"float{V}",
-                  centre_fields=[dict(col=centre_col + k, field=_FIELDS[k]) for k in range(V)],
-                  centre=f"{centre_col} + " if centre_col else "",
+                  chunks=chunks, vector_cond=vector_cond, vtype=f"float{L}", centre=f"{centre_col} + " if centre_col else "",
                   element_cond=element_cond, halo=halo, **names)
 
 
@@ -178,7 +181,9 @@ def _replace(root: c_ast.Node, replace: dict) -> None:
 
 
 def describe_code(w: Window) -> str:
-    how = f"one {'float' + str(w.vector) if w.vector_loads else str(w.vector) + '-element'} load per row"
+    L = w.load_width
+    how = f"{'one' if L == w.vector else w.vector // L} float{L} load{'s' if L < w.vector else ''} per row" \
+        if L > 1 else f"{w.vector} element loads per row"
     return (f"stencil window: each thread computes {w.vector} x {w.rows} outputs from a register window of "
             f"{w.array}; {how}, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)")
 
