@@ -31,10 +31,11 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, NotAffine, param_symbol, to_sympy
-from gpgpu_opt.ast_util import walk
+from gpgpu_opt.ast_util import substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import ZERO, Unsupported, conj, is_placeholder, parse_expr, text
+from gpgpu_opt.rewriting.staging import Unsupported, const, is_placeholder, parse_expr, text
+from gpgpu_opt.rewriting.witness import fold
 from gpgpu_opt.rewriting.vector import COMPONENTS, parse_vector_statements, vector_type
 from gpgpu_opt.templating import render
 
@@ -59,7 +60,7 @@ def vectorize_loads(p: Plan, info: g.KernelInfo, block, threads, element: Elemen
         p.load_note = f"{p.tile.elem_bytes}-byte loads, not {nbytes}: {not_vector}"
         return
     p.statements = statements
-    p.load_note = f"each thread loads {width} consecutive elements of a row as one {nbytes}-byte load; {why}"
+    p.load_note = f"each thread loads {width} consecutive elements of a row as one {nbytes}-byte load, {why}"
 
 
 def _width(p: Plan, ctx) -> int | None:
@@ -85,69 +86,69 @@ def _vector_statements(p: Plan, info: g.KernelInfo, block, threads, element: Ele
     if n % per_row:
         raise Unsupported(f"{n} threads do not load whole rows of {per_row} vectors")
     per_pass = n // per_row
+    inside = _tile_inside(p, info, element)
     tid, vrow, vcol = info.fresh("tid"), info.fresh("vrow"), info.fresh("vcol")
     row_var = p.loader.row_loop[0] if p.loader.row_loop else info.fresh("rr")
     names = {tid, vrow, vcol, row_var}
-    row = parse_expr(f"{row_var} + {vrow}")
-    first, first_clauses = element(row, parse_expr(vcol), names)
-    last_col = parse_expr(f"{vcol} + {width - 1}")
-    _, last_clauses = element(row, last_col, names)
-    whole = _whole_vector(first_clauses, last_clauses, info, names)
-    tests, proved = _alignment(p, info, block, first, names, vcol, width)
-    k = info.fresh("k")
-    scalar, scalar_clauses = element(row, parse_expr(f"{vcol} + {k}"), names | {k})
-    scalar.subscript = _left_sum(scalar.subscript)
-    scalar_pred = conj(scalar_clauses)
+    first, _ = element(parse_expr(f"{row_var} + {vrow}"), parse_expr(vcol), names)
+    aligned, proved = _alignment(p, info, block, first, names, vcol, width)
+    tests = aligned + [text(c) for c in inside]
     vtype = vector_type(tile.elem_type, width)
     source = render(
-        "coalesce_tile_vector.cu.j2", test=" && ".join(tests), tid=tid,
+        "coalesce_tile_vector.cu.j2", test=" && ".join(f"({t})" if "&" in t else t for t in tests), tid=tid,
         tid_expr="threadIdx.x" if threads[1] == 1 else f"threadIdx.y * {threads[0]} + threadIdx.x",
         vrow=vrow, vcol=vcol, per_row=per_row, width=width, rr=row_var, rows=tile.rows, per_pass=per_pass,
         row_guard=None if tile.rows % per_pass == 0 else f"{row_var} + {vrow} < {tile.rows}",
-        whole=text(conj(whole)) if whole else None, vtype=vtype, value=info.fresh("v"),
-        vector_load=f"*(const {vtype} *) &{text(first)}", tile=tile.name, components=COMPONENTS[:width], k=k,
-        scalar=(f"{text(scalar_pred)} ? {text(scalar)} : {ZERO.get(tile.elem_type, '0')}"
-                if scalar_pred is not None else text(scalar)))
+        vtype=vtype, value=info.fresh("v"), vector_load=f"*(const {vtype} *) &{text(first)}", tile=tile.name,
+        components=COMPONENTS[:width])
     statements = parse_vector_statements(source, {vtype})
-    how = "tested at run time" if tests else "proved"
-    statements.insert(0, Comment(f"{width * tile.elem_bytes}-byte loads, {width} elements of a row per thread, where "
-                                 f"rows start aligned ({how}); a vector past the edge loads element by element"))
+    nbytes = width * tile.elem_bytes
     if tests:
         for node in walk(statements[-1]):
             if isinstance(node, c_ast.Compound):
                 node.block_items = [s for item in node.block_items or []
                                     for s in (p.statements if is_placeholder(item, "__coalesce_scalar__") else [item])]
-        why = (f"tested at run time ({' and '.join(tests)}; else the scalar loads)"
-               + (f", {proved}" if proved else ""))
+        parts = (["the naive threads read the block's whole tile"] if inside else []) + \
+            ([f"its rows start {nbytes}-byte aligned"] if aligned else [])
+        note = (f"{nbytes}-byte loads, {width} elements of a row per thread, where {' and '.join(parts)}; "
+                "otherwise element by element")
+        why = (f"tested at run time, per block ({' and '.join(tests)}; else the scalar loads)"
+               + (f"; proved: {proved}" if proved else ""))
     else:
-        why = f"alignment proved ({proved})"
+        note = f"{nbytes}-byte loads, {width} elements of a row per thread: the rows start aligned"
+        why = f"alignment proved ({proved}), the tile always lies inside what the naive threads read"
+    statements.insert(0, Comment(note))
     return statements, why
 
 
-def _left_sum(node: c_ast.Node) -> c_ast.Node:
-    """`a + (b + c)` as `a + b + c` (integer sums: the same value, read as written)."""
-    if isinstance(node, c_ast.BinaryOp) and node.op == "+" and isinstance(node.right, c_ast.BinaryOp) \
-            and node.right.op == "+":
-        return _left_sum(c_ast.BinaryOp("+", c_ast.BinaryOp("+", node.left, node.right.left), node.right.right))
-    return node
-
-
-def _whole_vector(first: list, last: list, info: g.KernelInfo, names: set[str]) -> list:
-    """The clauses under which the naive kernel reads all the vector's elements: of each clause of the
-    first and the last element's predicate, the one that implies the other."""
-    if len(first) != len(last):
-        raise Unsupported("the predicates of a row's elements differ in shape")
-    env = {**info._flat_env(), **{name: sympy.Symbol(name, integer=True) for name in names}}
+def _tile_inside(p: Plan, info: g.KernelInfo, element: ElementLoad) -> list:
+    """Block-uniform clauses under which the naive kernel reads every element of the block's tile: each
+    clause of an element's predicate must be a comparison affine in the tile's row and column (integer
+    coefficients), so it holds on the whole tile if it holds at the corner where its slack is least."""
+    tile = p.tile
+    row, col = info.fresh("tile_row"), info.fresh("tile_col")
+    _, clauses = element(c_ast.ID(row), c_ast.ID(col), {row, col})
+    env = {**info._flat_env(), row: sympy.Symbol(row, integer=True), col: sympy.Symbol(col, integer=True)}
     out = []
-    for a, b in zip(first, last):
-        if text(a) == text(b):
-            out.append(a)
+    for clause in clauses:
+        slack = _slack(clause, env)
+        if slack is None:
+            raise Unsupported(f"the guard '{text(clause)}' is not a comparison the tile's corners decide")
+        corner = {}
+        for name, extent in ((row, tile.rows), (col, tile.cols)):
+            coef = sympy.diff(slack, env[name])
+            if not coef.is_Integer:
+                raise Unsupported(f"the guard '{text(clause)}' is not affine in the tile's row and column")
+            corner[name] = const(extent - 1 if coef < 0 else 0)
+        at_corner = fold(substitute(clause, corner))
+        if at_corner is False:
+            raise Unsupported("no block's tile is read whole by the naive threads")
+        if at_corner is True:
             continue
-        slack_a, slack_b = _slack(a, env), _slack(b, env)
-        step = sympy.expand(slack_b - slack_a) if slack_a is not None and slack_b is not None else None
-        if step is None or not step.is_Integer or step == 0:
-            raise Unsupported(f"the guard '{text(a)}' is not monotone along a row")
-        out.append(b if step < 0 else a)
+        if not info.uniform(at_corner):
+            raise Unsupported(f"the guard '{text(clause)}' differs between the threads of a block")
+        if all(text(at_corner) != text(c) for c in out):
+            out.append(at_corner)
     return out
 
 
