@@ -189,7 +189,9 @@ def _alignment(p: Plan, info: g.KernelInfo, block, first: c_ast.ArrayRef, names:
         factors = [scalars[s] for s, e in zip(symbols, powers) if e and s in scalars]
         bound = [f for f in factors if f in ctx.bindings and ctx.bindings[f] % need == 0]
         if bound:
-            proved.append(f"{bound[0]} = {ctx.bindings[bound[0]]}")
+            fact = f"{bound[0]} = {ctx.bindings[bound[0]]}"
+            if fact not in proved:
+                proved.append(fact)
             continue
         if not factors:
             raise Unsupported(f"a row start is not a multiple of {width} elements")
@@ -202,6 +204,4 @@ def _alignment(p: Plan, info: g.KernelInfo, block, first: c_ast.ArrayRef, names:
         proved.append(f"'{array}' is a cudaMalloc'd buffer at every launch")
     else:
         tests.append(f"((size_t) {array} & {nbytes - 1}) == 0")
-    if not tests:
-        proved.insert(0, f"every row starts a multiple of {width} elements into '{array}'")
     return tests, ", ".join(proved)
