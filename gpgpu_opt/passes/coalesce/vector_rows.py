@@ -13,14 +13,13 @@ A vector load is only correct where its address is V-element aligned:
   a term of indices alone whose coefficient is not a multiple makes the vector form impossible;
 - the base: `analysis.alignment`'s proof from the cudaMalloc'd launch arguments, else `((size_t) in & 15) == 0`
   at run time.
-What is not proved becomes one block-uniform test that selects the vector loads, with today's scalar loads
-as the other branch.
-
-Ragged edges: a vector is loaded only where the naive kernel reads all of its V elements. Each clause of
-the element's predicate must be a comparison affine in the column (monotone along the row); then it holds
-for the V columns if it holds at the first and the last, and only the binding one of the two is kept. A
-vector that is not wholly read falls back to V predicated scalar loads (zeros where the naive kernel reads
-nothing), so no access is added that the naive kernel would not make.
+Ragged edges: the vector loads carry no predicate, so they run only in blocks whose whole tile the naive
+threads read. Each clause of an element's predicate must be a comparison affine in the tile's row and column
+(integer coefficients): it then holds on the whole tile if it holds at the corner where its slack is least
+(`blockIdx.x * 64 + 63 < rows`). Those clauses and whatever alignment is not proved make one block-uniform
+test that selects the vector loads; the other branch is today's scalar loads, predicated element by element
+(zeros where the naive kernel reads nothing), so no access is added that the naive kernel would not make and
+the barrier after the load stays in uniform control flow.
 """
 from __future__ import annotations
 
