@@ -98,6 +98,25 @@ def test_g80_transpose_takes_its_tiles_in_diagonal_order_and_keeps_the_padded_ti
     assert text.count("__syncthreads();") == 1
 
 
+def test_sm90_transpose_loads_its_tile_rows_as_float4_where_a_block_test_allows():
+    """Issue 10 item 2: blocks whose tile is inside the matrix, with rows that start 16-byte aligned (tested
+    at run time: nothing in the file proves it), load 4 elements of a tile row per thread as one float4;
+    the others take the scalar loads. The tile stays padded, one barrier."""
+    text = (GOLDEN / "sm_90" / "transpose.cu").read_text()
+    assert "// 16-byte loads, 4 elements of a row per thread" in text
+    assert "if (cols % 4 == 0 && (((size_t) in) & 15) == 0 && blockIdx.x * 64 + 63 < rows " \
+           "&& blockIdx.y * 64 + 63 < cols) {" in text
+    assert "const float4 v = *((const float4 *) (&in[(blockIdx.x * 64 + rr + vrow) * cols + blockIdx.y * 64 " \
+           "+ vcol]));" in text
+    assert "tile_in[rr + vrow][vcol + 3] = v.w;" in text
+    assert "for (int rr = 0; rr < 64; rr += 32) {" in text and "for (int rr = 0; rr < 64; rr += 8)" in text
+    assert "__shared__ float tile_in[64][65];" in text
+    assert text.count("__syncthreads();") == 1
+    report = json.loads((GOLDEN / "sm_90" / "transpose.report.json").read_text())
+    staged = next(d["reason"] for d in report["kernels"][0]["decisions"] if d["subject"] == "in[x * cols + y]")
+    assert "one 16-byte load, tested at run time, per block" in staged
+
+
 def test_g80_mv_starts_its_loop_at_a_step_of_its_own_in_each_block():
     """Paper §3.8 (Fig. 9): the staged walk over the columns of A starts at step blockIdx.x, modulo the
     number of steps (exact at ragged sizes)."""

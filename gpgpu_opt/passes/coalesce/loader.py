@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import substitute, walk
+from gpgpu_opt.passes.coalesce import vector_rows
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported, add, conj, const, loader_statements, mul, parse_expr, text
 from gpgpu_opt.rewriting.witness import Witness, check_monotone, fold
@@ -70,13 +71,23 @@ def _later_read(col: c_ast.Node, per_iteration: int, down: bool) -> c_ast.Node:
                           const(1))
 
 
-def build_loader(p: Plan, info: g.KernelInfo, block) -> None:
-    a, shape, tile, loader = p.access, p.shape, p.tile, p.loader
+def build_loader(p: Plan, info: g.KernelInfo, block, threads=None) -> None:
+    """`p.statements`: the tile's loads by the block's `threads` (16-byte ones where `vector_rows` can)."""
+    load, predicate = element_load(p, info, block, parse_expr(p.loader.row), parse_expr(p.loader.col))
+    p.statements = loader_statements(p.tile, p.loader, load, conj(predicate))
+    if threads is not None:
+        vector_rows.vectorize_loads(p, info, block, threads, lambda row, col, names: element_load(
+            p, info, block, row, col, names))
+
+
+def element_load(p: Plan, info: g.KernelInfo, block, row_ast: c_ast.Node, col_ast: c_ast.Node,
+                 names: set[str] = frozenset()) -> tuple[c_ast.ArrayRef, list]:
+    """The global element tile[row_ast][col_ast] is loaded from, and the clauses under which the naive
+    kernel reads it (`names`: the loader's own variables that the two expressions use)."""
+    a, shape = p.access, p.shape
     env = a.extra.get("env", {})
-    row_ast = parse_expr(loader.row)
-    col_ast = parse_expr(loader.col)
     visible = _visible(p, info)
-    allowed = set(p.loader_vars) | ({p.chunk_var} if p.chunk_var else set())
+    allowed = set(p.loader_vars) | ({p.chunk_var} if p.chunk_var else set()) | set(names)
     step = p.step
 
     def iteration(offset: c_ast.Node | None) -> c_ast.Node:
@@ -148,4 +159,4 @@ def build_loader(p: Plan, info: g.KernelInfo, block) -> None:
     clauses = [c for c in (fold(c) for c in clauses) if c is not True]
     if any(c is False for c in clauses):
         raise Unsupported("the access is never executed")
-    p.statements = loader_statements(tile, loader, load, conj(clauses))
+    return load, clauses

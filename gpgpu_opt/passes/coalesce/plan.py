@@ -56,6 +56,7 @@ class Plan:
     chunk_var: str | None = None
     statements: list = field(default_factory=list)
     padding_note: str = ""
+    load_note: str = ""              # how the tile is loaded where that is a choice (`vector_rows`)
     frames_key: tuple = ()
     load_index: int | None = None
     loader_vars: set = field(default_factory=set)
@@ -81,6 +82,8 @@ class Plan:
             how = f"the block's data is loaded once with coalesced requests into {t.name}{dims}"
         if t.two_d:
             how += f", rows read back transposed; {self.padding_note}"
+        if self.load_note:
+            how += f"; {self.load_note}"
         return f"staged through shared memory: {how}"
 
 
@@ -167,7 +170,7 @@ def plan_reads(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tupl
                 chunk_vars[key] = info.fresh(f"{p.anchor.var}0")
             p.chunk_var = chunk_vars[key]
         try:
-            build_loader(p, info, block)
+            build_loader(p, info, block, threads)
         except Unsupported as why:
             info.taken.discard(name)
             skipped.append((p.report, str(why)))
