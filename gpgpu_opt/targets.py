@@ -49,6 +49,7 @@ class Target:
     l2_bytes_per_cycle_per_sm: float = 64.0    # what one SM can pull from L2
     dram_efficiency: float = 0.9               # the fraction of memory_bandwidth_gbs a copy reaches
     launch_overhead_us: float = 2.5            # a kernel launch, seen from CUDA events
+    dependent_issue_cycles: int = 4            # cycles between a warp's dependent ALU instructions
     #: Bytes per clock an SM's L1 serves to global loads (one 128-byte wavefront), or 0 where global loads
     #: bypass a cache (g80/gt200: reuse between threads only pays through shared memory).
     l1_bytes_per_clock: int = 0
@@ -80,25 +81,28 @@ TARGETS: dict[str, Target] = {
                16 * 1024, 16 * 1024, 8192, 124, 256, 512, 768, 8, 16, (256, 6), 8, 86.4, 500, 1.35,
                register_alloc_granularity="block", warp_alloc_granularity=2, shared_alloc_unit=512,
                issue_per_cycle=0.25, fp32_lanes_per_sm=8, lsu_per_cycle=0.25, l1_latency_cycles=36,
-               l2_latency_cycles=500, l2_bytes_per_cycle_per_sm=8.0, dram_efficiency=0.8, launch_overhead_us=7.0),
+               l2_latency_cycles=500, l2_bytes_per_cycle_per_sm=8.0, dram_efficiency=0.8, launch_overhead_us=7.0,
+               dependent_issue_cycles=24),
         Target("gt200", "GeForce GTX 280 (cc 1.3)", "sm_50", 130, 16, 64, "segments", 32, 16, 4,
                16 * 1024, 16 * 1024, 16384, 124, 256, 512, 1024, 8, 30, (256, 8), 8, 141.7, 500, 1.3,
                register_alloc_granularity="block", warp_alloc_granularity=2, shared_alloc_unit=512,
                issue_per_cycle=0.25, fp32_lanes_per_sm=8, lsu_per_cycle=0.25, l1_latency_cycles=36,
-               l2_latency_cycles=500, l2_bytes_per_cycle_per_sm=8.0, dram_efficiency=0.8, launch_overhead_us=7.0),
+               l2_latency_cycles=500, l2_bytes_per_cycle_per_sm=8.0, dram_efficiency=0.8, launch_overhead_us=7.0,
+               dependent_issue_cycles=24),
         Target("fermi", "Fermi (sm_20), e.g. GTX 480", "sm_50", 200, 32, 32, "sectors", 32, 32, 4,
                48 * 1024, 48 * 1024, 32768, 63, 64, 1024, 1536, 8, 15, None, 16, 177.4, 600, 1.4,
                warp_alloc_granularity=2, shared_alloc_unit=128, issue_per_cycle=1.0, fp32_lanes_per_sm=32,
                lsu_per_cycle=0.5, l1_latency_cycles=40, l2_latency_cycles=300, l2_bytes_per_cycle_per_sm=32.0,
-               dram_efficiency=0.85, launch_overhead_us=5.0, l1_bytes_per_clock=64),
+               dram_efficiency=0.85, launch_overhead_us=5.0, l1_bytes_per_clock=64,
+               dependent_issue_cycles=18),
         Target("sm_80", "Ampere A100 (sm_80)", "sm_80", 800, 32, 32, "sectors", 32, 32, 4,
                48 * 1024, 164 * 1024, 65536, 255, 256, 1024, 2048, 32, 108, None, 16, 1555.0, 600, 1.41,
                shared_reserved_per_block=1024, fp32_lanes_per_sm=64, l1_latency_cycles=33, l2_latency_cycles=260,
-               l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128),
+               l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128, dependent_issue_cycles=4),
         Target("sm_90", "Hopper H100/H200 (sm_90)", "sm_90", 900, 32, 32, "sectors", 32, 32, 4,
                48 * 1024, 228 * 1024, 65536, 255, 256, 1024, 2048, 32, 132, None, 16, 3350.0, 600, 1.75,
                shared_reserved_per_block=1024, fp32_lanes_per_sm=128, l1_latency_cycles=33, l2_latency_cycles=260,
-               l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128),
+               l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128, dependent_issue_cycles=4),
     ]
 }
 

@@ -72,6 +72,22 @@ def predict(kernel: Kernel, target: Target, sizes: dict[str, int], resources: Re
     return Prediction(seconds, bound, occ.fraction, detail)
 
 
+def predict_result(result, target: Target, sizes: dict[str, int], resources: Resources | None,
+                   global_space: tuple[int, int] | None = None) -> Prediction:
+    """predict() for a compiled kernel (a pipeline KernelResult): the naive launch, its block and thread
+    space (from the naive kernel's bounding guards, else its sizes), are the naive kernel's, not guessed
+    from the optimized one (whose merged threads may use threadIdx.y where the naive kernel is 1-D)."""
+    if global_space is None:
+        from gpgpu_opt.verify import global_space_from_guards
+
+        naive = result.naive
+        gx, gy = global_space_from_guards(naive, sizes)
+        largest = int(max(sizes.values())) if sizes else 1
+        two_d = uses_y(naive, collect_accesses(naive))
+        global_space = (gx or largest, gy or (largest if two_d else 1))
+    return predict(result.optimized, target, sizes, resources, global_space, tuple(result.context.naive_block))
+
+
 def _terms(target: Target, work: Work, resources: Resources, occ: Occupancy, block, grid) -> dict[str, float]:
     """Cycles of the busiest SM that each unit, and the latency chain, need."""
     warp = target.warp_size
@@ -84,7 +100,7 @@ def _terms(target: Target, work: Work, resources: Resources, occ: Occupancy, blo
 
     # Spilled words go through L1 once per phase (ptxas spills outside the innermost loops where it can).
     spill_wavefronts = (resources.spill_load_bytes + resources.spill_store_bytes) / 4 * max(work.load_waits, 1)
-    wavefronts = (sum(r.per_thread * r.lines for r in work.requests) + work.shared_accesses + work.shuffles
+    wavefronts = (sum(r.per_thread * r.lines for r in work.requests) + work.shared_wavefronts + work.shuffles
                   + spill_wavefronts)
     l2_bytes = sum(r.per_thread * r.sectors * SECTOR_BYTES * r.l1_miss for r in work.requests)
     dram_bytes = _dram_bytes(work, total_warps)
@@ -122,7 +138,7 @@ def _latency_chain(target: Target, work: Work, occ: Occupancy, warps_per_block: 
                    l2_bytes: float, dram_bytes: float, total_warps: int, dram_per_sm: float) -> float:
     """seeds/003's time of one group of warps that wait together, over all its phases and waves: latency
     of where the loads are served (L1, L2 or DRAM, by their share of the traffic), the group's bytes at the
-    SM's bandwidth, and its compute between waits."""
+    SM's bandwidth, and its compute between waits (its dependent instructions at the ALU latency each)."""
     waits = max(work.load_waits, 1.0)
     load_sectors = sum(r.per_thread * r.sectors * SECTOR_BYTES for r in work.requests if r.mode == "read")
     from_l2 = min(1.0, l2_bytes / load_sectors) if load_sectors else 0.0
@@ -130,7 +146,9 @@ def _latency_chain(target: Target, work: Work, occ: Occupancy, warps_per_block: 
     latency = (target.l1_latency_cycles + from_l2 * (target.l2_latency_cycles - target.l1_latency_cycles)
                + from_dram * (target.memory_latency_cycles - target.l2_latency_cycles))
     group = warps_per_block if work.barriers else 1
-    compute = group * work.instructions / waits / min(target.issue_per_cycle, group)
+    # a chain of dependent instructions issues one per ALU latency, however few the group's warps
+    chained = work.instructions + work.dependent_instructions * (target.dependent_issue_cycles - 1)
+    compute = max(group * work.instructions / min(target.issue_per_cycle, group), chained) / waits
     bandwidth = group * dram_bytes / total_warps / waits / dram_per_sm
     waves = -(-blocks_per_sm // occ.blocks_per_sm)
     return waves * waits * (latency + bandwidth + compute)

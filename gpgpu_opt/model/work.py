@@ -1,10 +1,12 @@
 """Work per thread, counted on the kernel's AST with the loop trip counts the sizes give: FP32 and integer
 instructions, global requests (with the sectors and 128-byte lines of each, from analysis/coalescing, and
 how many of their sectors miss L1), shared accesses, shuffles, barriers, and how many global loads a
-thread has in flight at once (its ILP: loads issued between two waits)."""
+thread has in flight at once (its ILP: loads issued between two waits). model/copies.py says what nvcc
+makes of unrolled copies (common and vector shared loads, recomputed guards, permuted indices)."""
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field, replace
 
 import sympy
@@ -14,15 +16,20 @@ from gpgpu_opt.analysis.accesses import Access, AccessCollector
 from gpgpu_opt.analysis.coalescing import analyse_request, substitutions
 from gpgpu_opt.analysis.loops import assigned_names, canonical_loop
 from gpgpu_opt.analysis.reuse import _footprint
-from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, opaque, to_sympy
+from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, TID, NotAffine, is_opaque, iterator_symbol, opaque,
+                                         to_sympy)
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.model import copies, syntax
 from gpgpu_opt.targets import Target
 
 #: nvcc unrolls a loop it cannot unroll fully by this factor (the loads of 4 iterations then in flight).
 NVCC_UNROLL = 4
 #: ... and unrolls fully a loop of at most this many iterations known at compile time.
 FULL_UNROLL_LIMIT = 32
+#: ... and only while the unrolled body stays within this many instructions (LLVM's partial-unroll budget for
+#: NVPTX: its threshold of 300 over 4): a loop over a register tile's guarded FMAs stays rolled.
+UNROLL_BUDGET = 75
 #: Instructions a rolled loop iteration costs besides its body (counter, compare and branch).
 LOOP_OVERHEAD = 2
 #: Loop iterations of the per-block footprint sample (the L1 hit estimate), in all.
@@ -52,7 +59,9 @@ class Work:
     flops: float = 0.0
     int_instructions: float = 0.0
     other_instructions: float = 0.0     # loop overhead, branches, selects, calls
-    shared_accesses: float = 0.0
+    shared_accesses: float = 0.0       # load and store instructions
+    shared_wavefronts: float = 0.0     # what they cost the shared-memory pipe (bank conflicts, vectors)
+    dependent_instructions: float = 0.0  # in chains that wait for each other (recomputed guards)
     shuffles: float = 0.0
     barriers: float = 0.0
     global_loads: float = 0.0
@@ -78,7 +87,9 @@ class Work:
         return {"fp_instructions": round(self.fp_instructions, 2), "flops": round(self.flops, 2),
                 "int_instructions": round(self.int_instructions, 2),
                 "other_instructions": round(self.other_instructions, 2),
-                "shared_accesses": round(self.shared_accesses, 2), "shuffles": round(self.shuffles, 2),
+                "shared_accesses": round(self.shared_accesses, 2),
+                "shared_wavefronts": round(self.shared_wavefronts, 2),
+                "dependent_instructions": round(self.dependent_instructions, 2), "shuffles": round(self.shuffles, 2),
                 "barriers": round(self.barriers, 2), "global_loads": round(self.global_loads, 2),
                 "loads_in_flight": round(self.loads_in_flight, 2),
                 "requests": [{"array": r.array, "mode": r.mode, "per_thread": round(r.per_thread, 2),
@@ -95,9 +106,12 @@ class _WaitGroup:
 
 
 class _Counter(AccessCollector):
-    def __init__(self, kernel: Kernel, subs: dict):
+    def __init__(self, kernel: Kernel, subs: dict, target: Target, block: tuple[int, int]):
         super().__init__(kernel)
         self.subs = subs
+        self.target, self.block = target, block
+        self.unrolled: list[tuple[sympy.Symbol, int]] = []   # the unrolled loops inside the innermost rolled one
+        self.shared_shapes: dict[str, tuple[list[int], int]] = {}
         self.work = Work()
         self.scale = 1.0
         self.scale_of: dict[int, float] = {}
@@ -105,13 +119,13 @@ class _Counter(AccessCollector):
         self.shared_names: set[str] = set()
         self.variant: set[str] = set()
         self.groups = [_WaitGroup(1.0, 1)]
-        self.pragmas = _unroll_pragmas(kernel.body)
+        self.pragmas = syntax.unroll_pragmas(kernel.body)
 
     # -- loops --------------------------------------------------------------------------------
     def visit_For(self, node: c_ast.For):
         if node.init is not None:
             self.visit(node.init)
-        loop = canonical_loop(node, self.env)
+        loop = canonical_loop(node, self.env) or canonical_loop(syntax.counter_only(node), self.env)
         trips = self._trips(node, loop)
         pragma = self.pragmas.get(id(node), 0)
         unrolled = trips is not None and (pragma == -1 or (pragma == 0 and trips <= FULL_UNROLL_LIMIT))
@@ -125,20 +139,26 @@ class _Counter(AccessCollector):
             for name in assigned_names(node):
                 self.env[name] = opaque(name)
         self.scale *= trips
+        saved_unrolled = self.unrolled
         if unrolled and loop is not None:
             self.variant.discard(loop.var)    # a constant in each unrolled copy
+            self.unrolled = self.unrolled + [(iterator_symbol(loop.var), int(trips))]
         if not unrolled:
-            factor = pragma if pragma > 1 else NVCC_UNROLL if trips >= NVCC_UNROLL else 1
+            self.unrolled = []
             self.variant |= assigned_names(node)
-            self.work.other_instructions += LOOP_OVERHEAD * self.scale / factor
-            self.groups.append(_WaitGroup(self.scale, 1 if _has_barrier(node.stmt) else factor))
+            self.groups.append(_WaitGroup(self.scale, 1))
+        before = self.work.instructions
         if node.cond is not None and not unrolled:
             self.visit(node.cond)
         self.visit(node.stmt)
         if not unrolled:
+            body = (self.work.instructions - before) / self.scale
+            factor = pragma if pragma > 1 else _runtime_unroll(trips, body)
+            self.work.other_instructions += LOOP_OVERHEAD * self.scale / factor
             group = self.groups.pop()
             if group.loads:
-                self.work.load_waits += group.body_scale / group.unroll
+                self.work.load_waits += group.body_scale / (1 if _has_barrier(node.stmt) else factor)
+        self.unrolled = saved_unrolled
         if loop is not None:
             self.loops.pop()
         else:
@@ -155,7 +175,7 @@ class _Counter(AccessCollector):
             value = loop.trip_count().subs(self.subs)
             if value.is_number:
                 return max(0.0, float(value))
-        simulated = _simulate(node, self.env, self.subs)
+        simulated = syntax.simulate(node, self.env, self.subs)
         if simulated is None:
             self.work.assumptions.append(f"a loop at line {node.coord.line if node.coord else '?'} is counted "
                                          "as one iteration (its trip count is not known)")
@@ -172,9 +192,20 @@ class _Counter(AccessCollector):
                 self.float_names.add(node.name)
             if "__shared__" in (node.storage or []):
                 self.shared_names.add(node.name)
+                self.shared_shapes[node.name] = syntax.shape(node.type)
             if node.init is not None and self._is_variant(node.init):
                 self.variant.add(node.name)
         super().visit_Decl(node)
+        value = self.env.get(node.name) if node.name else None
+        if value is None or not is_opaque(value) or node.init is None:
+            return
+        if "const" in (node.quals or []):    # fixed in its scope, whatever another variable of its name does
+            try:
+                value = self.env[node.name] = to_sympy(node.init, self.env)
+            except NotAffine:
+                pass
+        if is_opaque(value) and ("const" in (node.quals or []) or node.name not in self.reassigned):
+            self.env[node.name] = copies.permutation_surrogate(node.init, self.env, self.loops) or value
 
     def visit_Assignment(self, node: c_ast.Assignment):
         if isinstance(node.lvalue, c_ast.ID) and len(self.groups) > 1:
@@ -219,12 +250,56 @@ class _Counter(AccessCollector):
         self.generic_visit(node)
 
     def visit_If(self, node):
-        if self._is_variant(node.cond):
-            self.work.other_instructions += self.scale
-        super().visit_If(node)
+        """A guard costs its compares where it varies (or is recomputed in each of many unrolled copies:
+        then the compares and the guarded statement wait on each other); its branches run on the share of
+        the loops' iterations where it holds."""
+        copied = math.prod(t for _, t in self.unrolled)
+        varying = self._is_variant(node.cond) or (
+            copies.recomputed(copied) and any(s in self.unrolled_symbols for s in self._symbols(node.cond)))
+        compares = len(copies.clauses(node.cond)) if varying else 0
+        self.work.int_instructions += compares * self.scale
+        self.visit(node.cond)
+        held = copies.guard_fraction(node.cond, self.env, self.subs, self.loops)
+        self.guard_depth += 1
+        saved = self.scale
+        before = self.work.instructions
+        for branch, share in ((node.iftrue, held), (node.iffalse, 1.0 - held)):
+            if branch is not None and share > 0:
+                self.scale = saved * share
+                self.visit(branch)
+        if varying and copies.recomputed(copied):
+            guarded = (self.work.instructions - before) / saved    # per execution of the guard
+            self.work.dependent_instructions += (compares + min(guarded, copies.PREDICATED_BODY)) * saved
+        self.scale = saved
+        self.guard_depth -= 1
+
+    @property
+    def unrolled_symbols(self) -> set:
+        return {s for s, _ in self.unrolled}
+
+    def _symbols(self, node) -> set:
+        found = set()
+        for part in copies.clauses(node):
+            for side in (getattr(part, "left", None), getattr(part, "right", None)):
+                try:
+                    found |= to_sympy(side, self.env).free_symbols if side is not None else set()
+                except NotAffine:
+                    pass
+        return found
 
     def visit_FuncCall(self, node: c_ast.FuncCall):
         name = node.name.name if isinstance(node.name, c_ast.ID) else ""
+        args = node.args.exprs if node.args else []
+        if name == "__pipeline_memcpy_async" and len(args) >= 2:
+            # cp.async: a global load (of the in-range address) stored straight into shared memory
+            for arg, mode in ((args[1], "read"), (args[0], "write")):
+                if isinstance(arg, c_ast.UnaryOp) and arg.op == "&" and isinstance(arg.expr, c_ast.ArrayRef):
+                    ref = arg.expr
+                    if isinstance(ref.subscript, c_ast.TernaryOp):
+                        ref = c_ast.ArrayRef(ref.name, ref.subscript.iftrue, ref.coord)
+                    self._record(ref, mode)
+            self.work.other_instructions += self.scale
+            return
         if name == "__syncthreads":
             self.work.barriers += self.scale
         elif name.startswith("__shfl"):
@@ -236,14 +311,26 @@ class _Counter(AccessCollector):
     # -- accesses ---------------------------------------------------------------------------------
     def _record(self, node: c_ast.ArrayRef, mode: str):
         before = len(self.accesses)
+        vector = syntax.vector_view(node)
+        if vector is not None:     # ((float4 *) b)[i]: one access of the vector's bytes, i in vectors
+            node = c_ast.ArrayRef(vector[0], node.subscript, node.coord)
         super()._record(node, mode)
+        if vector is not None and len(self.accesses) > before:
+            self.accesses[-1].element_bytes = vector[1]
         if len(self.accesses) > before:
             self.scale_of[id(self.accesses[-1])] = self.scale
             if mode == "read":
                 self.work.global_loads += self.scale
                 self.groups[-1].loads += self.scale / self.groups[-1].body_scale
         elif _base_name(node) in self.shared_names:
-            self.work.shared_accesses += self.scale
+            instructions, wavefronts = 1.0, 1.0
+            if mode == "read":
+                dims, element = self.shared_shapes.get(_base_name(node), ([], 4))
+                instructions, wavefronts = copies.shared_load_cost(
+                    syntax.subscripts(node), dims, element, self.env, self.subs, self.unrolled, self.block,
+                    self.target.shared_banks, self.target.bank_bytes, self.target.warp_size)
+            self.work.shared_accesses += instructions * self.scale
+            self.work.shared_wavefronts += wavefronts * self.scale
 
     # -- helpers ---------------------------------------------------------------------------------
     def _fp(self, instructions: float, flops: float):
@@ -284,7 +371,7 @@ def count_work(kernel: Kernel, target: Target, block: tuple[int, int], grid: tup
     subs = {sympy.Symbol(k, integer=True): v for k, v in sizes.items()}
     subs.update({BDIM["x"]: block[0], BDIM["y"]: block[1], BDIM["z"]: 1, GDIM["x"]: grid[0], GDIM["y"]: grid[1],
                  GDIM["z"]: 1, TID["x"]: 0, TID["y"]: 0, TID["z"]: 0, BID["x"]: 0, BID["y"]: 0, BID["z"]: 0})
-    counter = _Counter(kernel, subs)
+    counter = _Counter(kernel, subs, target, block)
     counter.visit(kernel.body)
     work = counter.work
     top = counter.groups[0]
@@ -366,50 +453,24 @@ def _extent_bytes(access: Access, block, grid, bindings) -> float | None:
     return (max(corners) - min(corners) + 1) * access.element_bytes
 
 
-def _simulate(node: c_ast.For, env, subs) -> float | None:
-    """Trip count of a loop with a numeric start and bound, stepping by any constant operation (halving
-    loops: `for (s = 16; s > 0; s /= 2)`), by running it (at most 2^20 iterations)."""
-    init, cond, nxt = node.init, node.cond, node.next
-    try:
-        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1:
-            var, start = init.decls[0].name, to_sympy(init.decls[0].init, env)
-        elif isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
-            var, start = init.lvalue.name, to_sympy(init.rvalue, env)
-        else:
-            return None
-        if not (isinstance(cond, c_ast.BinaryOp) and isinstance(cond.left, c_ast.ID) and cond.left.name == var):
-            return None
-        bound = to_sympy(cond.right, env).subs(subs)
-        start = start.subs(subs)
-    except NotAffine:
-        return None
-    if not (start.is_number and bound.is_number and isinstance(nxt, c_ast.Assignment)
-            and isinstance(nxt.lvalue, c_ast.ID) and nxt.lvalue.name == var
-            and isinstance(nxt.rvalue, c_ast.Constant) and nxt.rvalue.type == "int"):
-        return None
-    step = int(nxt.rvalue.value.rstrip("uUlL"), 0)
-    ops = {"/=": lambda v: v // step, ">>=": lambda v: v >> step, "*=": lambda v: v * step,
-           "<<=": lambda v: v << step, "+=": lambda v: v + step, "-=": lambda v: v - step}
-    tests = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__, "!=": int.__ne__}
-    if nxt.op not in ops or cond.op not in tests:
-        return None
-    value, bound, count = int(start), int(bound), 0
-    while tests[cond.op](value, bound) and count < 1 << 20:
-        value, count = ops[nxt.op](value), count + 1
-    return float(count)
 
 
-def _unroll_pragmas(body: c_ast.Node) -> dict[int, int]:
-    """For each loop under `#pragma unroll`: -1 (fully) or the factor asked for."""
-    found = {}
-    for node in walk(body):
-        items = getattr(node, "block_items", None) or []
-        for pragma, loop in zip(items, items[1:]):
-            if isinstance(pragma, c_ast.Pragma) and isinstance(loop, c_ast.For) \
-                    and pragma.string.strip().startswith("unroll"):
-                factor = pragma.string.strip()[len("unroll"):].strip()
-                found[id(loop)] = int(factor) if factor.isdigit() else -1
-    return found
+
+
+
+
+def _runtime_unroll(trips: float, body: float) -> int:
+    """The factor nvcc unrolls a rolled loop by: NVCC_UNROLL, halved until the body fits UNROLL_BUDGET."""
+    factor = NVCC_UNROLL if trips >= NVCC_UNROLL else 1
+    while factor > 1 and factor * body > UNROLL_BUDGET:
+        factor //= 2
+    return factor
+
+
+
+
+
+
 
 
 def _has_barrier(node) -> bool:

@@ -18,7 +18,7 @@ def model_predictions(variants: list[Variant], target, sizes: dict) -> dict[str,
     predicted = {}
     for v in variants:
         resources = model.resources(renamed_source(v.kernel, v.kernel.name), target)
-        predicted[v.label] = model.predict(v.kernel, target, sizes, resources).seconds
+        predicted[v.label] = model.predict_result(v.result, target, sizes, resources).seconds
     return predicted
 
 
