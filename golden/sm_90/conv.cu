@@ -4,64 +4,65 @@
 
 #define FILTER 16
 
-// gpgpu-opt: launch configuration of the optimized 'conv': blocks of 16x16 threads,
-// each covering 64x128 threads of the naive launch (32 outputs per thread).
+// gpgpu-opt: launch configuration of the optimized 'conv': blocks of 16x8 threads,
+// each covering 128x64 threads of the naive launch (64 outputs per thread).
 static dim3 conv_block(dim3 naive_grid, dim3 naive_block)
 {
-    return dim3(16, 16);
+    return dim3(16, 8);
 }
 
 static dim3 conv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 63) / 64, (global_y + 127) / 128);
+    return dim3((global_x + 127) / 128, (global_y + 63) / 64);
 }
 
-#pragma gpgpu_opt launch block(16, 16) grid((global_x + 63) / 64, (global_y + 127) / 128)
-__global__ __launch_bounds__(256, 2) void conv(const float *in, const float *filt, float *out, int width, int height) {
-    // merge: 8x4 outputs per thread; the block's halo tile of in and the filter in shared memory, each input row read into registers once for the 8 output rows it feeds
-    __shared__ __align__(16) float tile_in[143][80];
+#pragma gpgpu_opt launch block(16, 8) grid((global_x + 127) / 128, (global_y + 63) / 64)
+__global__ __launch_bounds__(128, 4) void conv(const float *in, const float *filt, float *out, int width, int height) {
+    // merge: 8x8 outputs per thread; the block's halo tile of in and the filter in shared memory, each input row read into registers once for the 8 output rows it feeds
+    __shared__ __align__(16) float tile_in[79][144];
     __shared__ __align__(16) float tile_filt[16][16];
-    const int first_row = blockIdx.y * 128;
-    const int first_col = blockIdx.x * 64;
-    // in[(y + j) * (width + 16 - 1) + (x + i)] for the block's 128x64 outputs plus the filter's reach, where an output in range reads it: 2 batches of 23 loads per thread, a batch's loads all issued before its stores so that they are in flight together
-    for (int batch = 0; batch < 2; batch++) {
+    const int first_row = blockIdx.y * 64;
+    const int first_col = blockIdx.x * 128;
+    // in[(y + j) * (width + 16 - 1) + (x + i)] for the block's 64x128 outputs plus the filter's reach, where an output in range reads it: 4 batches of 23 loads per thread, a batch's loads all issued before its stores so that they are in flight together
+    for (int batch = 0; batch < 4; batch++) {
         float in_staged[23];
         #pragma unroll
         for (int l = 0; l < 23; l++) {
-            const int e = batch * 5888 + threadIdx.y * 16 + threadIdx.x + l * 256;
-            const int tile_row = e / 79;
-            const int tile_col = e % 79;
+            const int e = batch * 2944 + threadIdx.y * 16 + threadIdx.x + l * 128;
+            const int tile_row = e / 143;
+            const int tile_col = e % 143;
             in_staged[l] = (e < 11297 && first_col + ((tile_col < 15) ? 0 : (tile_col - 15)) < width && first_row + ((tile_row < 15) ? 0 : (tile_row - 15)) < height) ? in[(first_row + tile_row) * (width + 15) + first_col + tile_col] : 0;
         }
         #pragma unroll
         for (int l = 0; l < 23; l++) {
-            const int e = batch * 5888 + threadIdx.y * 16 + threadIdx.x + l * 256;
+            const int e = batch * 2944 + threadIdx.y * 16 + threadIdx.x + l * 128;
             if (e < 11297)
-                tile_in[e / 79][e % 79] = in_staged[l];
+                tile_in[e / 143][e % 143] = in_staged[l];
         }
     }
     // filt[j * 16 + i] for every step of the filter: the same for all outputs
-    const int e = threadIdx.y * 16 + threadIdx.x;
-    const int tile_row = e / 16;
-    const int tile_col = e % 16;
-    tile_filt[tile_row][tile_col] = (first_col < width && first_row < height) ? filt[tile_col + tile_row * 16] : 0;
+    for (int e = threadIdx.y * 16 + threadIdx.x; e < 256; e += 128) {
+        const int tile_row = e / 16;
+        const int tile_col = e % 16;
+        tile_filt[tile_row][tile_col] = (first_col < width && first_row < height) ? filt[tile_col + tile_row * 16] : 0;
+    }
     __syncthreads();
-    float sum[8][4];
+    float sum[8][8];
     #pragma unroll
     for (int r = 0; r < 8; r++) {
         #pragma unroll
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < 8; c++) {
             sum[r][c] = 0.0f;
         }
     }
     // input row 'row' of the thread's window feeds output row r with filter row row - r, in the naive order of the sums
     for (int row = 0; row < 23; row++) {
-        float in_row[19];
+        float in_row[23];
         #pragma unroll
-        for (int c = 0; c < 19; c++)
-            in_row[c] = tile_in[threadIdx.y * 8 + row][threadIdx.x * 4 + c];
+        for (int c = 0; c < 23; c++)
+            in_row[c] = tile_in[threadIdx.y * 8 + row][threadIdx.x * 8 + c];
         #pragma unroll
         for (int r = 0; r < 8; r++) {
             const int j = row - r;
@@ -69,7 +70,7 @@ __global__ __launch_bounds__(256, 2) void conv(const float *in, const float *fil
                 #pragma unroll
                 for (int i = 0; i < 16; i++) {
                     #pragma unroll
-                    for (int c = 0; c < 4; c++) {
+                    for (int c = 0; c < 8; c++) {
                         const float in_val = in_row[c + i];
                         const float filt_val = tile_filt[j][i];
                         sum[r][c] += in_val * filt_val;
@@ -81,9 +82,9 @@ __global__ __launch_bounds__(256, 2) void conv(const float *in, const float *fil
     #pragma unroll
     for (int r = 0; r < 8; r++) {
         #pragma unroll
-        for (int c = 0; c < 4; c++) {
-            int x = blockIdx.x * 64 + threadIdx.x * 4 + c;
-            int y = blockIdx.y * 128 + threadIdx.y * 8 + r;
+        for (int c = 0; c < 8; c++) {
+            int x = blockIdx.x * 128 + threadIdx.x * 8 + c;
+            int y = blockIdx.y * 64 + threadIdx.y * 8 + r;
             if (x < width && y < height) {
                 out[y * width + x] = sum[r][c];
             }
