@@ -62,8 +62,8 @@ def test_conv_sm90_8x8_per_thread_with_halo_tile_and_filter_staged(tmp_path):
 def test_small_filters_at_ragged_sizes(tmp_path, size):
     k = only(compile_text(tmp_path, conv_source(size)))
     text = kernel_source(k.optimized.funcdef)
-    assert f"float in_row[{4 + size - 1}];" in text
-    assert f"__shared__ __align__(16) float tile_in[{128 + size - 1}][" in text
+    assert f"float in_row[{8 + size - 1}];" in text                                  # 8x8 per thread
+    assert f"__shared__ __align__(16) float tile_in[{64 + size - 1}][" in text        # 16x8 threads
     assert_equivalent_2d(k, {"width": 70, "height": 131}, (70, 131))
     assert_equivalent_2d(k, {"width": 5, "height": 3}, (5, 3))
 

@@ -51,9 +51,17 @@ class Dependence:
         return found
 
     def of_read(self, node: c_ast.Node) -> set[str]:
-        """What a read depends on, its own subscript and the conditions and loop headers it sits under: a
-        read is kept once only if neither moves with a merged dimension."""
-        return self.deps(node) | self._control(None, node)
+        """What a read depends on: its subscript and the loop headers it sits under (a loop whose trip count
+        moves with a merged dimension runs once per copy, and so does every read in it). Conditions do not
+        count: the merge keeps a condition's shared part once, under the first copy's guard."""
+        found = self.deps(node)
+        path = g.path_to(node, self.info.parents, self.info.body)
+        for parent in path:
+            if isinstance(parent, c_ast.For):
+                found |= set().union(*(self.deps(p) for p in (parent.init, parent.cond, parent.next) if p))
+            elif isinstance(parent, (c_ast.While, c_ast.DoWhile)):
+                found |= self.deps(parent.cond)
+        return found
 
     def _find_index_locals(self) -> None:
         info = self.info
@@ -109,8 +117,7 @@ class Dependence:
         found: set[str] = set()
         path = g.path_to(site, self.info.parents, self.info.body)
         for parent, child in zip(path, path[1:]):
-            declared_inside = name is not None and any(isinstance(d, c_ast.Decl) and d.name == name
-                                                       for d in walk(parent))
+            declared_inside = any(isinstance(d, c_ast.Decl) and d.name == name for d in walk(parent))
             if declared_inside:
                 continue
             if isinstance(parent, c_ast.If) and child is not parent.cond:

@@ -180,6 +180,7 @@ def apply_stencil_rows(kernel: Kernel, info: g.KernelInfo, plan: StencilRows) ->
         for (dy, dx), node in sorted(node_at.items()):
             reg = f"{name}[{dy - dy0}][{dx - dx0}]"
             load = re.sub(r" \+ 0(?=[)\]])", "", text(node))      # `(idy + 0)` of a loop's first value
+            load = re.sub(r" \+ -(?=\d)", " - ", load)               # `(y + -1)` of a negative offset
             if (dy + 1, dx) in node_at:
                 loads.append(f"{reg} = {ran} ? {name}[{dy + 1 - dy0}][{dx - dx0}] : {load};")
             else:
