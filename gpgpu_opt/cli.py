@@ -272,7 +272,8 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
 
 
 @app.command()
-def tune(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
+def tune(file: Optional[str] = typer.Argument(None, help="the .cu file (not with --from-results)"),
+         target: str = TargetOpt,
          kernel: Optional[str] = typer.Option(None, "--kernel", help="the kernel (default: the first)"),
          size: Optional[List[str]] = SizeOpt, reps: int = typer.Option(20, "--reps", help="timed runs per variant"),
          flops: float = typer.Option(0.0, "--flops", help="floating-point operations of one launch"),
@@ -293,10 +294,13 @@ def tune(file: str = typer.Argument(..., help="the .cu file"), target: str = Tar
         database = TuningDB(db)
         if from_results:
             return command.from_results(from_results, database, print)
+        if file is None:
+            raise CompileError("tune: give the .cu file (or --from-results DIR)")
         tgt = _target(target)
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
         sizes = parse_sizes(size)
-        bindings = {**{k: int(v) for k, v in sizes.items() if float(v).is_integer()}, **_bindings(bind)}
+        # The sizes are what the variants are timed at; only --bind specializes the code (as for `compile`).
+        bindings = _bindings(bind)
         name = kernel or (program.kernels[0].name if program.kernels else "")
         dirs = [os.path.dirname(os.path.abspath(file)), *(include or [])]
         return command.tune(program, tgt, name, sizes, bindings, parse_pass_list(passes), reps, flops, database,
