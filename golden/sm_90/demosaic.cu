@@ -5,7 +5,7 @@
 #define RAW(yy, xx) raw[(yy) * (width + 2) + (xx)]
 
 // gpgpu-opt: launch configuration of the optimized 'demosaic': blocks of 32x8 threads,
-// each covering 128x16 threads of the naive launch (8 outputs per thread).
+// each covering 128x32 threads of the naive launch (16 outputs per thread).
 static dim3 demosaic_block(dim3 naive_grid, dim3 naive_block)
 {
     return dim3(32, 8);
@@ -15,17 +15,17 @@ static dim3 demosaic_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 127) / 128, (global_y + 15) / 16);
+    return dim3((global_x + 127) / 128, (global_y + 31) / 32);
 }
 
-#pragma gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 15) / 16)
+#pragma gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 31) / 32)
 __global__ void demosaic(const float *raw, float *r, float *g, float *b, int width, int height) {
-    // stencil window: each thread computes 4 x 2 outputs from a register window of raw; 2 float2 loads per row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
+    // stencil window: each thread computes 4 x 4 outputs from a register window of raw; 2 float2 loads per row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
     const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;
-    const int y0 = (blockIdx.y * 8 + threadIdx.y) * 2;
-    float raw_win[4][6];
+    const int y0 = (blockIdx.y * 8 + threadIdx.y) * 4;
+    float raw_win[6][6];
     #pragma unroll
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         const int row = y0 + i;
         const int row_read = row >= 0 && row < height + 2 && 0 < width && 0 < height;
         if (row_read && x0 + 3 < width + 2 && (((size_t) (raw + row * (width + 2) + x0)) & 7) == 0) {
@@ -40,17 +40,22 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
             for (int e2 = 0; e2 < 4; e2++)
                 raw_win[i][e2] = (row_read && x0 + e2 < width + 2) ? raw[row * (width + 2) + x0 + e2] : 0;
         }
-        raw_win[i][4] = __shfl_down_sync(0xffffffffu, raw_win[i][0], 1);
-        if (threadIdx.x == 31)
-            raw_win[i][4] = (row_read && x0 + 4 < width + 2) ? raw[row * (width + 2) + x0 + 4] : 0;
-        raw_win[i][5] = __shfl_down_sync(0xffffffffu, raw_win[i][1], 1);
-        if (threadIdx.x == 31)
-            raw_win[i][5] = (row_read && x0 + 5 < width + 2) ? raw[row * (width + 2) + x0 + 5] : 0;
+        raw_win[i][4] = (threadIdx.x == 31 && row_read && x0 + 4 < width + 2) ? raw[row * (width + 2) + x0 + 4] : 0;
+        raw_win[i][5] = (threadIdx.x == 31 && row_read && x0 + 5 < width + 2) ? raw[row * (width + 2) + x0 + 5] : 0;
     }
-    if (x0 + 3 < width && y0 + 1 < height && (((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && (((size_t) b) & 15) == 0 && width % 4 == 0) {
+    #pragma unroll
+    for (int i = 0; i < 6; i++) {
+        const float from_right1 = __shfl_down_sync(0xffffffffu, raw_win[i][0], 1);
+        const float from_right2 = __shfl_down_sync(0xffffffffu, raw_win[i][1], 1);
+        if (threadIdx.x != 31) {
+            raw_win[i][4] = from_right1;
+            raw_win[i][5] = from_right2;
+        }
+    }
+    if (x0 + 3 < width && y0 + 3 < height && (((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && (((size_t) b) & 15) == 0 && width % 4 == 0) {
         // interior: every copy's guard holds, so the copies run unguarded, each row of r, g, b one float4 store
         #pragma unroll
-        for (int r2 = 0; r2 < 2; r2++) {
+        for (int r2 = 0; r2 < 4; r2++) {
             float r_row[4];
             float g_row[4];
             float b_row[4];
@@ -106,7 +111,7 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
     } else {
         // the edges: each copy is a naive thread's statements, with its own guard, reading the window
         #pragma unroll
-        for (int r2 = 0; r2 < 2; r2++) {
+        for (int r2 = 0; r2 < 4; r2++) {
             #pragma unroll
             for (int v = 0; v < 4; v++) {
                 int x = x0 + v;

@@ -12,7 +12,7 @@
 #define C(y,x) C[(y)*WIDTH_C+(x)]
 
 // gpgpu-opt: launch configuration of the optimized 'imregionmax': blocks of 32x8 threads,
-// each covering 128x16 threads of the naive launch (8 outputs per thread).
+// each covering 128x32 threads of the naive launch (16 outputs per thread).
 static dim3 imregionmax_block(dim3 naive_grid, dim3 naive_block)
 {
     return dim3(32, 8);
@@ -22,17 +22,17 @@ static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
-    return dim3((global_x + 127) / 128, (global_y + 15) / 16);
+    return dim3((global_x + 127) / 128, (global_y + 31) / 32);
 }
 
-#pragma gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 15) / 16)
+#pragma gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 31) / 32)
 __global__ void imregionmax(float *A, float *C) {
-    // stencil window: each thread computes 4 x 2 outputs from a register window of A; 2 float2 loads per row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
+    // stencil window: each thread computes 4 x 4 outputs from a register window of A; 2 float2 loads per row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
     const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;
-    const int y0 = (blockIdx.y * 8 + threadIdx.y) * 2;
-    float A_win[4][6];
+    const int y0 = (blockIdx.y * 8 + threadIdx.y) * 4;
+    float A_win[6][6];
     #pragma unroll
-    for (int i2 = 0; i2 < 4; i2++) {
+    for (int i2 = 0; i2 < 6; i2++) {
         const int row = y0 + i2;
         const int row_read = row >= 0 && row < 4098;
         if (row_read && x0 + 3 < 4098 && (((size_t) (A + row * 4098 + x0)) & 7) == 0) {
@@ -47,17 +47,22 @@ __global__ void imregionmax(float *A, float *C) {
             for (int e = 0; e < 4; e++)
                 A_win[i2][e] = (row_read && x0 + e < 4098) ? A[row * 4098 + x0 + e] : 0;
         }
-        A_win[i2][4] = __shfl_down_sync(0xffffffffu, A_win[i2][0], 1);
-        if (threadIdx.x == 31)
-            A_win[i2][4] = (row_read && x0 + 4 < 4098) ? A[row * 4098 + x0 + 4] : 0;
-        A_win[i2][5] = __shfl_down_sync(0xffffffffu, A_win[i2][1], 1);
-        if (threadIdx.x == 31)
-            A_win[i2][5] = (row_read && x0 + 5 < 4098) ? A[row * 4098 + x0 + 5] : 0;
+        A_win[i2][4] = (threadIdx.x == 31 && row_read && x0 + 4 < 4098) ? A[row * 4098 + x0 + 4] : 0;
+        A_win[i2][5] = (threadIdx.x == 31 && row_read && x0 + 5 < 4098) ? A[row * 4098 + x0 + 5] : 0;
+    }
+    #pragma unroll
+    for (int i2 = 0; i2 < 6; i2++) {
+        const float from_right1 = __shfl_down_sync(0xffffffffu, A_win[i2][0], 1);
+        const float from_right2 = __shfl_down_sync(0xffffffffu, A_win[i2][1], 1);
+        if (threadIdx.x != 31) {
+            A_win[i2][4] = from_right1;
+            A_win[i2][5] = from_right2;
+        }
     }
     if ((((size_t) C) & 15) == 0) {
         // the copies' stores widened: each row of C one float4 store where aligned
         #pragma unroll
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < 4; r++) {
             float C_row[4];
             #pragma unroll
             for (int v = 0; v < 4; v++) {
@@ -75,7 +80,7 @@ __global__ void imregionmax(float *A, float *C) {
     } else {
         // a base not aligned: the stores element by element
         #pragma unroll
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < 4; r++) {
             #pragma unroll
             for (int v = 0; v < 4; v++) {
                 const int idx = x0 + v;

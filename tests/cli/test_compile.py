@@ -312,25 +312,27 @@ def test_sm90_conv_is_register_blocked_with_a_halo_tile():
 
 
 def test_sm90_demosaic_golden_is_a_register_stencil_window():
-    """Issue 9: 4 x 2 outputs per thread, each row of raw loaded once (two float2 where the row's address is
+    """Issue 9: 4 x 4 outputs per thread, each row of raw loaded once (two float2 where the row's address is
     8-byte aligned: the pitch width + 2 is even at best, no launch proves the base), the columns past a
     lane's four from the next lane by shuffles, no shared memory; the interior (every copy's guard holds)
     runs the copies unguarded and stores each row of r, g, b as one float4; the edges keep the guarded
     copies with the parity branches. imregionmax (its thread space stated, no guard) only widens C's stores."""
     text = (GOLDEN / "sm_90" / "demosaic.cu").read_text()
     assert "const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;" in text           # vector width 4
-    assert "const int y0 = (blockIdx.y * 8 + threadIdx.y) * 2;" in text            # 2 rows per thread
-    assert "float raw_win[4][6];" in text                                          # rows 2+2, columns 4+2
+    assert "const int y0 = (blockIdx.y * 8 + threadIdx.y) * 4;" in text            # 4 rows per thread
+    assert "float raw_win[6][6];" in text                                          # rows 4+2, columns 4+2
     assert "(((size_t) (raw + row * (width + 2) + x0)) & 7) == 0" in text
     assert text.count("*((const float2 *) (&raw[row * (width + 2) + x0") == 2
     assert text.count("__shfl_down_sync(0xffffffffu, raw_win[i]") == 2
+    # every row's loads come before the first shuffle
+    assert text.rindex("raw[row * (width + 2)") < text.index("__shfl_down_sync")
     assert "__shfl_up_sync" not in text and "__shared__" not in text and "__syncthreads" not in text
-    assert "if (x0 + 3 < width && y0 + 1 < height && (((size_t) r) & 15) == 0" in text
+    assert "if (x0 + 3 < width && y0 + 3 < height && (((size_t) r) & 15) == 0" in text
     for plane in "rgb":
         assert (f"*((float4 *) (&{plane}[(y0 + r2) * width + x0])) = make_float4({plane}_row[0], {plane}_row[1], "
                 f"{plane}_row[2], {plane}_row[3]);") in text
     assert text.count("if (y % 2 == 0)") == 2 and "raw_win[r2 + 1][v + 1]" in text  # r is the red plane
     imregionmax = (GOLDEN / "sm_90" / "imregionmax.cu").read_text()
-    assert "float A_win[4][6];" in imregionmax and "const float2 pair0" in imregionmax
+    assert "float A_win[6][6];" in imregionmax and "const float2 pair0" in imregionmax
     assert "*((float4 *) (&C[(y0 + r) * 4096 + x0])) = make_float4(" in imregionmax
     assert "__shared__" not in imregionmax

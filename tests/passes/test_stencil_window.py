@@ -57,20 +57,26 @@ def test_blur_float4_rows_and_shuffles(tmp_path):
     k = kernel_named(result, "blur3x3")
     text = kernel_source(k.optimized.funcdef)
     assert "const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;" in text
-    assert "const int y0 = (blockIdx.y * 8 + threadIdx.y) * 2;" in text
-    assert "float in_win[4][6];" in text                       # rows: 2 + reach 2, columns: 4 + 2
+    assert "const int y0 = (blockIdx.y * 8 + threadIdx.y) * 4;" in text
+    assert "float in_win[6][6];" in text                       # rows: 4 + reach 2, columns: 4 + 2
     assert "if (w % 4 == 0 && row_read && x0 + 3 < w)" in text     # the pitch checked at run time
     assert "const float4 quad = *((const float4 *) (&in[row * w + x0]));" in text
-    assert "in_win[i][0] = __shfl_up_sync(0xffffffffu, in_win[i][4], 1);" in text
-    assert "in_win[i][5] = __shfl_down_sync(0xffffffffu, in_win[i][1], 1);" in text
+    # The warp's edge lanes load their halo columns with the rows; the others take them from the neighbouring
+    # lanes once every row is loaded (a shuffle waits for its row: none may sit between two rows' loads).
+    assert "in_win[i][0] = (threadIdx.x == 0 && row_read && x0 - 1 >= 0 && x0 - 1 < w) ? in[row * w + x0 - 1] : 0;" in text
+    assert "in_win[i][5] = (threadIdx.x == 31 && row_read && x0 + 4 < w) ? in[row * w + x0 + 4] : 0;" in text
+    assert "const float from_left = __shfl_up_sync(0xffffffffu, in_win[i][4], 1);" in text
+    assert "const float from_right = __shfl_down_sync(0xffffffffu, in_win[i][1], 1);" in text
+    assert "if (threadIdx.x != 0)\n            in_win[i][0] = from_left;" in text
+    assert text.rindex("in[row * w") < text.index("__shfl_up_sync")
     assert "sum += in_win[r + dy + 1][v + dx + 1];" in text
     assert "__shared__" not in text and "__syncthreads" not in text
     # The shuffles come before any guard: the window loop is at the top level.
     assert text.index("__shfl_up_sync") < text.index("if (x >= 1")
-    assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((32, 8), (128, 16))
+    assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((32, 8), (128, 32))
     # The interior: every copy's guard at the corners, out's pitch checked (its base is cudaMalloc'd);
     # the copies unguarded, one float4 store per row; the guarded copies are the else path.
-    assert "if (x0 >= 1 && x0 + 3 < w - 1 && y0 >= 1 && y0 + 1 < h - 1 && w % 4 == 0) {" in text
+    assert "if (x0 >= 1 && x0 + 3 < w - 1 && y0 >= 1 && y0 + 3 < h - 1 && w % 4 == 0) {" in text
     assert "out_row[v] = sum / 9.0f;" in text
     assert "*((float4 *) (&out[(y0 + r) * w + x0])) = make_float4(out_row[0], out_row[1], out_row[2], out_row[3]);" \
         in text
@@ -89,11 +95,11 @@ def test_jacobi_cross_loads_only_what_naive_reads(tmp_path):
     result = compile_file(PROGRAMS / "jacobi2d.cu")
     k = kernel_named(result, "runJacobiCUDA_kernel1")
     text = kernel_source(k.optimized.funcdef)
-    assert "float A_win[4][6];" in text
+    assert "float A_win[6][6];" in text
     assert text.count("const int row_read") == 3
     assert "__shfl_down_sync" in text and "__syncthreads" not in text
-    assert any(r.startswith("stencil window, 4 x 2 outputs per thread") for r in merge_decisions(k, "applied"))
-    assert "if (y0 >= 1 && y0 + 1 < n - 1 && x0 >= 1 && x0 + 3 < n - 1 && n % 4 == 0) {" in text
+    assert any(r.startswith("stencil window, 4 x 4 outputs per thread") for r in merge_decisions(k, "applied"))
+    assert "if (y0 >= 1 && y0 + 3 < n - 1 && x0 >= 1 && x0 + 3 < n - 1 && n % 4 == 0) {" in text
     assert "*((float4 *) (&B[(y0 + r) * n + x0])) = make_float4(B_row[0], B_row[1], B_row[2], B_row[3]);" in text
     for n in (37, 45, 70, 64):
         assert_equivalent(k, {"n": n}, (n, n))
@@ -107,12 +113,13 @@ def test_demosaic_float2_rows_and_float4_stores_checked_at_run_time(tmp_path):
     result = compile_file(INPUTS / "demosaic.cu")
     k = only(result)
     text = kernel_source(k.optimized.funcdef)
-    assert "float raw_win[4][6];" in text
+    assert "float raw_win[6][6];" in text
     assert "const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;" in text
     assert "if (row_read && x0 + 3 < width + 2 && (((size_t) (raw + row * (width + 2) + x0)) & 7) == 0) {" in text
     assert "const float2 pair2 = *((const float2 *) (&raw[row * (width + 2) + x0 + 2]));" in text
-    assert "raw_win[i][4] = __shfl_down_sync(0xffffffffu, raw_win[i][0], 1);" in text
-    assert ("if (x0 + 3 < width && y0 + 1 < height && (((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && "
+    assert "const float from_right1 = __shfl_down_sync(0xffffffffu, raw_win[i][0], 1);" in text
+    assert "if (threadIdx.x != 31) {\n            raw_win[i][4] = from_right1;\n            raw_win[i][5] = from_right2;" in text
+    assert ("if (x0 + 3 < width && y0 + 3 < height && (((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && "
             "(((size_t) b) & 15) == 0 && width % 4 == 0) {") in text
     assert "*((float4 *) (&g[(y0 + r2) * width + x0])) = make_float4(g_row[0], g_row[1], g_row[2], g_row[3]);" in text
     assert text.count("if (y % 2 == 0)") == 2                   # the branches kept, per copy, in both paths
@@ -130,7 +137,7 @@ def test_cross_program_and_merge_request(tmp_path):
     asked_text = kernel_source(asked.optimized.funcdef)
     # No launch: the base's alignment is checked with each row's address; the pitch 48 is known.
     assert "(((size_t) (A + row * 48 + x0)) & 15) == 0" in asked_text and "48 % 4" not in asked_text
-    assert "if (x0 >= 1 && x0 + 3 < 47 && y0 >= 1 && y0 + 1 < m - 1 && (((size_t) B) & 15) == 0) {" in asked_text
+    assert "if (x0 >= 1 && x0 + 3 < 47 && y0 >= 1 && y0 + 3 < m - 1 && (((size_t) B) & 15) == 0) {" in asked_text
     assert_equivalent(asked, {"n": 48, "m": 21}, (48, 21))
 
 

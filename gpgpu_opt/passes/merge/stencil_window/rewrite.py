@@ -20,7 +20,8 @@ _FIELDS = "xyzw"
 
 
 def apply_stencil_window(kernel: Kernel, info: g.KernelInfo, w: Window) -> None:
-    names = {k: info.fresh(k) for k in ("x0", "y0", "r", "v", "i", "e", "row", "row_read", "quad", "pair")}
+    names = {k: info.fresh(k) for k in ("x0", "y0", "r", "v", "i", "e", "row", "row_read", "quad", "pair",
+                                            "from_left", "from_right")}
     win = info.fresh(f"{w.array}_win")
     first_row = w.reach["y"][0]
     first_col = min(w.reach["x"][0], 0)
@@ -152,12 +153,15 @@ def _window_source(w: Window, names: dict, win: str, first_row: int, first_col: 
             f" && ((size_t) ({w.array} + {row} * {_c(w.pitch)} + {x0}) & {4 * L - 1}) == 0"
     halo = []
     centre_col = -first_col
+    right = max(w.reach["x"][1], 0)
     for c in range(first_col, 0):       # left of the row's V elements: the lane to the left holds them
         halo.append(dict(col=c - first_col, source=c + V - first_col, dir="up", edge_lane=0,
-                         cond=cond(f"{x0} - {-c}", c), offset=f" - {-c}"))
-    for c in range(V, V + max(w.reach["x"][1], 0)):
+                         cond=_parenthesised(cond(f"{x0} - {-c}", c)), offset=f" - {-c}",
+                         name=names["from_left"] + (str(-c) if first_col < -1 else "")))
+    for c in range(V, V + right):
         halo.append(dict(col=c - first_col, source=c - V - first_col, dir="down", edge_lane=w.block[0] - 1,
-                         cond=cond(f"{x0} + {c}", c), offset=f" + {c}"))
+                         cond=_parenthesised(cond(f"{x0} + {c}", c)), offset=f" + {c}",
+                         name=names["from_right"] + (str(c - V + 1) if right > 1 else "")))
     chunk = names["quad"] if L == 4 else names["pair"]
     chunks = [dict(name=chunk if V == L else f"{chunk}{k}", offset=f" + {k}" if k else "",
                    fields=[dict(col=centre_col + k + j, field=_FIELDS[j]) for j in range(L)])
@@ -168,6 +172,10 @@ def _window_source(w: Window, names: dict, win: str, first_row: int, first_col: 
                   first_col=str(first_col) if first_col else "", pitch=_c(w.pitch), row_conds=row_conds,
                   chunks=chunks, vector_cond=vector_cond, vtype=f"float{L}", centre=f"{centre_col} + " if centre_col else "",
                   element_cond=element_cond, halo=halo, **names)
+
+
+def _parenthesised(cond: str) -> str:
+    return f"({cond})" if "||" in cond else cond
 
 
 def _replace(root: c_ast.Node, replace: dict) -> None:
