@@ -87,14 +87,50 @@ def covered_parameters(program: Program, kernel: Kernel) -> frozenset[str]:
     return frozenset(covered or ())
 
 
-def _grid_x_text(text: str, declarations: HostDeclarations) -> str | None:
+def truncating_grids(program: Program, kernel: Kernel) -> dict[str, str]:
+    """Axes along which a launch site's grid is a division that rounds down (`ny / 4` blocks of 4 rows):
+    its threads may stop short of the kernel's guard (`j < ny - 2`), leaving the last rows undone. That
+    is the program's meaning, so a grid rounded up to bigger blocks must not reach past it. Axis -> where."""
+    declarations = HostDeclarations.scan(host_text(program))
+    scope = HostScope(program.macros, {}, declarations)
+    found: dict[str, str] = {}
+    for site in program.launch_sites:
+        if site.kernel != kernel.name or len(site.config) < 2:
+            continue
+        for axis, component in zip("xy", _grid_components(site.config[0], declarations)):
+            if axis not in found and _rounds_down(component, scope):
+                found[axis] = f"the grid's {axis} `{component.strip()}` at line {site.line}"
+    return found
+
+
+def _rounds_down(text: str, scope: HostScope) -> bool:
+    """`E / D` in integer arithmetic with no constant added to E (a round-up `(n + D - 1) / D` has one),
+    unless both are known and D divides E."""
+    try:
+        node = parse_host_expression(text)
+    except Exception:  # noqa: BLE001 - a grid the host parser cannot read: nothing is claimed
+        return False
+    while isinstance(node, c_ast.Cast) and " ".join(getattr(node.to_type.type.type, "names", [])) in _INTEGER_TYPES:
+        node = node.expr
+    if not (isinstance(node, c_ast.BinaryOp) and node.op == "/"):
+        return False
+    dividend, divisor = _integer(node.left, scope), _integer(node.right, scope)
+    if dividend is not None and divisor:
+        return dividend % divisor != 0
+    return not any(sign > 0 and _integer(term, scope) for term, sign in _terms(node.left, 1))
+
+
+def _grid_components(text: str, declarations: HostDeclarations) -> list[str]:
     node = parse_host_expression(text)
     if isinstance(node, c_ast.ID) and node.name in declarations.dim3:
-        components = declarations.dim3[node.name]
-    elif isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name == "dim3":
-        components = split_top_level(text[text.index("(") + 1:text.rindex(")")])
-    else:
-        components = [text]
+        return list(declarations.dim3[node.name])
+    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name == "dim3":
+        return split_top_level(text[text.index("(") + 1:text.rindex(")")])
+    return [text]
+
+
+def _grid_x_text(text: str, declarations: HostDeclarations) -> str | None:
+    components = _grid_components(text, declarations)
     return components[0] if components else None
 
 

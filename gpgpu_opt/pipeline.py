@@ -102,6 +102,9 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
         try:
             result = passes[name](before, ctx)
             check_kernel(result.funcdef)
+            overreach = _grid_overreach(result, ctx)
+            if overreach:
+                raise SanityError(overreach)
             if self_check is not None:
                 problem = self_check(result)
                 if problem:
@@ -123,6 +126,20 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
     return current, ran
 
 
+def _grid_overreach(kernel: Kernel, ctx: PassContext) -> str | None:
+    """Why the kernel's grid could start threads past the naive launch's, or None. Blocks covering more
+    naive threads than a naive block round the grid up; past a grid that rounds down, such threads can pass
+    the guard and compute outputs the naive launch never did."""
+    if kernel.launch is None:
+        return None
+    for dim, axis in enumerate("xy"):
+        covers = kernel.launch.outputs_per_block[dim]
+        if axis in ctx.grid_rounds_down and ctx.naive_block[dim] % covers:
+            return (f"{ctx.grid_rounds_down[axis]} rounds down, so the naive threads may stop short of the "
+                    f"guard; blocks covering {covers} naive threads in {axis} would round the grid up past them")
+    return None
+
+
 def compile_program(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
                     bindings: dict[str, int] | None = None, dump_dir: str | None = None,
                     block_override: tuple[int, int] | None = None, self_check: bool = False,
@@ -142,6 +159,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                           requested=getattr(pass_names, "named", frozenset()),
                           merge_request=merge_request, global_space=_stated_space(program),
                           launch_covers=launch.covered_parameters(program, kernel),
+                          grid_rounds_down=launch.truncating_grids(program, kernel),
                           alignment=base_alignment(kernel, program), vector_width=vector_width)
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None

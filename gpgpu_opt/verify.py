@@ -438,6 +438,8 @@ def _case(kernel: Kernel, program, sizes: dict, global_space, block, grid, exten
     launch = naive_launch(program, kernel, sizes)
     site_block = launch.block if launch is not None and None not in launch.block else None
     site_grid = launch.grid if launch is not None and None not in launch.grid else None
+    if global_space is not None:
+        site_grid = None    # --global says how many threads the naive launch starts: its grid covers them
     origins = [f"at {launch.describe()}"] if (site_block and not block) or (site_grid and not grid) else []
     origins += ["from --block/--grid"] if block or grid else []
     block, grid = _as_dim3(block) or site_block, _as_dim3(grid) or site_grid

@@ -77,6 +77,9 @@ class PassContext:
     #: Integer parameters n that every launch site provably covers with at least n threads in x
     #: (`(n + 255) / 256` blocks of 256): a grid-stride loop bounded by n visits only naive threads' work.
     launch_covers: frozenset[str] = frozenset()
+    #: Axis -> a launch site whose grid rounds down along it (launch.truncating_grids): the naive threads
+    #: may stop short of the guard there, so a new grid must not round up past them.
+    grid_rounds_down: dict[str, str] = field(default_factory=dict)
     #: Pointer parameter -> the byte alignment every launch gives it (analysis/alignment.py).
     alignment: dict[str, int] = field(default_factory=dict)
     #: `--vector-width`: elements per widened access (1: no widening; None: the vectorize pass's model).
