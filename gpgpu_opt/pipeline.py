@@ -172,7 +172,8 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
         if validate and result.transformed:
             from gpgpu_opt.validate import validate as validate_kernel
 
-            result.optimized, result.validation = validate_kernel(program, kernel, [("naive", kernel), *ran], block)
+            versions = [("naive", kernel), *ran]
+            result.optimized, result.validation = validate_kernel(program, kernel, versions, block, bindings=bindings)
             if result.validation.status == "rolled back":
                 diagnostics.note(f"{kernel.name}: the emulated check failed ({result.validation.detail}); "
                                  f"kept the kernel {_after(result.validation.kept_after)}",

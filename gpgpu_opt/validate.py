@@ -41,11 +41,12 @@ class Validation:
 
 
 def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: tuple[int, int],
-             seed: int = 11) -> tuple[Kernel, Validation]:
-    """`versions` are the kernel after each pass, in order. Returns the newest version that computes what the
-    naive kernel computes on the check's case, and what the check found."""
+             seed: int = 11, bindings: dict[str, int] | None = None) -> tuple[Kernel, Validation]:
+    """`versions` are the kernel after each pass, in order; `bindings` the parameters `--bind` fixed (the
+    versions are specialized to them, so the case takes them too). Returns the newest version that computes
+    what the naive kernel computes on the check's case, and what the check found."""
     try:
-        case = _case(program, naive, block)
+        case = _case(program, naive, block, bindings or {})
     except CompileError as err:
         return versions[-1][1], Validation("skipped", f"not emulated: {err.message}")
     work = estimated_work(naive, case)
@@ -76,16 +77,16 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
     return naive, Validation("rolled back", first_failure or "", case, None)
 
 
-def _case(program, naive: Kernel, block: tuple[int, int]) -> Case:
+def _case(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int]) -> Case:
     """The ragged case of `verify`. A kernel with no guard and no stated thread space only works for a launch
     of whole blocks, so any number of naive blocks is a launch the program could make: take two in x (the
     passes keep their blocks dividing the naive one, so this divides theirs too)."""
     try:
-        return default_cases(naive, program, {}, None)[-1]
+        return default_cases(naive, program, bindings, None)[-1]
     except CompileError as unknown_space:
         space = (2 * block[0], block[1] if uses_y(naive, collect_accesses(naive)) else 1)
         try:
-            return default_cases(naive, program, {}, space)[-1]
+            return default_cases(naive, program, bindings, space)[-1]
         except CompileError:
             raise unknown_space from None
 

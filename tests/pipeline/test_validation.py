@@ -12,6 +12,7 @@ from gpgpu_opt import pipeline
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
+from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.targets import get_target
 from tests.conftest import INPUTS
 
@@ -124,3 +125,16 @@ def test_an_unguarded_kernel_of_unknown_size_is_checked_on_whole_naive_blocks(tm
     kernel = json.loads(report.read_text())["kernels"][0]
     assert "merge" in kernel["passes"] and kernel["validation"]["status"] == "passed"
     assert kernel["validation"]["threads"] == [2 * kernel["naive_block"][0], 1]
+
+
+def test_the_check_runs_at_the_sizes_bind_fixed():
+    """A kernel specialized with --bind n=4096 is only meant for n = 4096: the check emulates it there (at two
+    corners, too large to run whole), not at ragged sizes where its float4 loads would read past the array."""
+    jacobi = INPUTS.parent / "tests" / "programs" / "jacobi2d.cu"
+    program = load_program(str(jacobi), diagnostics=Diagnostics(quiet=True))
+    result = pipeline.compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+                                      bindings={"n": 4096}, validate=True)
+    kernel = result.kernels[0]
+    assert kernel.validation.status == "passed", kernel.validation.detail
+    assert kernel.validation.case.sizes == {"n": 4096} and "two corners" in kernel.validation.detail
+    assert kernel.optimized.launch is not None and "4096" in pipeline.kernel_source(kernel.optimized.funcdef)
