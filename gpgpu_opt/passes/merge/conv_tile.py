@@ -42,8 +42,8 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
                                                 check_path, known, trip_count)
 from gpgpu_opt.passes.merge.per_output import filled
-from gpgpu_opt.passes.merge.register_tile import (_AXIS_SYMBOL, _GX, _GY, _check_start, _global, _guard_clauses,
-                                                  _output_counts, _per_output_code, _uses_both_axes)
+from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, GX, GY, check_start, global_position, guard_clauses,
+                                                output_counts, per_output_code, uses_both_axes)
 from gpgpu_opt.passes.merge.tile_shape import confirm_with_ptxas
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, parse_statements, text
@@ -148,7 +148,7 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
     if g.items(outer.stmt) != [inner]:
         raise NotAccumulation("the outer loop does more than run the inner one")
     acc_name = accumulation(inner)
-    if not _uses_both_axes(info):
+    if not uses_both_axes(info):
         raise NotAccumulation("the thread space is not 2-D")
     source, filters, env = _reads(inner, info)
     info.check_kernel()
@@ -159,12 +159,12 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
     path = g.path_to(outer, info.parents, body)
     check_path(path, outer)
     acc = accumulator(body, outer, acc_name, path, info, updates_before=True)
-    _check_start(outer, acc, info)
+    check_start(outer, acc, info)
     _check_source(source, row_var, col_var)
     for f in filters:
         f.tile = info.fresh(f"tile_{f.array}")
     source.tile = info.fresh(f"tile_{source.array}")
-    clauses = _guard_clauses(path, env)
+    clauses = guard_clauses(path, env)
     element = _element_type(info, [source, *filters])
     _check_body_uses(inner, {id(n) for s in (source, *filters) for node in s.nodes for n in walk(node)}, info, acc)
     tile = ConvTile(outer, inner, row_var, col_var, sj, si, fh, fw, acc, source, filters, clauses, element,
@@ -209,10 +209,10 @@ def _reads(inner: c_ast.For, info: g.KernelInfo) -> tuple[Staged, list[Staged], 
             raise NotAccumulation(f"the loop writes {a.array}[{a.index_text}]")
         if a.index is None:
             raise NotAccumulation(f"the read {a.array}[{a.index_text}] cannot be analysed")
-        index = _global(a.index)
+        index = global_position(a.index)
         if any(s.name.startswith("?") for s in index.free_symbols) or index.free_symbols & thread:
             raise NotAccumulation(f"{a.array}[{a.index_text}] is not a function of the output's position")
-        if index.has(_GX) or index.has(_GY):
+        if index.has(GX) or index.has(GY):
             if source is not None and (source.array, source.index) != (a.array, index):
                 raise NotAccumulation(f"the loop reads {source.array} and {a.array}[{a.index_text}] at the "
                                       "output's position (one input array at one subscript is a convolution)")
@@ -237,12 +237,12 @@ def _check_source(source: Staged, row_var: str, col_var: str) -> None:
     column and `i` by one element, and nothing else depends on them."""
     j, i = iterator_symbol(row_var), iterator_symbol(col_var)
     index = sympy.expand(source.index)
-    moving = (_GY, j, _GX, i)
+    moving = (GY, j, GX, i)
     if any(sympy.diff(index, a, b) != 0 for a in moving for b in moving):
         raise Unsupported(f"{source.array}[{text(source.nodes[0].subscript)}] is not affine in the output's "
                           f"position and the filter's indices")
-    pitch = sympy.diff(index, _GY)
-    if sympy.expand(sympy.diff(index, j) - pitch) != 0 or sympy.diff(index, _GX) != 1 or sympy.diff(index, i) != 1:
+    pitch = sympy.diff(index, GY)
+    if sympy.expand(sympy.diff(index, j) - pitch) != 0 or sympy.diff(index, GX) != 1 or sympy.diff(index, i) != 1:
         raise Unsupported(f"{source.array}[{text(source.nodes[0].subscript)}] is not the form "
                           f"(row + {row_var}) * pitch + (column + {col_var}): not a convolution's window")
 
@@ -309,7 +309,7 @@ def _choose_shape(tile: ConvTile, ctx: PassContext) -> tuple[int, int, str]:
             raise Unsupported(f"--merge {request}: a convolution tile takes 1, 2, 4 or 8 outputs per thread in x "
                               "and 1 to 16 in y")
         return request.y, request.x, f"--merge {request}"
-    ox, oy = _output_counts(tile.clauses, ctx)
+    ox, oy = output_counts(tile.clauses, ctx)
     budget = min(target.max_registers_per_thread, target.registers_per_sm // THREADS_PER_SM)
     fitting = [(r, c) for r, c in SHAPES if _fits(tile, r, c) and _registers(tile, r, c) <= budget]
     if not fitting:
@@ -338,7 +338,7 @@ def apply_conv_tile(kernel: Kernel, info: g.KernelInfo, tile: ConvTile) -> None:
     position = {"y": parse_expr(f"blockIdx.y * {oy} + threadIdx.y * {tile.rows} + {names['r']}"),
                 "x": parse_expr(f"blockIdx.x * {ox} + threadIdx.x * {tile.cols} + {names['c']}")}
     acc_ref = f"{tile.acc.name}[{names['r']}][{names['c']}]"
-    init, finish = _per_output_code(kernel, info, tile, position, acc_ref)
+    init, finish = per_output_code(kernel, info, tile.loop, tile.acc, position, acc_ref)
     threads = THREADS_X * tile.threads_y
     per_thread = math.ceil(th * tw / threads)
     batches = math.ceil(per_thread / LOAD_BATCH)
@@ -366,7 +366,7 @@ def _clauses_at(tile: ConvTile, at: dict) -> list[c_ast.Node]:
     out = []
     for axis, clauses in tile.clauses.items():
         for lhs, op, rhs in clauses:
-            subs = {_AXIS_SYMBOL[axis]: _LOAD_Y if axis == "y" else _LOAD_X} if axis else {}
+            subs = {AXIS_SYMBOL[axis]: _LOAD_Y if axis == "y" else _LOAD_X} if axis else {}
             names = {_LOAD_Y: at["y"], _LOAD_X: at["x"]}
             out.append(c_ast.BinaryOp(op, sym_to_ast(lhs.subs(subs), names), sym_to_ast(rhs.subs(subs), names)))
     return out
@@ -391,8 +391,8 @@ def _window_start(tile: ConvTile, row: str, col: str) -> str:
     subscript at the window's start with its constant part folded into whole rows `a` and the rest `b`."""
     j, i = iterator_symbol(tile.row_var), iterator_symbol(tile.col_var)
     index = sympy.expand(tile.source.index)
-    pitch = sympy.diff(index, _GY)
-    rest = sympy.expand(index.subs({_GY: 0, _GX: 0, j: tile.row_start, i: tile.col_start}))
+    pitch = sympy.diff(index, GY)
+    rest = sympy.expand(index.subs({GY: 0, GX: 0, j: tile.row_start, i: tile.col_start}))
     rows = _whole_rows(rest, pitch)
     rest = sympy.expand(rest - rows * pitch)
     pitch_text = text(sym_to_ast(pitch))

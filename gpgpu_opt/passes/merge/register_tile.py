@@ -32,15 +32,17 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, to_sympy
-from gpgpu_opt.ast_util import ids_in, transform, walk
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, iterator_symbol
+from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
-                                                check_path, known, trip_count)
-from gpgpu_opt.passes.merge.per_output import filled, sets_start, without_unused_locals
+                                                check_path, trip_count)
+from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, check_start, global_position, guard_clauses,
+                                                output_counts, per_output_code, uses_both_axes)
+from gpgpu_opt.passes.merge.per_output import filled
 from gpgpu_opt.passes.merge.tile_shape import BLOCKS_PER_SM, GROUP, THREADS, choose_shape, confirm_with_ptxas
 from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, parse_statements, text
 from gpgpu_opt.rewriting.witness import sym_to_ast
@@ -49,10 +51,6 @@ from gpgpu_opt.templating import render
 #: Iterations staged per step; measured on an H100 (bench/RESULTS.md): 16 beats 8 for 128x128 tiles.
 STEP = 16
 
-_GX = sympy.Symbol("G.x", integer=True, nonnegative=True)
-_GY = sympy.Symbol("G.y", integer=True, nonnegative=True)
-_AXIS_SYMBOL = {"x": _GX, "y": _GY}
-_TO_GLOBAL = {TID["x"]: _GX - BID["x"] * BDIM["x"], TID["y"]: _GY - BID["y"] * BDIM["y"]}
 _LOAD_POS = sympy.Symbol("_load_a_pos", integer=True)  # sorts before the iterator: A[row * n + k]
 _LOAD_K = sympy.Symbol("_load_b_k", integer=True)
 
@@ -124,7 +122,7 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
         raise NotAccumulation("the kernel does not have exactly one loop")
     loop = loops[0]
     acc_name = accumulation(loop)
-    if not _uses_both_axes(info):
+    if not uses_both_axes(info):
         raise NotAccumulation("the thread space is not 2-D")
     info.check_kernel()
     var, start = canonical_header(loop, body)
@@ -134,18 +132,18 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
     path = g.path_to(loop, info.parents, body)
     check_path(path, loop)
     acc = accumulator(body, loop, acc_name, path, info, updates_before=True)
-    _check_start(loop, acc, info)
+    check_start(loop, acc, info)
     env = info._flat_env()
     operands = _operands(loop, var, info)
     if not operands:
         raise NotAccumulation("no read in the loop is shared along a row or a column of outputs")
     if not {o.axis for o in operands} >= {"x", "y"}:
         raise NotAccumulation("the loop's reads are shared along one axis only (a thread merge's case)")
-    clauses = _guard_clauses(path, env)
+    clauses = guard_clauses(path, env)
     element = _element_type(info, operands)
     trip = trip_count(loop, start, info, ctx)
     tm, tn, why = (*shape, f"{shape[0]}x{shape[1]} outputs per thread") if shape else \
-        choose_shape(ctx, _output_counts(clauses, ctx), element)
+        choose_shape(ctx, output_counts(clauses, ctx), element)
     step = STEP if trip is None or trip > STEP // 2 else STEP // 2
     tile = RegisterTile(loop, var, start, acc, path, operands, clauses, tm, tn, step,
                         trip is not None and trip % step == 0, why, element)
@@ -155,30 +153,6 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
     if problem:
         raise Unsupported(problem)
     return tile
-
-
-def _check_start(loop: c_ast.For, acc: c_ast.Decl, info: g.KernelInfo) -> None:
-    """The statements before the loop run once per output twice over (start value, then the use of the
-    sum): the accumulator is declared beside the loop and, before it, only set."""
-    holder = info.parents[id(loop)]
-    items = g.items(holder)
-    if not any(s is acc for s in items):
-        raise Unsupported(f"the accumulator '{acc.name}' is not declared in the loop's block")
-    for stmt in items[:next(i for i, s in enumerate(items) if s is loop)]:
-        if stmt is not acc and not sets_start(stmt, acc) and acc.name in ids_in(stmt):
-            raise Unsupported(f"'{text(stmt)}' uses the accumulator before the loop")
-        if sets_start(stmt, acc) and stmt is not acc and not g.is_pure(stmt.rvalue, allow_memory=True):
-            raise Unsupported(f"'{text(stmt)}' has side effects")
-
-
-def _uses_both_axes(info: g.KernelInfo) -> bool:
-    axes = {n.field.name for n in walk(info.body) if isinstance(n, c_ast.StructRef)
-            and isinstance(n.name, c_ast.ID) and n.name.name in ("threadIdx", "blockIdx")}
-    return {"x", "y"} <= axes
-
-
-def _global(expr: sympy.Expr) -> sympy.Expr:
-    return sympy.expand(expr.subs(_TO_GLOBAL))
 
 
 def _operands(loop: c_ast.For, var: str, info: g.KernelInfo) -> list[Operand]:
@@ -192,18 +166,18 @@ def _operands(loop: c_ast.For, var: str, info: g.KernelInfo) -> list[Operand]:
             raise Unsupported(f"the loop writes {a.array}[{a.index_text}]")
         if a.index is None:
             raise Unsupported(f"the read {a.array}[{a.index_text}] cannot be analysed")
-        index = _global(a.index)
+        index = global_position(a.index)
         stray = {s for s in index.free_symbols if s.name.startswith("?") or s in set(BID.values())
                  | set(BDIM.values()) | set(TID.values())}
         if stray:
             raise Unsupported(f"{a.array}[{a.index_text}] is not a function of the output's position and '{var}'")
-        on = {axis for axis, sym in _AXIS_SYMBOL.items() if index.has(sym)}
+        on = {axis for axis, sym in AXIS_SYMBOL.items() if index.has(sym)}
         if len(on) == 2:
             raise Unsupported(f"{a.array}[{a.index_text}] depends on both the row and the column of the output")
         if not on:
             continue  # the same for every output of a block: left as a (cached, broadcast) read
         axis = on.pop()
-        pos = _AXIS_SYMBOL[axis]
+        pos = AXIS_SYMBOL[axis]
         if not index.has(k):
             raise Unsupported(f"{a.array}[{a.index_text}] does not change with '{var}' (hoist it first)")
         if any(sympy.diff(index, s1, s2) != 0 for s1 in (pos, k) for s2 in (pos, k)):
@@ -222,55 +196,11 @@ def _operands(loop: c_ast.For, var: str, info: g.KernelInfo) -> list[Operand]:
     return found
 
 
-def _guard_clauses(path: list[c_ast.Node], env: dict) -> dict[str, list]:
-    """The clauses of the ifs around the loop, by the axis they bound: each must bound one axis
-    monotonically (`row < n`), or neither."""
-    out: dict[str, list] = {"x": [], "y": [], "": []}
-    for node in path:
-        if not isinstance(node, c_ast.If):
-            continue
-        for clause in g.clauses(node.cond):
-            if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
-                raise Unsupported(f"the guard '{text(clause)}' is not a comparison")
-            try:
-                lhs, rhs = _global(to_sympy(clause.left, env)), _global(to_sympy(clause.right, env))
-            except NotAffine:
-                raise Unsupported(f"the guard '{text(clause)}' cannot be analysed") from None
-            diff = lhs - rhs
-            on = [axis for axis, sym in _AXIS_SYMBOL.items() if diff.has(sym)]
-            if any(s.name.startswith("?") for s in diff.free_symbols) or \
-                    diff.free_symbols & (set(BID.values()) | set(BDIM.values()) | set(TID.values())):
-                raise Unsupported(f"the guard '{text(clause)}' is not a function of the output's position")
-            if len(on) == 2:
-                raise Unsupported(f"the guard '{text(clause)}' ties the row to the column")
-            axis = on[0] if on else ""
-            if axis:
-                slope = sympy.diff(diff, _AXIS_SYMBOL[axis])
-                if not slope.is_number or (slope > 0) != (clause.op in ("<", "<=")):
-                    raise Unsupported(f"the guard '{text(clause)}' is not an upper bound of the output's "
-                                      f"{'column' if axis == 'x' else 'row'}")
-            out[axis].append((lhs, clause.op, rhs))
-    return out
-
-
 def _element_type(info: g.KernelInfo, operands: list[Operand]) -> str:
     types = {info.params[o.array].base_type for o in operands}
     if len(types) != 1 or not types <= {"float", "double"}:
         raise Unsupported(f"the loop's operands are of type {', '.join(sorted(types))}, not all float or double")
     return types.pop()
-
-
-def _output_counts(clauses: dict, ctx: PassContext) -> tuple[int | None, int | None]:
-    """Outputs in x and y where a guard `pos < N` with N known bounds them."""
-    counts = []
-    for axis in ("x", "y"):
-        count = None
-        for lhs, op, rhs in clauses[axis]:
-            bound = known(rhs - lhs + _AXIS_SYMBOL[axis], ctx) if op in ("<", "<=") else None
-            if bound is not None and bound.is_Integer:
-                count = int(bound) + (1 if op == "<=" else 0)
-        counts.append(count)
-    return counts[0], counts[1]
 
 
 def _check_body_uses(tile: RegisterTile, info: g.KernelInfo) -> None:
@@ -309,7 +239,7 @@ def apply_register_tile(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile) 
     names = {base: info.fresh(base) for base in ("r", "c", "k0", "kk", "e", "l")}
     position = {"y": _position(tile, "y", names["r"]), "x": _position(tile, "x", names["c"])}
     acc_ref = f"{tile.acc.name}[{names['r']}][{names['c']}]"
-    init, finish = _per_output_code(kernel, info, tile, position, acc_ref)
+    init, finish = per_output_code(kernel, info, tile.loop, tile.acc, position, acc_ref)
     source = render("merge_register_tile.cu.j2", tile=tile, names=names, acc=tile.acc.name,
                     acc_type=" ".join(tile.acc.type.type.names), element=tile.element,
                     tiles=[_tile_view(tile, o, names, info) for o in tile.operands],
@@ -358,7 +288,7 @@ def _tile_view(tile: RegisterTile, o: Operand, names: dict, info: g.KernelInfo) 
         k_of, pos_of = f"{e} / {width}", f"{e} % {width}"
     pos_name, k_name = ("load_row" if o.axis == "y" else "load_col"), "load_k"
     first = f"blockIdx.{o.axis} * {width}"
-    pos_sym = _AXIS_SYMBOL[o.axis]
+    pos_sym = AXIS_SYMBOL[o.axis]
     k = iterator_symbol(tile.var)
     names_map = {_LOAD_POS: c_ast.ID(pos_name), _LOAD_K: c_ast.ID(k_name)}
     load = c_ast.ArrayRef(c_ast.ID(o.array), sym_to_ast(o.index.subs({pos_sym: _LOAD_POS, k: _LOAD_K}), names_map))
@@ -378,7 +308,7 @@ def _tile_view(tile: RegisterTile, o: Operand, names: dict, info: g.KernelInfo) 
 
 def _clause_at(clause: tuple, axis: str, value: c_ast.Node | None) -> c_ast.Node:
     lhs, op, rhs = clause
-    subs = {_AXIS_SYMBOL[axis]: _LOAD_POS} if axis else {}
+    subs = {AXIS_SYMBOL[axis]: _LOAD_POS} if axis else {}
     names = {_LOAD_POS: value} if axis else {}
     return c_ast.BinaryOp(op, sym_to_ast(lhs.subs(subs), names), sym_to_ast(rhs.subs(subs), names))
 
@@ -413,57 +343,6 @@ def _body(tile: RegisterTile, names: dict, acc_ref: str) -> list[c_ast.Node]:
         return None
 
     return [transform(s, swap, skip_member_names=True) for s in stmts]
-
-
-def _per_output_code(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile, position: dict,
-                     acc_ref: str) -> tuple[list[c_ast.Node], list[c_ast.Node]]:
-    """The kernel's statements for one output: before the loop (its start value) and after it (its use
-    of the sum), each under the kernel's guards, with the output's position recomputed."""
-    tops = {}
-    for n in walk(info.body):
-        if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in ("threadIdx", "blockIdx", "blockDim"):
-            top = info.index_expression(n)
-            tops[id(top)] = top
-    env = info._flat_env()
-    holder = info.parents[id(tile.loop)]
-    loop_at = next(i for i, s in enumerate(holder.block_items) if s is tile.loop)
-
-    def version(keep_start: bool) -> list[c_ast.Node]:
-        memo: dict = {}
-        body = copy.deepcopy(info.body, memo)
-        twin = memo[id(holder)]
-        items = twin.block_items
-        if keep_start:
-            twin.block_items = items[:loop_at]
-        else:
-            twin.block_items = [s for s, original in zip(items[:loop_at], holder.block_items)
-                                if not sets_start(original, tile.acc)] + items[loop_at + 1:]
-        swaps = {}
-        for key, top in tops.items():
-            if key in memo:
-                value = _global(to_sympy(top, env))
-                axis = "x" if value.has(_GX) else "y"
-                swaps[id(memo[key])] = sym_to_ast(value, {_AXIS_SYMBOL[axis]: position[axis]})
-
-        def swap(n: c_ast.Node):
-            if id(n) in swaps:
-                return swaps[id(n)]
-            if isinstance(n, c_ast.Decl) and n.name == tile.acc.name:
-                return c_ast.Assignment("=", parse_expr(acc_ref), n.init)
-            if isinstance(n, c_ast.ID) and n.name == tile.acc.name:
-                return parse_expr(acc_ref)
-            return None
-
-        body = transform(body, swap, skip_member_names=True)
-        return without_unused_locals(g.items(body))
-
-    start = version(True)
-    updates = [s for s in holder.block_items[:loop_at] if sets_start(s, tile.acc) and s is not tile.acc]
-    if isinstance(tile.acc.init, c_ast.Constant) and not updates:
-        start = [c_ast.Assignment("=", parse_expr(acc_ref), copy.deepcopy(tile.acc.init))]
-    else:  # outputs out of range still accumulate (unused): give them a defined start
-        start = [c_ast.Assignment("=", parse_expr(acc_ref), c_ast.Constant("int", "0")), *start]
-    return start, version(False)
 
 
 def describe_launch(tile: RegisterTile) -> str:
