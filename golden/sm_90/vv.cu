@@ -24,7 +24,7 @@ static dim3 vv_grid(dim3 naive_grid, dim3 naive_block)
 
 #pragma gpgpu_opt launch block(16, 16) grid((global_x + 63) / 64, (global_y + 255) / 256)
 __global__ void vv(float *A, float *B, float *C) {
-    // merge: each thread computes 16 outputs in y, 16 apart; B[idx + k] read once for all of them
+    // merge: each thread computes 16 outputs in y, 16 apart; B read once for all of them
     // vectorize: each thread handles 4 consecutive x, one 4-wide vector access per array; unaligned or ragged groups take the scalar path
     const int idx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int idy = blockIdx.y * 256 + threadIdx.y;

@@ -140,8 +140,16 @@ def _check_index_uses(info: g.KernelInfo, axes: set[str]) -> None:
 
 
 def _shared_reads(info: g.KernelInfo, deps: Dependence, keep) -> list[str]:
-    return sorted({f"{a.array}[{a.index_text}]" for a in info.accesses
-                   if a.mode == "read" and keep(deps.of_read(a.node))})
+    return read_names(info, [a for a in info.accesses if a.mode == "read" and keep(deps.of_read(a.node))])
+
+
+def read_names(info: g.KernelInfo, reads: list) -> list[str]:
+    """The reads as written, for a comment; an array the kernel also reads through a vector pointer (a
+    widened kernel's fast path) by its name, as its scalar path's subscript is only one of its forms."""
+    vector_read = {n.name for cast in walk(info.body) if isinstance(cast, c_ast.Cast)
+                   and isinstance(cast.to_type.type, c_ast.PtrDecl)
+                   for n in [cast.expr, *walk(cast.expr)] if isinstance(n, c_ast.ID)}
+    return sorted({a.array if a.array in vector_read else f"{a.array}[{a.index_text}]" for a in reads})
 
 
 def _check_locals(info: g.KernelInfo, deps: Dependence, shared_arrays: bool = False) -> None:

@@ -80,7 +80,7 @@ def _reads_kept_once(info: g.KernelInfo, deps: Dependence) -> list[str]:
     """The global reads in statements that the merge keeps once (a read whose subscript does not depend on
     the row, under a predicate that does, is still made once per row)."""
     tiles = {n.name for n in walk(info.body) if isinstance(n, c_ast.Decl) and "__shared__" in n.storage}
-    kept = set()
+    kept = []
     for a in info.accesses:
         if a.mode != "read" or a.array in tiles:
             continue
@@ -89,8 +89,8 @@ def _reads_kept_once(info: g.KernelInfo, deps: Dependence) -> list[str]:
                 or _is_header(node, info.parents.get(id(node))):
             node = info.parents[id(node)]
         if not deps.deps(node):
-            kept.add(f"{a.array}[{a.index_text}]")
-    return sorted(kept)
+            kept.append(a)
+    return tm.read_names(info, kept)
 
 
 def _is_header(node: c_ast.Node, parent: c_ast.Node) -> bool:
