@@ -52,8 +52,8 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
             raw_win[i][5] = from_right2;
         }
     }
-    if (x0 + 3 < width && y0 + 3 < height && (((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && (((size_t) b) & 15) == 0 && width % 4 == 0) {
-        // interior: every copy's guard holds, so the copies run unguarded, each row of r, g, b one float4 store
+    if (x0 + 3 < width && y0 + 3 < height) {
+        // interior: every copy's guard holds, so the copies run unguarded, each row of r, g, b one float4 store where aligned (else element by element)
         #pragma unroll
         for (int r2 = 0; r2 < 4; r2++) {
             float r_row[4];
@@ -104,9 +104,18 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
                 g_row[v] = gv;
                 b_row[v] = bv;
             }
-            *((float4 *) (&r[(y0 + r2) * width + x0])) = make_float4(r_row[0], r_row[1], r_row[2], r_row[3]);
-            *((float4 *) (&g[(y0 + r2) * width + x0])) = make_float4(g_row[0], g_row[1], g_row[2], g_row[3]);
-            *((float4 *) (&b[(y0 + r2) * width + x0])) = make_float4(b_row[0], b_row[1], b_row[2], b_row[3]);
+            if ((((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && (((size_t) b) & 15) == 0 && width % 4 == 0) {
+                *((float4 *) (&r[(y0 + r2) * width + x0])) = make_float4(r_row[0], r_row[1], r_row[2], r_row[3]);
+                *((float4 *) (&g[(y0 + r2) * width + x0])) = make_float4(g_row[0], g_row[1], g_row[2], g_row[3]);
+                *((float4 *) (&b[(y0 + r2) * width + x0])) = make_float4(b_row[0], b_row[1], b_row[2], b_row[3]);
+            } else {
+                #pragma unroll
+                for (int v = 0; v < 4; v++) {
+                    r[(y0 + r2) * width + x0 + v] = r_row[v];
+                    g[(y0 + r2) * width + x0 + v] = g_row[v];
+                    b[(y0 + r2) * width + x0 + v] = b_row[v];
+                }
+            }
         }
     } else {
         // the edges: each copy is a naive thread's statements, with its own guard, reading the window

@@ -59,41 +59,27 @@ __global__ void imregionmax(float *A, float *C) {
             A_win[i2][5] = from_right2;
         }
     }
-    if ((((size_t) C) & 15) == 0) {
-        // the copies' stores widened: each row of C one float4 store where aligned
+    // the copies' stores widened: each row of C one float4 store where aligned (else element by element)
+    #pragma unroll
+    for (int r = 0; r < 4; r++) {
+        float C_row[4];
         #pragma unroll
-        for (int r = 0; r < 4; r++) {
-            float C_row[4];
-            #pragma unroll
-            for (int v = 0; v < 4; v++) {
-                float center = A_win[r + 1][v + 1];
-                float m = -3.0e38f;
-                for (int i = 0; i < 3; i++)
-                    for (int j = 0; j < 3; j++) {
-                        float a = A_win[r + i][v + j];
-                        m = fmaxf(m, a);
-                    }
-                C_row[v] = (center >= m) ? 1.0f : 0.0f;
-            }
-            *((float4 *) (&C[(y0 + r) * 4096 + x0])) = make_float4(C_row[0], C_row[1], C_row[2], C_row[3]);
+        for (int v = 0; v < 4; v++) {
+            float center = A_win[r + 1][v + 1];
+            float m = -3.0e38f;
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) {
+                    float a = A_win[r + i][v + j];
+                    m = fmaxf(m, a);
+                }
+            C_row[v] = (center >= m) ? 1.0f : 0.0f;
         }
-    } else {
-        // a base not aligned: the stores element by element
-        #pragma unroll
-        for (int r = 0; r < 4; r++) {
+        if ((((size_t) C) & 15) == 0) {
+            *((float4 *) (&C[(y0 + r) * 4096 + x0])) = make_float4(C_row[0], C_row[1], C_row[2], C_row[3]);
+        } else {
             #pragma unroll
-            for (int v = 0; v < 4; v++) {
-                const int idx = x0 + v;
-                const int idy = y0 + r;
-                float center = A_win[r + 1][v + 1];
-                float m = -3.0e38f;
-                for (int i = 0; i < 3; i++)
-                    for (int j = 0; j < 3; j++) {
-                        float a = A_win[r + i][v + j];
-                        m = fmaxf(m, a);
-                    }
-                C[idy * 4096 + idx] = (center >= m) ? 1.0f : 0.0f;
-            }
+            for (int v = 0; v < 4; v++)
+                C[(y0 + r) * 4096 + x0 + v] = C_row[v];
         }
     }
 }

@@ -41,27 +41,26 @@ def fast_path(interior: Interior, copies: list[c_ast.Node], names: dict, w: Wind
         node = memo[id(s.node)]
         node.lvalue = parse_expr(f"{row}[{v}]")
         at = f"({y0} + {r}) * {_c(s.pitch)} + {x0}"
-        stores.append(dict(row=row, array=s.array, width=s.width, vtype=f"float{s.width}", chunks=[
+        stores.append(dict(row=row, array=s.array, width=s.width, vtype=f"float{s.width}",
+                           element_at=at + (f" + {s.offset}" if s.offset else ""), chunks=[
             dict(at=at + (f" + {k + s.offset}" if k + s.offset else ""), parts=[f"{row}[{k + j}]" for j in range(s.width)])
             for k in range(0, V, s.width)]))
     lead = next((k for k, s in enumerate(body) if not isinstance(s, c_ast.Decl)), len(body))
     statements = g.items(body[-1].iftrue) if interior.guard is not None else body[lead:]
     unguarded = _drop_unused(body[:lead], statements)
     condition = _condition(interior, w, names)
+    aligned = _aligned(interior)
     skeleton = parse_statements(render("merge_stencil_window_interior.cu.j2", condition=condition,
-                                       stores=stores, vector=V, rows=R, r=r, v=v))
+                                       aligned=aligned, stores=stores, vector=V, rows=R, r=r, v=v))
     branch = skeleton[0]
-    loop_v = [n for n in walk(branch.iftrue) if isinstance(n, c_ast.For)][-1]
+    loop_v = next(n for n in walk(branch.iftrue) if isinstance(n, c_ast.For) and isinstance(n.stmt, c_ast.Compound)
+                  and not n.stmt.block_items)
     loop_v.stmt = c_ast.Compound(unguarded)
     widths = sorted({f"float{s['width']}" for s in stores})
     how = f"each row of {', '.join(s['array'] for s in stores)} one {' / '.join(widths)} store" if stores else ""
-    if interior.guard is None:
-        what = f"the copies' stores widened: {how}"
-        if condition == "1":            # alignment proved: no edges to keep
-            return [Comment(what), *branch.iftrue.block_items]
-        branch.iftrue.block_items.insert(0, Comment(f"{what} where aligned"))
-        branch.iffalse = c_ast.Compound([Comment("a base not aligned: the stores element by element"), *copies])
-        return [branch]
+    how += " where aligned (else element by element)" if aligned else ""
+    if interior.guard is None:          # no guard to drop: the whole body is the interior
+        return [Comment(f"the copies' stores widened: {how}"), *branch.iftrue.block_items]
     branch.iftrue.block_items.insert(0, Comment(
         f"interior: every copy's guard holds, so the copies run unguarded{', ' + how if how else ''}"))
     branch.iffalse = c_ast.Compound([Comment("the edges: each copy is a naive thread's statements, with its own "
@@ -77,9 +76,14 @@ def _condition(interior: Interior, w: Window, names: dict) -> str:
         if b.lower and b.value.is_Integer and int(b.value) <= 0:
             continue                            # x0, y0 >= 0
         clauses.append(f"{corner[b.axis, b.lower]} {'>=' if b.lower else '<'} {_c(b.value)}")
-    tests = [t for s in interior.stores for t in s.tests]
-    clauses += interior.uniform + sorted(tests, key=lambda t: not t.startswith("((size_t)"))  # bases, then pitches
+    clauses += interior.uniform
     return " && ".join(dict.fromkeys(clauses)) or "1"
+
+
+def _aligned(interior: Interior) -> str:
+    """The run-time alignment tests of the vector stores (warp-uniform: parameters only), "" if proved."""
+    tests = [t for s in interior.stores for t in s.tests]
+    return " && ".join(dict.fromkeys(sorted(tests, key=lambda t: not t.startswith("((size_t)"))))  # bases, then pitches
 
 
 def _drop_unused(decls: list[c_ast.Node], stmts: list[c_ast.Node]) -> list[c_ast.Node]:
