@@ -59,6 +59,13 @@ class CudaGenerator(c_generator.CGenerator):
                 self.indent_level -= 2
         return super()._generate_stmt(n, add_indent=False)
 
+    def visit_If(self, n):
+        """`else if` on one line, as people write a chain (pycparser nests each `if` a level deeper)."""
+        if not isinstance(n.iffalse, c_ast.If):
+            return super().visit_If(n)
+        head = f"if ({self.visit(n.cond)})\n" + self._generate_stmt(n.iftrue, add_indent=True)
+        return head + self._make_indent() + "else " + self.visit_If(n.iffalse)
+
     def visit_PtrDecl(self, n):
         return self._generate_type(n, emit_declname=False)
 

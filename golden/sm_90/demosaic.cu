@@ -108,6 +108,13 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
                 *((float4 *) (&r[(y0 + r2) * width + x0])) = make_float4(r_row[0], r_row[1], r_row[2], r_row[3]);
                 *((float4 *) (&g[(y0 + r2) * width + x0])) = make_float4(g_row[0], g_row[1], g_row[2], g_row[3]);
                 *((float4 *) (&b[(y0 + r2) * width + x0])) = make_float4(b_row[0], b_row[1], b_row[2], b_row[3]);
+            } else if ((((size_t) r) & 7) == 0 && (((size_t) g) & 7) == 0 && (((size_t) b) & 7) == 0 && width % 2 == 0) {
+                *((float2 *) (&r[(y0 + r2) * width + x0])) = make_float2(r_row[0], r_row[1]);
+                *((float2 *) (&r[(y0 + r2) * width + x0 + 2])) = make_float2(r_row[2], r_row[3]);
+                *((float2 *) (&g[(y0 + r2) * width + x0])) = make_float2(g_row[0], g_row[1]);
+                *((float2 *) (&g[(y0 + r2) * width + x0 + 2])) = make_float2(g_row[2], g_row[3]);
+                *((float2 *) (&b[(y0 + r2) * width + x0])) = make_float2(b_row[0], b_row[1]);
+                *((float2 *) (&b[(y0 + r2) * width + x0 + 2])) = make_float2(b_row[2], b_row[3]);
             } else {
                 #pragma unroll
                 for (int v = 0; v < 4; v++) {

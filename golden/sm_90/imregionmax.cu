@@ -76,6 +76,9 @@ __global__ void imregionmax(float *A, float *C) {
         }
         if ((((size_t) C) & 15) == 0) {
             *((float4 *) (&C[(y0 + r) * 4096 + x0])) = make_float4(C_row[0], C_row[1], C_row[2], C_row[3]);
+        } else if ((((size_t) C) & 7) == 0) {
+            *((float2 *) (&C[(y0 + r) * 4096 + x0])) = make_float2(C_row[0], C_row[1]);
+            *((float2 *) (&C[(y0 + r) * 4096 + x0 + 2])) = make_float2(C_row[2], C_row[3]);
         } else {
             #pragma unroll
             for (int v = 0; v < 4; v++)

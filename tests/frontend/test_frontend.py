@@ -161,3 +161,15 @@ def test_printing_nested_unbraced_statements_round_trips(tmp_path):
     path.write_text(NESTED)
     printed = kernel_source(load_program(str(path)).kernels[0].funcdef)
     assert printed == NESTED
+
+
+def test_else_if_chains_print_on_one_level(tmp_path):
+    """source -> AST -> source: `else if` stays a chain (pycparser nests each if one level deeper)."""
+    path = tmp_path / "k.cu"
+    path.write_text("__global__ void k(float *a, int n) { int i = threadIdx.x; if (i < 1) a[i] = 1; "
+                    "else if (i < 2) { a[i] = 2; } else if (i < n) a[i] = 3; else a[i] = 4; }\n")
+    text = kernel_source(load_program(str(path)).kernels[0].funcdef)
+    assert ("    if (i < 1)\n        a[i] = 1;\n    else if (i < 2) {\n        a[i] = 2;\n"
+            "    } else if (i < n)\n        a[i] = 3;\n    else\n        a[i] = 4;\n") in text
+    path.write_text(text)
+    assert kernel_source(load_program(str(path)).kernels[0].funcdef) == text

@@ -125,7 +125,11 @@ def test_demosaic_float2_rows_and_float4_stores_checked_at_run_time(tmp_path):
     assert "if (x0 + 3 < width && y0 + 3 < height) {" in text
     assert ("if ((((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && (((size_t) b) & 15) == 0 && "
             "width % 4 == 0) {") in text
-    assert "g[(y0 + r2) * width + x0 + v] = g_row[v];" in text    # not aligned: element stores, unguarded
+    # an even width that is not a multiple of 4: float2 stores; an odd one: element stores (both unguarded)
+    assert ("} else if ((((size_t) r) & 7) == 0 && (((size_t) g) & 7) == 0 && (((size_t) b) & 7) == 0 && "
+            "width % 2 == 0) {") in text
+    assert "*((float2 *) (&g[(y0 + r2) * width + x0 + 2])) = make_float2(g_row[2], g_row[3]);" in text
+    assert "g[(y0 + r2) * width + x0 + v] = g_row[v];" in text
     assert "*((float4 *) (&g[(y0 + r2) * width + x0])) = make_float4(g_row[0], g_row[1], g_row[2], g_row[3]);" in text
     assert text.count("if (y % 2 == 0)") == 2                   # the branches kept, per copy, in both paths
     for w, h in ((37, 45), (70, 9), (64, 20), (68, 7)):

@@ -325,6 +325,7 @@ class VectorStore:
     offset: int
     width: int                  # elements per vector store (V / width stores per row)
     tests: list[str]            # alignment checked at run time
+    pair_tests: list[str] | None = None     # the same for float2 stores, where rows fail the float4 tests
 
 
 @dataclass
@@ -401,12 +402,18 @@ def _vector_store(stmt: c_ast.Assignment, info: g.KernelInfo, ctx: PassContext, 
         width //= 2
     if width == 1:
         return f"{where}: its rows cannot be kept aligned"
+    return VectorStore(stmt, name, pitch, int(offset), width, store_tests(name, pitch, width, ctx),
+                       store_tests(name, pitch, width // 2, ctx) if width == 4 and int(offset) % 2 == 0 else None)
+
+
+def store_tests(name: str, pitch: sympy.Expr, width: int, ctx: PassContext) -> list[str]:
+    """What must hold at run time for rows of `name` to take `width`-wide stores (none: proved)."""
     tests = []
     if ctx.alignment.get(name, 0) < 4 * width:
         tests.append(f"((size_t) {name} & {4 * width - 1}) == 0")
     if not (pitch.is_Integer and int(pitch) % width == 0):
         tests.append(f"{ccode(pitch)} % {width} == 0")
-    return VectorStore(stmt, name, pitch, int(offset), width, tests)
+    return tests
 
 
 # -- the vector width -----------------------------------------------------------------------------------
