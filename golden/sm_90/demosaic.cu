@@ -27,7 +27,7 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
     #pragma unroll
     for (int i = 0; i < 6; i++) {
         const int row = y0 + i;
-        const int row_read = row >= 0 && row < height + 2 && 0 < width && 0 < height;
+        const int row_read = row < height + 2 && 0 < width && 0 < height;
         if (row_read && x0 + 3 < width + 2 && (((size_t) (raw + row * (width + 2) + x0)) & 7) == 0) {
             const float2 pair0 = *((const float2 *) (&raw[row * (width + 2) + x0]));
             raw_win[i][0] = pair0.x;

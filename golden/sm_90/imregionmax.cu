@@ -34,7 +34,7 @@ __global__ void imregionmax(float *A, float *C) {
     #pragma unroll
     for (int i2 = 0; i2 < 6; i2++) {
         const int row = y0 + i2;
-        const int row_read = row >= 0 && row < 4098;
+        const int row_read = row < 4098;
         if (row_read && x0 + 3 < 4098 && (((size_t) (A + row * 4098 + x0)) & 7) == 0) {
             const float2 pair0 = *((const float2 *) (&A[row * 4098 + x0]));
             A_win[i2][0] = pair0.x;

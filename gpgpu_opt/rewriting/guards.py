@@ -62,6 +62,18 @@ def negate(cond: c_ast.Node) -> c_ast.Node:
     return c_ast.UnaryOp("!", copy.deepcopy(cond))
 
 
+def slack(clause: c_ast.Node, env: dict) -> tuple[sympy.Expr, bool] | None:
+    """A comparison `a < b` (<=, >, >=) as (s, strict): it holds while s > 0 (strict) or s >= 0; None for
+    anything else, or sides that are not affine."""
+    if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
+        return None
+    try:
+        lhs, rhs = to_sympy(clause.left, env), to_sympy(clause.right, env)
+    except NotAffine:
+        return None
+    return sympy.expand(rhs - lhs if clause.op in ("<", "<=") else lhs - rhs), clause.op in ("<", ">")
+
+
 def clauses(cond: c_ast.Node) -> list[c_ast.Node]:
     """The conjuncts of `a && b && ...`."""
     if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
@@ -436,13 +448,10 @@ class KernelInfo:
             if f.kind != "if":
                 continue
             for clause in clauses(f.node.cond):
-                if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
+                found = slack(clause, env)
+                if found is None:
                     continue
-                try:
-                    lhs, rhs = to_sympy(clause.left, env), to_sympy(clause.right, env)
-                except NotAffine:
-                    continue
-                d = sympy.expand((rhs - lhs if clause.op in ("<", "<=") else lhs - rhs).subs(subs))
+                d = sympy.expand(found[0].subs(subs))
                 c = d.coeff(G)
                 rest = d - c * G
                 others = set(TID.values()) | set(BID.values()) | {G}

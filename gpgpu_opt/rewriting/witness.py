@@ -12,8 +12,9 @@ import copy
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, is_opaque, iterator_symbol, param_symbol, to_sympy
+from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, is_opaque, iterator_symbol, param_symbol
 from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.rewriting.guards import slack
 from gpgpu_opt.rewriting.staging import Unsupported, builtin, const, mul, text
 
 _BUILTIN_AST = {}
@@ -194,14 +195,12 @@ def check_monotone(clause: c_ast.Node, env: dict, unpinned: list[str], block) ->
     dep = depends_on(clause, env, unpinned)
     if not dep:
         return
-    if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
-        raise Unsupported(f"the guard '{text(clause)}' is not an upper bound on the thread index")
-    try:
-        lhs, rhs = to_sympy(clause.left, env), to_sympy(clause.right, env)
-    except NotAffine:
-        raise Unsupported(f"the guard '{text(clause)}' cannot be analysed") from None
-    d = sympy.expand(rhs - lhs if clause.op in ("<", "<=") else lhs - rhs)
-    d = d.subs({BDIM["x"]: block[0], BDIM["y"]: block[1]})
+    found = slack(clause, env)
+    if found is None:
+        comparison = isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")
+        raise Unsupported(f"the guard '{text(clause)}' "
+                          + ("cannot be analysed" if comparison else "is not an upper bound on the thread index"))
+    d = found[0].subs({BDIM["x"]: block[0], BDIM["y"]: block[1]})
     for axis in dep:
         c = d.coeff(TID[axis])
         if not (c.is_number and c <= 0):

@@ -52,8 +52,7 @@ def test_jacobi_five_point_plus_has_no_corners():
     assert fp.elements((16, 16)) == 18 * 18 - 4        # the tile's corners are read by no thread
 
 
-def test_a_parameter_sized_filter_needs_a_bound(tmp_path):
-    text = """
+PARAMETER_CONV = """
     __global__ void conv(const float *in, const float *f, float *out, int w, int h, int k) {
         int x = blockIdx.x * blockDim.x + threadIdx.x;
         int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -65,8 +64,11 @@ def test_a_parameter_sized_filter_needs_a_bound(tmp_path):
             out[y * w + x] = s;
         }
     }"""
-    assert footprints_of(source(tmp_path, text)) == []
-    (fp,) = footprints_of(source(tmp_path, text), bindings={"k": 5})
+
+
+def test_a_parameter_sized_filter_needs_a_bound(tmp_path):
+    assert footprints_of(source(tmp_path, PARAMETER_CONV)) == []
+    (fp,) = footprints_of(source(tmp_path, PARAMETER_CONV), bindings={"k": 5})
     assert fp.extent((32, 8)) == (12, 36)
 
 

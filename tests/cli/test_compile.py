@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from tests.conftest import GOLDEN, GOLDEN_TARGETS, INPUT_FILES, ROOT, requires_nvcc
+from tests.passes.test_block_merge import WEIGHTS
 
 
 def compile_file(path, out, *args, cwd=ROOT):
@@ -228,20 +229,7 @@ def test_unanalysable_access_leaves_the_rest_optimized(tmp_path):
 def test_a_loop_of_exactly_one_staged_step_has_no_step_loop(tmp_path):
     """A 16-iteration filter row, unrolled by 16 on g80, is staged once per row: no `i0` loop."""
     src = tmp_path / "weights.cu"
-    src.write_text(textwrap.dedent("""
-        __global__ void weights(const float *in, const float *filt, float *out, int width, int height)
-        {
-            int x = blockIdx.x * blockDim.x + threadIdx.x;
-            int y = blockIdx.y * blockDim.y + threadIdx.y;
-            if (x < width && y < height) {
-                float sum = 0.0f;
-                for (int j = 0; j < 16; j++)
-                    for (int i = 0; i < 16; i++)
-                        sum += in[y * width + x] * filt[j * 16 + i];
-                out[y * width + x] = sum;
-            }
-        }
-    """))
+    src.write_text(WEIGHTS)
     out = tmp_path / "out.cu"
     assert compile_file(src, out, "--target", "g80").returncode == 0
     text = out.read_text()

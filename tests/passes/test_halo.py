@@ -16,6 +16,7 @@ from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_program
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
+from tests.analysis.test_footprint import PARAMETER_CONV
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ROOT / "inputs"
@@ -171,18 +172,7 @@ def test_random_stencils_under_interval_guards_stay_exact(tmp_path, seed):
 
 def test_a_parameter_sized_filter_gets_no_tile_sized_for_its_binding(tmp_path):
     path = tmp_path / "pconv.cu"
-    path.write_text(textwrap.dedent("""
-    __global__ void pconv(const float *in, const float *f, float *out, int w, int h, int k) {
-        int x = blockIdx.x * blockDim.x + threadIdx.x;
-        int y = blockIdx.y * blockDim.y + threadIdx.y;
-        if (x < w && y < h) {
-            float s = 0.0f;
-            for (int j = 0; j < k; j++)
-                for (int i = 0; i < k; i++)
-                    s += in[(y + j) * (w + k - 1) + x + i] * f[j * k + i];
-            out[y * w + x] = s;
-        }
-    }"""))
+    path.write_text(textwrap.dedent(PARAMETER_CONV))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
     k = kernel(compile_program(program, get_target("g80"), parse_pass_list(None), diagnostics, {"k": 5}))

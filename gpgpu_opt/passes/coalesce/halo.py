@@ -33,7 +33,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.footprint import Footprint, loop_values
 from gpgpu_opt.analysis.loops import assigned_names
-from gpgpu_opt.analysis.symbolic import BDIM, BID, NotAffine, TID, cuda_text, is_opaque, to_sympy
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text, is_opaque
 from gpgpu_opt.ast_util import ids_in, transform
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
@@ -222,25 +222,18 @@ def _guard_bounds(reads: list, info: g.KernelInfo):
 
 def _bound(clause, env, to_global, G):
     """`G op e` as (axis, 'lo' | 'hi', inclusive bound), or None."""
-    if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
+    found = g.slack(clause, env)
+    if found is None:
         return None
-    try:
-        lhs, rhs = to_sympy(clause.left, env), to_sympy(clause.right, env)
-    except NotAffine:
-        return None
-    d = sympy.expand((rhs - lhs).subs(to_global))           # lhs op rhs  <=>  d op' 0
-    strict = clause.op in ("<", ">")
-    positive = clause.op in ("<", "<=")                    # d > 0 (or >= 0)
+    d, strict = sympy.expand(found[0].subs(to_global)), found[1]     # holds while d > 0 (strict) or d >= 0
     for axis in "xy":
         c = d.coeff(G[axis])
         rest = sympy.expand(d - c * G[axis])
         if c not in (1, -1) or rest.free_symbols & (set(TID.values()) | set(BID.values()) | set(G.values())) \
                 or any(is_opaque(s) for s in rest.free_symbols):
             continue
-        # positive: c*G + rest > 0 (>= 0); else c*G + rest < 0 (<= 0)
-        sign = c if positive else -c
-        value = -rest * c                                  # G compared with this
-        if sign < 0:                                       # G < value (<=)
+        value = -rest * c                                  # c * (G - value) > 0 (>= 0)
+        if c < 0:                                          # G < value (<=)
             return axis, "hi", value - 1 if strict else value
         return axis, "lo", value + 1 if strict else value
     return None

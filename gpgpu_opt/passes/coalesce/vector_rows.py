@@ -130,12 +130,12 @@ def _tile_inside(p: Plan, info: g.KernelInfo, element: ElementLoad) -> list:
     env = {**info._flat_env(), row: sympy.Symbol(row, integer=True), col: sympy.Symbol(col, integer=True)}
     out = []
     for clause in clauses:
-        slack = _slack(clause, env)
-        if slack is None:
+        found = g.slack(clause, env)
+        if found is None:
             raise Unsupported(f"the guard '{text(clause)}' is not a comparison the tile's corners decide")
         corner = {}
         for name, extent in ((row, tile.rows), (col, tile.cols)):
-            coef = sympy.diff(slack, env[name])
+            coef = sympy.diff(found[0], env[name])
             if not coef.is_Integer:
                 raise Unsupported(f"the guard '{text(clause)}' is not affine in the tile's row and column")
             corner[name] = const(extent - 1 if coef < 0 else 0)
@@ -149,17 +149,6 @@ def _tile_inside(p: Plan, info: g.KernelInfo, element: ElementLoad) -> list:
         if all(text(at_corner) != text(c) for c in out):
             out.append(at_corner)
     return out
-
-
-def _slack(clause: c_ast.Node, env: dict) -> sympy.Expr | None:
-    """How far a comparison is from failing (it holds while the slack is positive, or not negative)."""
-    if not (isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<=", ">", ">=")):
-        return None
-    try:
-        lhs, rhs = to_sympy(clause.left, env), to_sympy(clause.right, env)
-    except NotAffine:
-        return None
-    return sympy.expand(rhs - lhs if clause.op in ("<", "<=") else lhs - rhs)
 
 
 def _alignment(p: Plan, info: g.KernelInfo, block, first: c_ast.ArrayRef, names: set[str], vcol: str,

@@ -73,8 +73,9 @@ def _bounds(w: Window, axis: str, lower: bool) -> list[sympy.Expr]:
 
 
 def _conds(w: Window, axis: str, at: str, shift, reach: tuple[int, int], sides=(True, False)) -> list[str]:
-    """The clauses that keep row/column `at` (= the thread's base + `shift`, an int or None when unknown)
-    inside [lo + reach[0], hi + reach[1]): where naive threads inside the guard read with those offsets."""
+    """The clauses that keep row/column `at` (at least the thread's base, which is >= 0, + `shift`: an int, or
+    None when unknown) inside [lo + reach[0], hi + reach[1]): where naive threads inside the guard read with
+    those offsets. A lower bound that `at` cannot fall below gets no clause."""
     out = []
     if True in sides:
         for lo in _bounds(w, axis, True):
@@ -129,7 +130,7 @@ def _window_source(w: Window, names: dict, win: str, first_row: int, first_col: 
     terms = _terms(w)
     flags = [names["row_read"]] + [f"{names['row_read']}{k + 2}" for k in range(len(terms) - 1)]
     nonempty = _nonempty(w)
-    row_conds = [(flag, " && ".join(_conds(w, "y", row, None, rows_) + nonempty) or "1")
+    row_conds = [(flag, " && ".join(_conds(w, "y", row, first_row, rows_) + nonempty) or "1")
                  for flag, (rows_, _) in zip(flags, terms)]
 
     def cond(at: str, shift, sides=(True, False), tail=None) -> str:
