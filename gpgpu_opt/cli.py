@@ -14,7 +14,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program, default_block
+from gpgpu_opt.pipeline import STRICT_ENV, InternalError, compile_program, default_block
 from gpgpu_opt.targets import DEFAULT_TARGET, TARGETS, get_target
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -27,6 +27,8 @@ BindOpt = typer.Option(None, "--bind", help="Give a kernel parameter a known val
 MergeOpt = typer.Option(None, "--merge", help="merge factors instead of the model's choice: x=NX,y=NY "
                                               "(outputs per thread in each dimension)")
 RestrictOpt = typer.Option(False, "--restrict", help="kernel pointer parameters never alias (as nvcc --restrict)")
+StrictOpt = typer.Option(False, "--strict", help="an internal error in a pass fails the command (exit 3) "
+                                                "instead of rolling the pass back")
 VectorWidthOpt = typer.Option(None, "--vector-width", help="elements per widened access: 1 (no widening), "
                                                            "2 or 4 (default: the vectorize pass's model)")
 
@@ -138,8 +140,10 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
              bind: Optional[List[str]] = BindOpt,
              no_tuned: bool = typer.Option(False, "--no-tuned", help="ignore a choice `tune` stored"),
              db: Optional[str] = typer.Option(None, "--db", help="tuning database (default: the user's cache dir)"),
-             gpu: Optional[str] = typer.Option(None, "--gpu", help="use the tuned choice measured on this GPU")) -> None:
+             gpu: Optional[str] = typer.Option(None, "--gpu", help="use the tuned choice measured on this GPU"),
+             strict: bool = StrictOpt) -> None:
     """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
+    _strict(strict)
     try:
         tgt = _target(target)
         try:
@@ -189,10 +193,11 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
            extent: Optional[List[str]] = typer.Option(None, "--extent", help="array size in elements, NAME=N (gathers)"),
            merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
            define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
-           bind: Optional[List[str]] = BindOpt) -> None:
+           bind: Optional[List[str]] = BindOpt, strict: bool = StrictOpt) -> None:
     """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
     from gpgpu_opt.verify_command import parse_extents, parse_shape, parse_sizes, run_verify
 
+    _strict(strict)
     try:
         tgt = _target(target)
         diagnostics = Diagnostics()
@@ -251,11 +256,13 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
         merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
         restrict: bool = RestrictOpt, define: Optional[List[str]] = DefineOpt,
-        include: Optional[List[str]] = IncludeOpt, bind: Optional[List[str]] = BindOpt) -> None:
+        include: Optional[List[str]] = IncludeOpt, bind: Optional[List[str]] = BindOpt,
+        strict: bool = StrictOpt) -> None:
     """Compile FILE, then build and run naive vs optimized on this machine's GPU: time, bandwidth, speedup, error."""
     from gpgpu_opt.gpu import commands
     from gpgpu_opt.verify_command import parse_shape, parse_sizes
 
+    _strict(strict)
     def body() -> int:
         tgt = _target(target)
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
@@ -359,8 +366,25 @@ def _write_atomically(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _strict(flag: bool) -> None:
+    """`--strict`: every compile this command makes (verify's, run's) raises InternalError on a pass's bug.
+    Set as the environment's default, which compile_program reads, so it reaches each of them."""
+    if flag:
+        os.environ[STRICT_ENV] = "1"
+
+
 def main() -> None:
-    app()
+    """The command line; an internal error of a pass (strict mode) ends it as a compiler error, exit 3, with
+    the Python traceback only when GPGPU_OPT_TRACEBACK=1 asks for it."""
+    try:
+        app()
+    except InternalError as err:
+        if os.environ.get("GPGPU_OPT_TRACEBACK", "") not in ("", "0"):
+            import traceback
+
+            traceback.print_exception(err.cause)
+        print(str(err), file=sys.stderr)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

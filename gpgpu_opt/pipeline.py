@@ -87,11 +87,39 @@ def default_block(program: Program, kernel: Kernel) -> tuple[int, int]:
     return (16, 16) if uses_y(kernel, collect_accesses(kernel)) else (256, 1)
 
 
+STRICT_ENV = "GPGPU_OPT_STRICT"
+
+
+class InternalError(Exception):
+    """A pass failed in a way it did not mean to (a bug, not the SanityError that says "cannot do this"),
+    raised instead of a rollback in strict mode. Not a CompileError: nothing that handles a user's error may
+    swallow it."""
+
+    def __init__(self, pass_name: str, kernel_name: str, location: Location | None, cause: BaseException):
+        self.pass_name, self.kernel_name, self.location, self.cause = pass_name, kernel_name, location, cause
+        super().__init__(str(self))
+
+    @property
+    def detail(self) -> str:
+        return "".join(traceback.format_exception_only(type(self.cause), self.cause)).strip()
+
+    def __str__(self) -> str:
+        prefix = f"{self.location}: " if self.location else ""
+        return f"{prefix}error: internal error in pass {self.pass_name} on kernel '{self.kernel_name}': {self.detail}"
+
+
+def strict_default() -> bool:
+    """Strict unless asked otherwise? `GPGPU_OPT_STRICT=1` (the test suite sets it) says yes."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
-                    dump_dir: str | None = None, self_check=None) -> tuple[Kernel, list[tuple[str, Kernel]]]:
+                    dump_dir: str | None = None, self_check=None,
+                    strict: bool = False) -> tuple[Kernel, list[tuple[str, Kernel]]]:
     """Run the passes in order. A pass that raises or leaves a broken kernel is rolled back with a note;
-    the kernel then continues from the last good version. `self_check(kernel)` (optional) returns None
-    when the kernel still computes what the naive one does, else why not. Returns the final kernel and
+    the kernel then continues from the last good version. `strict`: a pass that raises anything but a
+    SanityError (a bug in the pass) raises InternalError instead. `self_check(kernel)` (optional) returns
+    None when the kernel still computes what the naive one does, else why not. Returns the final kernel and
     each pass that ran with the kernel it left."""
     passes = registered_passes()
     current = kernel
@@ -113,6 +141,8 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
             ctx.skip("kernel", f"rolled back: {err}", Location.of(kernel.funcdef))
             continue
         except Exception as err:  # noqa: BLE001 - never let a pass bug become a miscompile or a crash
+            if strict:
+                raise InternalError(name, kernel.name, Location.of(kernel.funcdef.decl), err) from err
             detail = "".join(traceback.format_exception_only(type(err), err)).strip()
             ctx.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
             continue
@@ -144,10 +174,13 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                     bindings: dict[str, int] | None = None, dump_dir: str | None = None,
                     block_override: tuple[int, int] | None = None, self_check: bool = False,
                     assume_restrict: bool = False, validate: bool = False,
-                    merge_request: MergeRequest | None = None, vector_width: int | None = None) -> CompileResult:
+                    merge_request: MergeRequest | None = None, vector_width: int | None = None,
+                    strict: bool | None = None) -> CompileResult:
     """Optimize every kernel. `assume_restrict`: no pointer parameters alias (nvcc's --restrict).
     `validate`: emulate each rewritten kernel against the naive one before keeping it. `merge_request`:
-    the merge factors asked for with `--merge`; `vector_width`: `--vector-width`."""
+    the merge factors asked for with `--merge`; `vector_width`: `--vector-width`. `strict`: a pass's
+    internal error raises InternalError instead of rolling the pass back (None: `GPGPU_OPT_STRICT`)."""
+    strict = strict_default() if strict is None else strict
     results = []
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
@@ -167,7 +200,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
             from gpgpu_opt.verify import quick_check
 
             checker = quick_check(program, kernel, block)
-        optimized, ran = optimize_kernel(kernel, ctx, [] if races else pass_names, dump_dir, checker)
+        optimized, ran = optimize_kernel(kernel, ctx, [] if races else pass_names, dump_dir, checker, strict)
         result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
         if validate and result.transformed:
             from gpgpu_opt.validate import validate as validate_kernel
@@ -270,4 +303,4 @@ def _after_preamble(text: str) -> int:
     return pos
 
 
-__all__ = ["compile_program", "CompileResult", "KernelResult", "optimize_kernel"]
+__all__ = ["compile_program", "CompileResult", "InternalError", "KernelResult", "optimize_kernel", "strict_default"]

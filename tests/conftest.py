@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -8,6 +9,12 @@ INPUTS = ROOT / "inputs"
 GOLDEN = ROOT / "golden"
 INPUT_FILES = sorted(p.name for p in INPUTS.glob("*.cu"))
 GOLDEN_TARGETS = ["g80", "sm_90"]
+
+
+def pytest_configure(config):
+    """Every compile in the tests runs strict (GPGPU_OPT_STRICT, compile_program's default, inherited by the
+    CLI subprocesses too): a pass's internal error fails the test instead of becoming a silent rollback."""
+    os.environ["GPGPU_OPT_STRICT"] = "1"
 
 
 def pytest_addoption(parser):
