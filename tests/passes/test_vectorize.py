@@ -257,3 +257,34 @@ def test_vv_is_widened_then_merged_in_y(tmp_path):
     assert "float4 C_old[16];" in text and "A_val[r] = A[idy + 16 * r];" in text
     assert k.validation.status == "passed"
     assert_nvcc_compiles(result, tmp_path)
+
+
+LOCAL_ACCUMULATOR = """
+__global__ void accumulate(const float *a, float *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = 1.0f;
+        s += a[i];
+        c[i] = s;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("n", [13, 32, 3])
+def test_a_local_accumulator_is_declared_per_copy(tmp_path, n):
+    """Found by the fuzzer: the declaration `float s = 1.0f` names no x, so it was hoisted out as x-invariant
+    and kept once; the scalar path then added every copy's a[i + k] into one s (and the vector path took the
+    float's .x). The declaration belongs with s: a float4 on the vector path, one s per copy on the scalar one."""
+    path = tmp_path / "kernel.cu"
+    path.write_text(LOCAL_ACCUMULATOR)
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    result = compile_program(program, get_target("sm_90"), parse_pass_list("vectorize"), Diagnostics(quiet=True))
+    k = only(result)
+    text = kernel_source(k.optimized.funcdef)
+    assert "float4 s = make_float4(1.0f, 1.0f, 1.0f, 1.0f);" in text
+    loop = text[text.index("for (int k = 0; k < 4; k++)"):]
+    assert "float s = 1.0f;" in loop
+    assert_equivalent(k, {"n": n}, (n, 1))
+    assert_nvcc_compiles(result, tmp_path)

@@ -56,10 +56,10 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
             raise NotWidenable(f"a {type(s).__name__} statement (only declarations and assignments are widened)")
     vectors = _vector_locals(info, prefix + stmts, idx)
     lead = 0
-    while lead < len(stmts) and not (ids_in(stmts[lead]) & (vectors | {idx})):
+    while lead < len(stmts) and not (_names(stmts[lead]) & (vectors | {idx})):
         lead += 1
     ahead, stmts = stmts[:lead], stmts[lead:]
-    if any(idx in ids_in(s) or ids_in(s) & vectors for s in prefix):
+    if any(_names(s) & (vectors | {idx}) for s in prefix):
         raise Unsupported("a statement before the guard depends on x")
     elem: dict[str, str] = {}
     accesses = _accesses(info, stmts, idx, elem)
@@ -124,6 +124,13 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
     return (f"{width} consecutive x per thread: {names} as {width}-element vectors"
             + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
                "; alignment and the thread space's edge proved, no scalar path"))
+
+
+def _names(stmt: c_ast.Node) -> set[str]:
+    """The names a statement reads or writes, a declaration's own name included (`float s = 1.0f;` is about
+    s: where s becomes a vector, so does its declaration, and the scalar path declares it per copy)."""
+    names = ids_in(stmt)
+    return names | {stmt.name} if isinstance(stmt, c_ast.Decl) else names
 
 
 def _index_local(info: g.KernelInfo, body: list) -> tuple[int, c_ast.Decl]:
@@ -258,7 +265,7 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
                                        f"[{idx} / {width}]);", {vtype})[0].args.exprs[0]
 
     for s in stmts:
-        depends = bool(ids_in(s) & (vectors | {idx}))
+        depends = bool(_names(s) & (vectors | {idx}))
         if not depends:
             out.append(s)
             continue
