@@ -203,19 +203,30 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
         optimized, ran = optimize_kernel(kernel, ctx, [] if races else pass_names, dump_dir, checker, strict)
         result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
         if validate and result.transformed:
-            from gpgpu_opt.validate import validate as validate_kernel
-
-            versions = [("naive", kernel), *ran]
-            result.optimized, result.validation = validate_kernel(program, kernel, versions, block, bindings=bindings)
-            if result.validation.status == "rolled back":
-                diagnostics.note(f"{kernel.name}: the emulated check failed ({result.validation.detail}); "
-                                 f"kept the kernel {_after(result.validation.kept_after)}",
-                                 Location.of(kernel.funcdef.decl), kernel=kernel.name)
-            elif result.validation.status == "skipped":
-                diagnostics.note(f"{kernel.name}: {result.validation.detail}", Location.of(kernel.funcdef.decl),
-                                 kernel=kernel.name)
+            _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
         results.append(result)
     return CompileResult(program, target, results, assemble(program, results))
+
+
+def _validate(program: Program, result: KernelResult, versions: list[tuple[str, Kernel]], block: tuple[int, int],
+              bindings: dict[str, int] | None, diagnostics: Diagnostics, strict: bool) -> None:
+    """Emulate the versions against the naive kernel and keep the newest that the check vouches for (or that
+    is proved without it); a note says what was dropped or left unchecked, and why."""
+    from gpgpu_opt.validate import validate as validate_kernel
+
+    kernel = result.naive
+    result.optimized, result.validation = validate_kernel(program, kernel, versions, block, bindings=bindings)
+    validation, where = result.validation, Location.of(kernel.funcdef.decl)
+    if strict and validation.error is not None:
+        raise InternalError("validate (the emulator)", kernel.name, where, validation.error) from validation.error
+    if validation.status == "rolled back" and validation.emulated:
+        diagnostics.note(f"{kernel.name}: the emulated check failed ({validation.detail}); "
+                         f"kept the kernel {_after(validation.kept_after)}", where, kernel=kernel.name)
+    elif validation.status == "rolled back":
+        diagnostics.note(f"{kernel.name}: not written as transformed: {validation.detail}; kept the kernel "
+                         f"{_after(validation.kept_after)}", where, kernel=kernel.name)
+    elif validation.status == "not checked":
+        diagnostics.note(f"{kernel.name}: {validation.detail}", where, kernel=kernel.name)
 
 
 def _stated_space(program: Program) -> tuple[int | None, int | None]:

@@ -1,6 +1,9 @@
 """What `compile` checks before it writes: each rewritten kernel is emulated against the naive one on a small
 case whose sizes do not divide the tiles, with the race check on. A version that fails is dropped for the
-newest earlier version (after fewer passes) that passes; at worst the naive kernel is written.
+newest earlier version (after fewer passes) that passes; at worst the naive kernel is written. A version the
+check cannot run on (sizes it cannot know or emulate, a construct the emulator lacks, the emulator's own
+failure) counts as failing, unless every pass that changed it is proved without emulation
+(passes.PROVED_WITHOUT_EMULATION): then it is kept, reported 'not checked'.
 
 Where the program fixes its sizes (macros) and the whole launch is too large to emulate, the check runs the
 blocks that cover two corners of the thread space, the first and the last (where a ragged edge would be),
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.symbolic import param_symbol
+from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.verify import Case, Region, default_cases, naive_geometry, run_case
@@ -25,56 +29,126 @@ _UNKNOWN_TRIPS = 64
 
 @dataclass
 class Validation:
-    status: str                     # 'passed', 'rolled back', 'skipped'
+    status: str                     # 'passed', 'rolled back', 'not checked' (kept: its changes are proved)
     detail: str
     case: Case | None = None
-    kept_after: str | None = None   # the pass whose output was kept, when rolled back (None: naive)
+    kept_after: str | None = None   # the pass whose output was kept (None: naive)
+    emulated: bool = True           # False: what decided was a check that could not run
+    proved_by: tuple[str, ...] = () # 'not checked': the passes that changed the kernel, none resting on the check
+    error: BaseException | None = None  # the emulator's own failure, if that is why the check could not run
 
     def as_dict(self) -> dict:
         d = {"status": self.status, "detail": self.detail}  # no time: reports are compared as golden files
         if self.case is not None:
             d["sizes"] = self.case.sizes
             d["threads"] = list(self.case.global_space)
-        if self.status == "rolled back":
+        if self.status in ("rolled back", "not checked"):
             d["kept"] = self.kept_after or "naive"
+        if not self.emulated:
+            d["emulated"] = False
+        if self.proved_by:
+            d["proved_by"] = list(self.proved_by)
         return d
 
 
 def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: tuple[int, int],
              seed: int = 11, bindings: dict[str, int] | None = None) -> tuple[Kernel, Validation]:
-    """`versions` are the kernel after each pass, in order; `bindings` the parameters `--bind` fixed (the
-    versions are specialized to them, so the case takes them too). Returns the newest version that computes
-    what the naive kernel computes on the check's case, and what the check found."""
+    """`versions` are the kernel after each pass, in order, the naive kernel first; `bindings` the parameters
+    `--bind` fixed (the versions are specialized to them, so the case takes them too). Returns the newest
+    version that computes what the naive kernel computes on the check's case, and what the check found. A
+    version the check cannot run on is only kept when every pass that changed it is proved without emulation
+    (PROVED_WITHOUT_EMULATION); else an earlier version is, at worst the naive kernel."""
     try:
         case = _case(program, naive, block, bindings or {})
     except CompileError as err:
-        return versions[-1][1], Validation("skipped", f"not emulated: {err.message}")
+        return _without_check(versions, f"not emulated: {err.message}", None)
     work = estimated_work(naive, case)
-    regions, where = None, ""
+    regions, where, unrunnable = None, "", {}
     if work > WORK_BUDGET:
         per_thread = work / math.prod(case.global_space)
-        regions = corner_regions(case, block, [k for _, k in versions])
+        fixed = {name for name, k in versions if k.launch is not None and k.launch.fixed_grid}
+        regions = corner_regions(case, block, [k for name, k in versions if name not in fixed])
         work = per_thread * sum((x1 - x0) * (y1 - y0) for (x0, x1), (y0, y1) in regions or [])
         if regions is None or work > WORK_BUDGET:
-            return versions[-1][1], Validation(
-                "skipped", f"not emulated: the sizes the program fixes ({_describe(case)}) are too large to "
-                           "emulate; check a smaller build with `gpgpu-opt verify -D NAME=VALUE`", case)
+            return _without_check(versions, f"not emulated: the sizes the program fixes ({_describe(case)}) are too "
+                                            "large to emulate; check a smaller build with `gpgpu-opt verify -D "
+                                            "NAME=VALUE`", case)
+        unrunnable = {name: f"not emulated: the sizes the program fixes ({_describe(case)}) are too large to "
+                            "emulate whole, and its fixed grid ties no block to a corner" for name in fixed}
         where = " in the blocks at two corners of the thread space"
-    first_failure = None
+    first_problem, emulated, emulator_error = None, True, None
     for k in range(len(versions) - 1, -1, -1):
         name, kernel = versions[k]
-        try:
-            result = run_case(naive, kernel, block, case, seed, program.device_functions, regions=regions)
-        except CompileError as err:  # the case cannot be set up (an array it cannot size)
-            return versions[-1][1], Validation("skipped", f"not emulated: {err.message}", case)
-        if result.ok:
-            if first_failure is None:
+        why, result = unrunnable.get(name), None
+        if why is None:
+            try:
+                result = run_case(naive, kernel, block, case, seed, program.device_functions, regions=regions)
+            except CompileError as err:  # the case cannot be set up (an array it cannot size)
+                why = f"not emulated: {err.message}"
+            except Exception as err:  # noqa: BLE001 - an emulator bug must not become a crash or a silent pass
+                why = f"the emulator failed: {type(err).__name__}: {err}"
+                emulator_error = emulator_error or err
+            else:
+                if result.error is not None and result.error.startswith(_NAIVE_FAILS):
+                    why = f"not emulated: {result.error}"
+        if why is None and result.ok:
+            if first_problem is None:
                 where = where or f" on {result.elements} elements"
                 return kernel, Validation("passed", f"matches the naive kernel{where}, no race", case, name)
-            return kernel, Validation("rolled back", first_failure, case, name)
-        if first_failure is None:
-            first_failure = f"after {name}: {result.error or result.mismatches[0]}"
-    return naive, Validation("rolled back", first_failure or "", case, None)
+            return kernel, Validation("rolled back", first_problem, case, name, emulated, error=emulator_error)
+        if why is not None:
+            proved = _proved_changes(versions[:k + 1])
+            if proved is not None:
+                if first_problem is not None:
+                    return kernel, Validation("rolled back", first_problem, case, name, emulated,
+                                              error=emulator_error)
+                return kernel, Validation("not checked", f"{why}; kept: its changes are proved without emulation "
+                                                         f"({', '.join(proved) or 'none'})", case, name, False,
+                                          tuple(proved), emulator_error)
+            if first_problem is None:
+                first_problem, emulated = f"after {name}: the check could not run ({why})", False
+            continue
+        if first_problem is None:
+            first_problem = f"after {name}: {result.error or result.mismatches[0]}"
+    return naive, Validation("rolled back", first_problem or "", case, None, emulated, error=emulator_error)
+
+
+#: run_case's errors that come from the naive kernel (it races, or the emulator cannot run it): the check
+#: itself cannot run, whatever the version.
+_NAIVE_FAILS = ("naive kernel:", "the naive kernel races")
+
+
+def _without_check(versions: list[tuple[str, Kernel]], why: str, case: Case | None) -> tuple[Kernel, Validation]:
+    """No version can be checked: the newest whose changes are all proved without emulation is kept."""
+    for k in range(len(versions) - 1, -1, -1):
+        proved = _proved_changes(versions[:k + 1])
+        if proved is None:
+            continue
+        name, kernel = versions[k]
+        if k == len(versions) - 1:
+            return kernel, Validation("not checked", f"{why}; kept: its changes are proved without emulation "
+                                                     f"({', '.join(proved) or 'none'})", case, name, False,
+                                      tuple(proved))
+        changed = ", ".join(_changed_by(versions))
+        return kernel, Validation("rolled back", f"the check could not run ({why}); {changed} rest on it", case,
+                                  None if name == "naive" else name, False)
+    raise AssertionError("the naive kernel needs no proof")
+
+
+def _proved_changes(versions: list[tuple[str, Kernel]]) -> list[str] | None:
+    """The passes that changed the kernel along `versions` when each is proved without emulation, else None."""
+    from gpgpu_opt.passes import PROVED_WITHOUT_EMULATION
+
+    changed = _changed_by(versions)
+    return changed if all(name in PROVED_WITHOUT_EMULATION for name in changed) else None
+
+
+def _changed_by(versions: list[tuple[str, Kernel]]) -> list[str]:
+    """The passes whose version differs from the one before (its text or its launch)."""
+    def form(kernel: Kernel):
+        return kernel_source(kernel.funcdef), kernel.launch
+
+    return [name for (_, before), (name, after) in zip(versions, versions[1:]) if form(before) != form(after)]
 
 
 def _case(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int]) -> Case:

@@ -22,6 +22,11 @@ _MODULES = {"restrict": "gpgpu_opt.passes.restrict", "normalize": "gpgpu_opt.pas
             "vectorize": "gpgpu_opt.passes.vectorize", "prefetch": "gpgpu_opt.passes.prefetch",
             "partition": "gpgpu_opt.passes.partition"}
 
+#: Passes whose safety does not rest on compile's emulated check: what they change is proved by an analysis
+#: the emulator could not confirm anyway (restrict: the alias proof; the emulator gives every pointer its own
+#: buffer). A kernel changed only by these is written even where the check cannot run. Keep it minimal.
+PROVED_WITHOUT_EMULATION = frozenset({"restrict"})
+
 
 class PassList(list):
     """The passes a compile runs, in order, and `named`: those the user named in `--passes` (a pass that the

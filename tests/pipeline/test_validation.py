@@ -3,6 +3,7 @@ rolled back to the last version that does, with a note and a report entry; --no-
 import json
 
 import numpy as np
+import pytest
 import subprocess
 import sys
 
@@ -138,3 +139,114 @@ def test_the_check_runs_at_the_sizes_bind_fixed():
     assert kernel.validation.status == "passed", kernel.validation.detail
     assert kernel.validation.case.sizes == {"n": 4096} and "two corners" in kernel.validation.detail
     assert kernel.optimized.launch is not None and "4096" in pipeline.kernel_source(kernel.optimized.funcdef)
+
+
+# -- a check that cannot run ----------------------------------------------------------------------------------
+ROW_SUMS_HUGE = ROW_SUMS_FIXED.replace("#define K 2048", "#define K 65536").replace(
+    "const float *__restrict__ a, float *__restrict__ out", "const float *a, float *out")
+
+
+def _compile_huge(tmp_path, pass_names, monkeypatch=None, extra=None, strict=None):
+    path = tmp_path / "huge.cu"
+    path.write_text(ROW_SUMS_HUGE)
+    if extra:
+        registered = pipeline.registered_passes()
+        monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, **extra})
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(path), diagnostics=diagnostics)
+    result = pipeline.compile_program(program, get_target("g80"), pass_names, diagnostics, validate=True,
+                                      assume_restrict=True, strict=strict)
+    return result, diagnostics
+
+
+def test_a_transformed_kernel_the_check_cannot_run_on_is_not_written_transformed(tmp_path):
+    """65536 iterations per thread even at two corners: too much to emulate. coalesce's staging rests on the
+    check, so the kernel is written as it was before it (restrict's qualifiers, proved by the alias facts)."""
+    result, diagnostics = _compile_huge(tmp_path, ["restrict", "normalize", "coalesce"])
+    kernel = result.kernels[0]
+    assert kernel.passes_run[-1] == "coalesce"  # the pass did transform it
+    assert kernel.validation.status == "rolled back" and not kernel.validation.emulated
+    # normalize leaves this kernel as restrict wrote it: its version is the newest whose changes are proved
+    assert kernel.validation.kept_after == "normalize" and kernel.optimized.launch is None
+    assert "too large to emulate" in kernel.validation.detail and "coalesce" in kernel.validation.detail
+    assert "__shared__" not in result.output and "__restrict__" in result.output
+    assert any("not written as transformed" in str(n) for n in diagnostics.notes)
+    report = result.report()["kernels"][0]["validation"]
+    assert report["status"] == "rolled back" and report["emulated"] is False and report["kept"] == "normalize"
+
+
+def _claims_a_change(kernel, ctx):
+    """A pass that logs a transformation but leaves the kernel as it was."""
+    ctx.applied("kernel", "nothing, in fact")
+    return kernel
+
+
+def test_an_unchecked_kernel_changed_only_by_proved_passes_is_kept(tmp_path, monkeypatch):
+    result, diagnostics = _compile_huge(tmp_path, ["restrict", "normalize", "idle"], monkeypatch,
+                                        {"idle": _claims_a_change})
+    kernel = result.kernels[0]
+    assert kernel.validation.status == "not checked" and kernel.validation.proved_by == ("restrict",)
+    assert kernel.validation.kept_after == "idle" and "too large to emulate" in kernel.validation.detail
+    assert "__restrict__" in result.output
+    report = result.report()["kernels"][0]["validation"]
+    assert report["proved_by"] == ["restrict"] and report["emulated"] is False and report["kept"] == "idle"
+    assert any("proved without emulation (restrict)" in str(n) for n in diagnostics.notes)
+
+
+def test_no_validate_writes_the_unchecked_kernel_as_before(tmp_path):
+    path = tmp_path / "huge.cu"
+    path.write_text(ROW_SUMS_HUGE)
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    result = pipeline.compile_program(program, get_target("g80"), ["restrict", "normalize", "coalesce"],
+                                      Diagnostics(quiet=True), validate=False)
+    assert result.kernels[0].validation is None and result.kernels[0].optimized.launch is not None
+
+
+def _emulator_bug(*args, **kwargs):
+    raise TypeError("an emulator bug")
+
+
+def test_an_emulator_failure_rolls_back_or_fails_in_strict_mode(monkeypatch):
+    from gpgpu_opt import validate
+
+    monkeypatch.setattr(validate, "run_case", _emulator_bug)
+    program = load_program(MV, diagnostics=Diagnostics(quiet=True))
+    passes = ["restrict", "normalize", "coalesce"]
+    result = pipeline.compile_program(program, get_target("sm_90"), passes, Diagnostics(quiet=True), validate=True,
+                                      strict=False)
+    kernel = result.kernels[0]
+    assert kernel.validation.status == "rolled back" and not kernel.validation.emulated
+    assert "the emulator failed: TypeError: an emulator bug" in kernel.validation.detail
+    assert kernel.optimized.launch is None
+    with pytest.raises(pipeline.InternalError, match="an emulator bug"):
+        pipeline.compile_program(program, get_target("sm_90"), passes, Diagnostics(quiet=True), validate=True,
+                                 strict=True)
+
+
+NAIVE_RACES = """
+__global__ void copy_flag(const float *a, float *out, float *flag, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = 2.0f * a[i];
+        flag[0] = a[i];
+    }
+}
+"""
+
+
+def test_a_naive_kernel_the_emulator_cannot_run_keeps_only_proved_changes(tmp_path):
+    """The naive kernel races in the emulator (every thread stores flag[0]): no version can be compared, so
+    what normalize and vectorize did is dropped (restrict, which the alias facts decide, is the newest version
+    whose changes are proved; it changed nothing here: no launch in the file)."""
+    path = tmp_path / "flag.cu"
+    path.write_text(NAIVE_RACES)
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(path), diagnostics=diagnostics)
+    result = pipeline.compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics,
+                                      validate=True)
+    kernel = result.kernels[0]
+    assert "vectorize" in kernel.passes_run
+    assert kernel.validation.status == "rolled back" and not kernel.validation.emulated
+    assert "the naive kernel races" in kernel.validation.detail and kernel.validation.kept_after == "restrict"
+    assert "float4" not in result.output and "out[i] = 2.0f * a[i];" in result.output
