@@ -288,3 +288,32 @@ def test_a_local_accumulator_is_declared_per_copy(tmp_path, n):
     assert "float s = 1.0f;" in loop
     assert_equivalent(k, {"n": n}, (n, 1))
     assert_nvcc_compiles(result, tmp_path)
+
+
+X_INVARIANT_INIT = """
+__global__ void first_plus(const float *a, float *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = a[0 * i + 1];
+        s += a[i];
+        c[i] = s;
+    }
+}
+"""
+
+
+def test_a_local_initialised_from_one_element_for_all_threads_is_not_a_vector_load(tmp_path):
+    """Found by the fuzzer: `a[0 * i + 1]` names i but reads one element for every thread; it was loaded as a
+    float4 at a + 1 - i, out of bounds. Only the accesses that run along x one element per thread are vectors."""
+    path = tmp_path / "kernel.cu"
+    path.write_text(X_INVARIANT_INIT)
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    result = compile_program(program, get_target("sm_90"), parse_pass_list("vectorize"), Diagnostics(quiet=True))
+    k = only(result)
+    text = kernel_source(k.optimized.funcdef)
+    assert "float4 s = make_float4(a[0 * i + 1], a[0 * (i + 1) + 1]," in text
+    assert "- i))[i / 4]" not in text  # no vector load at a + 1 - i
+    assert "((float4 *) c)[i / 4] = " in text
+    assert_equivalent(k, {"n": 37}, (37, 1))
+    assert_nvcc_compiles(result, tmp_path)

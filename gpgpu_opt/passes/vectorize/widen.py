@@ -96,7 +96,8 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
     # -- the rewrite
     first = f"{width} * ({text(idx_decl.init)})"
     idx_decl.init = parse_expr(first)
-    vector_body = _vector_statements(info, stmts, idx, vectors, elem, width)
+    along_x = {id(node) for _, node, _ in widened}
+    vector_body = _vector_statements(info, stmts, idx, vectors, elem, width, along_x)
     scalar_guard = conj([clause for clause, _ in x_clauses])
     if checks:
         k = info.fresh("k")
@@ -241,7 +242,9 @@ def _launch(info: g.KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
 
 
 def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[str], elem: dict,
-                       width: int) -> list:
+                       width: int, along_x: set[int]) -> list:
+    """The statements of the vector path. `along_x`: the ids of the accesses that run along x one element per
+    thread, the only ones read or written as vectors (`A[0 * x]` names x but reads one element for all)."""
     out = []
 
     def component(expr: c_ast.Node, c: int) -> c_ast.Node:
@@ -273,8 +276,7 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
             base = " ".join(s.type.type.names)
             vtype = vector_type(base, width)
             init = s.init
-            if isinstance(init, c_ast.ArrayRef) and isinstance(init.name, c_ast.ID) and idx in ids_in(init.subscript) \
-                    and init.name.name in elem:
+            if id(init) in along_x:
                 value = vector_ref(init.name.name, init, True)
             else:
                 value = make(vtype, init)
@@ -286,8 +288,7 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
             out.append(decl)
             continue
         target = s.lvalue
-        if isinstance(target, c_ast.ArrayRef) and isinstance(target.name, c_ast.ID) and target.name.name in elem \
-                and idx in ids_in(target.subscript):
+        if id(target) in along_x:
             array = target.name.name
             vtype = vector_type(elem[array], width)
             value = s.rvalue if s.op == "=" else c_ast.BinaryOp(s.op[:-1], copy.deepcopy(target), s.rvalue)
