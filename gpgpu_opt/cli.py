@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import sys
 import tempfile
 from importlib import metadata
@@ -206,6 +207,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
              db: Optional[str] = typer.Option(None, "--db", help="tuning database (default: the user's cache dir)"),
              gpu: Optional[str] = typer.Option(None, "--gpu", help="use the tuned choice measured on this GPU")) -> None:
     """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
+    dump_dir = None
     try:
         _check_destinations(file, output, report, dump_passes)
         tgt = _target(target)
@@ -247,6 +249,9 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
     except CompileError as err:
         _fail(err)
         return
+    finally:
+        if dump_passes and dump_dir:
+            shutil.rmtree(dump_dir, ignore_errors=True)
 
 
 def _check_destinations(file: str, output: str, report: Optional[str], dump_passes: Optional[str]) -> None:

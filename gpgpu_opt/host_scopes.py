@@ -10,6 +10,7 @@ later write of what E reads could change, makes the value unknown, with the reas
 declaration's value."""
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class HostFunction:
     def __init__(self, text: str):
         self.text = text
         self.tokens = [t for t in tokenize(text) if t.kind != "pp"]
+        self.starts = [t.start for t in self.tokens]
         self.brace, self.paren = [], []
         braces = parens = 0
         for t in self.tokens:
@@ -52,7 +54,7 @@ class HostFunction:
             parens += t.text in ("(", "[")
 
     def index_at(self, offset: int) -> int:
-        return next((i for i, t in enumerate(self.tokens) if t.start >= offset), len(self.tokens))
+        return bisect.bisect_left(self.starts, offset)
 
     def enclosing_block(self, i: int, depth: int) -> tuple[int, int]:
         """Token range (open, close) of the block at `depth` around token i; (-1, len) for file scope."""
@@ -174,8 +176,9 @@ def _host_function(text: str) -> HostFunction:
     return HostFunction(text)
 
 
+@functools.lru_cache(maxsize=256)
 def declarations_at(host_text: str, offset: int):
-    """The HostDeclarations a launch site at `offset` of the host text sees."""
+    """The HostDeclarations a launch site at `offset` of the host text sees (shared: not to be changed)."""
     from gpgpu_opt.host_expr import _COMMENT, _DIM3_DECL, _SCALAR_DECL, HostDeclarations, split_top_level
 
     fn = _host_function(host_text)

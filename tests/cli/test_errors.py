@@ -256,3 +256,16 @@ def test_a_round_up_grid_with_a_known_size_does_not_round_down(tmp_path):
     assert list(grids) == ["x"] and "`n / 256`" in grids["x"]
     _, program = launch_of(tmp_path, main(body="    scale<<<(n + 1) / 32, 32>>>(a, n);\n"))
     assert list(truncating_grids(program, program.kernels[0])) == ["x"]    # + 1 is no round-up of 32
+
+
+def test_a_bug_inside_a_command_is_an_error_line_not_a_traceback(src, monkeypatch):
+    def broken(*args, **kwargs):
+        raise StopIteration("a bug")
+
+    monkeypatch.setattr("gpgpu_opt.cli.load_program", broken)
+    code, output = cli("analyze", src)
+    assert code == 3 and f"{src}: error: internal error in gpgpu-opt (StopIteration: a bug)" in output
+    assert "Traceback" not in output
+    monkeypatch.setenv("GPGPU_OPT_TRACEBACK", "1")                 # for the developers: the exception itself
+    result = CliRunner().invoke(app, ["analyze", str(src)])
+    assert isinstance(result.exception, StopIteration)
