@@ -87,8 +87,9 @@ class PendingWrites:
             for destination, filled in self.directories:
                 os.makedirs(destination, exist_ok=True)
                 for name in sorted(os.listdir(filled)):
+                    target = os.path.join(destination, name)
                     with open(os.path.join(filled, name)) as fh:
-                        staged.append((_stage(os.path.join(destination, name), fh.read()), os.path.join(destination, name)))
+                        staged.append((_stage(target, fh.read()), target))
         except OSError as err:
             for tmp, _ in staged:
                 _remove(tmp)

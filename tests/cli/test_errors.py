@@ -200,8 +200,8 @@ def launch_of(tmp_path, text, sizes=None):
 
 def test_a_dim3_member_assigned_before_the_launch_is_followed(tmp_path):
     launch, _ = launch_of(tmp_path, main(body="    dim3 grid(1, 1, 1);\n    dim3 block(256);\n"
-                                                     "    grid.x = (n + 255) / 256;\n"
-                                                     "    scale<<<grid, block>>>(a, n);\n"))
+                                              "    grid.x = (n + 255) / 256;\n"
+                                              "    scale<<<grid, block>>>(a, n);\n"))
     assert launch.grid == (4, 1, 1) and launch.block == (256, 1, 1) and not launch.unknown
 
 
@@ -218,13 +218,13 @@ def test_a_dim3_assigned_in_a_way_that_cannot_be_followed_is_unknown(tmp_path, a
 
 def test_a_dim3_assigned_after_a_launch_in_a_loop_is_unknown(tmp_path):
     launch, _ = launch_of(tmp_path, main(body="    dim3 grid(4);\n    for (int r = 0; r < 3; r++) {\n"
-                                                     "        scale<<<grid, 256>>>(a, n);\n        grid.x = 7;\n    }\n"))
+                                              "        scale<<<grid, 256>>>(a, n);\n        grid.x = 7;\n    }\n"))
     assert launch.grid[0] is None
 
 
 def test_a_dim3_whose_value_changes_before_the_launch_is_unknown(tmp_path):
     launch, _ = launch_of(tmp_path, main(body="    dim3 block(1);\n    dim3 grid(1);\n    grid.x = block.x;\n"
-                                                     "    block.x = 256;\n    scale<<<grid, block>>>(a, n);\n"))
+                                              "    block.x = 256;\n    scale<<<grid, block>>>(a, n);\n"))
     assert launch.block == (256, 1, 1) and launch.grid[0] is None
 
 

@@ -31,8 +31,8 @@ def test_the_wheel_carries_the_templates_and_compiles_from_another_directory(tmp
     zipfile.ZipFile(wheel).extractall(installed)
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(installed)}
-    found = subprocess.run([sys.executable, "-c", "from gpgpu_opt.templating import template_dir; print(template_dir())"],
-                           capture_output=True, text=True, cwd=elsewhere, env=env)
+    where = "from gpgpu_opt.templating import template_dir; print(template_dir())"
+    found = subprocess.run([sys.executable, "-c", where], capture_output=True, text=True, cwd=elsewhere, env=env)
     assert found.stdout.strip() == str(installed / "gpgpu_opt" / "templates"), found.stderr
     compiled = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(ROOT / "inputs" / "vv.cu"), "-o", "-",
                                "--no-validate"], capture_output=True, text=True, cwd=elsewhere, env=env)
