@@ -1,15 +1,19 @@
 """The `gpgpu-opt` command line."""
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import sys
 import tempfile
+from importlib import metadata
 from typing import List, Optional
 
 import typer
 
 from gpgpu_opt.analysis import analyze_kernel
+from gpgpu_opt.cli_output import STDOUT, PendingWrites, check_directory_destination, check_file_destination
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
@@ -17,8 +21,46 @@ from gpgpu_opt.passes.context import MergeRequest
 from gpgpu_opt.pipeline import STRICT_ENV, InternalError, compile_program, default_block
 from gpgpu_opt.targets import DEFAULT_TARGET, TARGETS, get_target
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Optimize naive CUDA kernels (after Yang et al., PLDI 2010).")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("gpgpu-opt")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"gpgpu-opt {_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                               help="print the version and exit")) -> None:
+    """Optimize naive CUDA kernels (after Yang et al., PLDI 2010)."""
+
+
+def _no_traceback(command):
+    """A bug inside a command ends it with an `error:` line and exit status 3, never a Python traceback
+    (GPGPU_OPT_TRACEBACK=1 shows the traceback, for the developers)."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, InternalError):
+            raise  # InternalError: main() prints it as a compiler error naming the pass
+        except Exception as err:  # noqa: BLE001 - the last line of defence; the message names the bug
+            if os.environ.get("GPGPU_OPT_TRACEBACK"):
+                raise
+            where = kwargs.get("file") or "gpgpu-opt"
+            print(f"{where}: error: internal error in gpgpu-opt ({type(err).__name__}: {err}); please report it",
+                  file=sys.stderr)
+            raise typer.Exit(3)
+    return wrapper
 
 TargetOpt = typer.Option(DEFAULT_TARGET, "--target", help=f"GPU target: {', '.join(TARGETS)}")
 DefineOpt = typer.Option(None, "-D", help="Define a macro, NAME or NAME=VALUE (as nvcc -D)")
@@ -64,11 +106,33 @@ def _bindings(values: Optional[List[str]]) -> dict[str, int]:
             out[name.strip()] = int(value, 0)
         except ValueError:
             raise CompileError(f"--bind expects NAME=INTEGER, got '{v}'") from None
+        if out[name.strip()] < 1:
+            raise CompileError(f"--bind {v}: bound values are sizes and must be positive")
     return out
 
 
+def _sizes(values: Optional[List[str]]) -> dict[str, int | float]:
+    """`--size NAME=VAL`: an integer is a size (a thread space, an array length), so it must be positive;
+    float parameters (`alpha=-1.5`) take any value."""
+    from gpgpu_opt.verify_command import parse_sizes
+
+    sizes = parse_sizes(values)
+    for name, value in sizes.items():
+        if isinstance(value, int) and value < 1:
+            raise CompileError(f"--size {name}={value}: sizes must be positive")
+    return sizes
+
+
+def _global_space(text: Optional[str]) -> Optional[tuple[int, int]]:
+    from gpgpu_opt.verify_command import parse_shape
+
+    parts = parse_shape("--global", text)
+    return None if parts is None else (parts[0], parts[1] if len(parts) > 1 else 1)
+
+
 def _fail(err: Exception) -> None:
-    print(str(err), file=sys.stderr)
+    message = str(err)
+    print(message if isinstance(err, CompileError) else f"error: {message}", file=sys.stderr)
     raise typer.Exit(1)
 
 
@@ -80,6 +144,7 @@ def _target(name: str):
 
 
 @app.command()
+@_no_traceback
 def analyze(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
             as_json: bool = typer.Option(False, "--json", help="print JSON"),
             define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
@@ -125,8 +190,10 @@ def _reuse_label(entry: dict) -> str:
 
 
 @app.command("compile")
+@_no_traceback
 def compile_(file: str = typer.Argument(..., help="the .cu file"),
-             output: str = typer.Option(..., "-o", help="output .cu file"), target: str = TargetOpt,
+             output: str = typer.Option(..., "-o", help="output .cu file ('-': standard output)"),
+             target: str = TargetOpt,
              passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
              report: Optional[str] = typer.Option(None, "--report", help="write a JSON report here"),
              dump_passes: Optional[str] = typer.Option(None, "--dump-passes", help="write each pass's kernel here"),
@@ -144,7 +211,9 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
              strict: bool = StrictOpt) -> None:
     """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
     _strict(strict)
+    dump_dir = None
     try:
+        _check_destinations(file, output, report, dump_passes)
         tgt = _target(target)
         try:
             pass_names = parse_pass_list(passes)
@@ -160,7 +229,8 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
             if tuned is not None:
                 pass_names, merge_request = tuned.choice.pass_list(), _merge(tuned.choice.merge)
                 width = tuned.choice.vector_width
-        result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_passes,
+        dump_dir = tempfile.mkdtemp(prefix="gpgpu-opt-passes-") if dump_passes else None
+        result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_dir,
                                  self_check=self_check, assume_restrict=restrict, validate=not no_validate,
                                  merge_request=merge_request, vector_width=width)
         rep = result.report()
@@ -173,15 +243,34 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
         if usage is not None:
             for k in rep["kernels"]:
                 k["resources"] = usage.get(k["name"])
+        writes = PendingWrites()
+        writes.add_file(output, result.output)
+        if report:
+            writes.add_file(report, json.dumps(rep, indent=2) + "\n")
+        if dump_dir:
+            writes.add_directory(dump_passes, dump_dir)
+        writes.commit()
     except CompileError as err:
         _fail(err)
         return
-    _write_atomically(output, result.output)
+    finally:
+        if dump_passes and dump_dir:
+            shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+def _check_destinations(file: str, output: str, report: Optional[str], dump_passes: Optional[str]) -> None:
+    """Before any work: every place compile writes can take the file, and none is the input."""
+    if output != STDOUT:
+        check_file_destination("-o", output, {"the input": file})
     if report:
-        _write_atomically(report, json.dumps(rep, indent=2) + "\n")
+        others = {"the input": file, **({"-o": output} if output != STDOUT else {})}
+        check_file_destination("--report", report, others)
+    if dump_passes:
+        check_directory_destination("--dump-passes", dump_passes)
 
 
 @app.command()
+@_no_traceback
 def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
            passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
            size: Optional[List[str]] = typer.Option(None, "--size", help="scalar parameter value, NAME=VAL"),
@@ -195,19 +284,15 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
            define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
            bind: Optional[List[str]] = BindOpt, strict: bool = StrictOpt) -> None:
     """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
-    from gpgpu_opt.verify_command import parse_extents, parse_shape, parse_sizes, run_verify
+    from gpgpu_opt.verify_command import parse_extents, parse_shape, run_verify
 
     _strict(strict)
     try:
         tgt = _target(target)
+        sizes, space, bindings = _sizes(size), _global_space(global_), _bindings(bind)
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
-        sizes = parse_sizes(size)
-        space = None
-        if global_:
-            parts = [int(v, 0) for v in global_.split(",")]
-            space = (parts[0], parts[1] if len(parts) > 1 else 1)
-        ok = run_verify(program, tgt, passes, sizes, space, seed, against, diagnostics, _bindings(bind),
+        ok = run_verify(program, tgt, passes, sizes, space, seed, against, diagnostics, bindings,
                         _defines(define), include, parse_shape("--block", block), parse_shape("--grid", grid),
                         parse_extents(extent), _merge(merge), _vector_width(vector_width))
     except (CompileError, ValueError) as err:
@@ -240,6 +325,7 @@ def _gpu_command(body) -> None:
 
 
 @app.command()
+@_no_traceback
 def run(file: str = typer.Argument(..., help="the .cu file"), target: str = TargetOpt,
         kernel: Optional[str] = typer.Option(None, "--kernel", help="the kernel (default: the first one rewritten)"),
         size: Optional[List[str]] = SizeOpt,
@@ -260,17 +346,18 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         strict: bool = StrictOpt) -> None:
     """Compile FILE, then build and run naive vs optimized on this machine's GPU: time, bandwidth, speedup, error."""
     from gpgpu_opt.gpu import commands
-    from gpgpu_opt.verify_command import parse_shape, parse_sizes
+    from gpgpu_opt.verify_command import parse_shape
 
     _strict(strict)
     def body() -> int:
         tgt = _target(target)
+        sizes, space = _sizes(size), parse_shape("--global", global_)
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
         result = compile_program(program, tgt, parse_pass_list(passes), Diagnostics(quiet=True), _bindings(bind),
                                  validate=True, merge_request=_merge(merge), assume_restrict=restrict,
                                  vector_width=_vector_width(vector_width))
-        generated = commands.harness_for_kernel(program, result, kernel, parse_sizes(size), reference, reps, flops,
-                                                parse_shape("--global", global_))
+        generated = commands.harness_for_kernel(program, result, kernel, sizes, reference, reps, flops,
+                                                space)
         run_, status = commands.run_one(generated, tgt, build_only, out, sanitize, print)
         if run_ is not None:
             commands.print_run(run_, as_json, print)
@@ -279,6 +366,7 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
 
 
 @app.command()
+@_no_traceback
 def tune(file: Optional[str] = typer.Argument(None, help="the .cu file (not with --from-results)"),
          target: str = TargetOpt,
          kernel: Optional[str] = typer.Option(None, "--kernel", help="the kernel (default: the first)"),
@@ -295,7 +383,6 @@ def tune(file: Optional[str] = typer.Argument(None, help="the .cu file (not with
     """Try the variants the passes can make, time them on the GPU, and store the fastest for `compile`."""
     from gpgpu_opt.tune import command
     from gpgpu_opt.tune.db import TuningDB
-    from gpgpu_opt.verify_command import parse_sizes
 
     def body() -> int:
         database = TuningDB(db)
@@ -305,7 +392,7 @@ def tune(file: Optional[str] = typer.Argument(None, help="the .cu file (not with
             raise CompileError("tune: give the .cu file (or --from-results DIR)")
         tgt = _target(target)
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
-        sizes = parse_sizes(size)
+        sizes = _sizes(size)
         # The sizes are what the variants are timed at; only --bind specializes the code (as for `compile`).
         bindings = _bindings(bind)
         name = kernel or (program.kernels[0].name if program.kernels else "")
@@ -316,6 +403,7 @@ def tune(file: Optional[str] = typer.Argument(None, help="the .cu file (not with
 
 
 @app.command()
+@_no_traceback
 def bench(files: Optional[List[str]] = typer.Argument(None, help="benchmark names or input files (default: all)"),
           target: str = TargetOpt, reps: int = typer.Option(30, "--reps", help="timed runs per variant"),
           json_out: Optional[str] = typer.Option(None, "--json", help="write the results as JSON here"),
@@ -352,18 +440,6 @@ def bench(files: Optional[List[str]] = typer.Argument(None, help="benchmark name
         runs = [run_harness(b.binary, name) for name, b in builds.items() if b.ok]
         return commands.bench_report(runs, tgt, json_out, plot, print) or (1 if failed else 0)
     _gpu_command(body)
-
-
-def _write_atomically(path: str, text: str) -> None:
-    """Nothing half-written: write a temporary file beside the target, then rename it."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpgpu-opt-")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # a normal file, as any compiler writes it (mkstemp makes it private)
-    os.replace(tmp, path)
 
 
 def _strict(flag: bool) -> None:

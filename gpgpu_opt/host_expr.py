@@ -76,6 +76,15 @@ class HostDeclarations:
     """Host variables whose value the text fixes: declared once with an initializer, never assigned again."""
     scalars: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, initializer text)
     dim3: dict[str, list[str] | None] = field(default_factory=dict)    # name -> components; None: ambiguous
+    reasons: dict[str, str] = field(default_factory=dict)              # name -> why its value is unknown
+
+    @classmethod
+    def at(cls, host_text: str, offset: int) -> "HostDeclarations":
+        """What a launch site at `offset` sees: the declarations of its host function and of file scope,
+        a dim3's plain member assignments before it applied (see host_scopes)."""
+        from gpgpu_opt.host_scopes import declarations_at
+
+        return declarations_at(host_text, offset)
 
     @classmethod
     def scan(cls, host_text: str) -> "HostDeclarations":

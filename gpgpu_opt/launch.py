@@ -25,6 +25,8 @@ class NaiveLaunch:
     block: tuple[int | None, int | None, int | None]
     grid: tuple[int | None, int | None, int | None]
     lines: tuple[int, ...]
+    #: (line, why) for a site's dim3 that has no known value (assigned in a loop or a branch, ...): a note.
+    unknown: tuple[tuple[int, str], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -36,30 +38,33 @@ class NaiveLaunch:
 
 
 def host_text(program: Program) -> str:
-    """The file without its CUDA functions: kernel locals are not host variables."""
+    """The file without its CUDA functions: kernel locals are not host variables. Offsets and lines stay."""
     text = program.text
     for f in sorted(find_functions(text), key=lambda f: f.start, reverse=True):
-        text = text[:f.start] + " " * (f.end - f.start) + text[f.end:]
+        text = text[:f.start] + re.sub(r"[^\n]", " ", text[f.start:f.end]) + text[f.end:]
     return text
 
 
-def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float],
-                 declarations: HostDeclarations | None = None) -> NaiveLaunch | None:
+def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]) -> NaiveLaunch | None:
     """The kernel's launch as its launch sites make it, evaluated with `sizes`; None without sites.
 
     `sizes` are values of the kernel's scalar parameters and of host variables. A kernel parameter that
     a site passes as a plain host variable (`k<<<(n + 255) / 256, 256>>>(d, n)`) gives that variable its
-    value, so the launch covers what the case's sizes say."""
+    value, so the launch covers what the case's sizes say. Each site is read with the host variables its
+    own function sees (HostDeclarations.at)."""
     sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
     if not sites:
         return None
-    declarations = declarations or HostDeclarations.scan(host_text(program))
-    blocks, grids = [], []
+    host = host_text(program)
+    blocks, grids, unknown = [], [], []
     for site in sites:
+        declarations = HostDeclarations.at(host, site.start)
         scope = HostScope(program.macros, _site_values(kernel, site, sizes), declarations)
         blocks.append(scope.dim3(site.config[1]) or (None, None, None))
         grids.append(scope.dim3(site.config[0]) or (None, None, None))
-    return NaiveLaunch(_agreed(blocks), _agreed(grids), tuple(s.line for s in sites))
+        unknown += [(site.line, why) for name, why in declarations.reasons.items()
+                    if re.search(rf"\b{re.escape(name)}\b", ",".join(site.config[:2]))]
+    return NaiveLaunch(_agreed(blocks), _agreed(grids), tuple(s.line for s in sites), tuple(unknown))
 
 
 _INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "size_t")
@@ -74,10 +79,10 @@ def covered_parameters(program: Program, kernel: Kernel) -> frozenset[str]:
     if not sites:
         return frozenset()
     host = host_text(program)
-    declarations = HostDeclarations.scan(host)
-    scope = HostScope(program.macros, {}, declarations)
     covered: set[str] | None = None
     for site in sites:
+        declarations = HostDeclarations.at(host, site.start)
+        scope = HostScope(program.macros, {}, declarations)
         block = scope.dim3(site.config[1])
         grid_x = _grid_x_text(site.config[0], declarations)
         here = {p.name for p, arg in zip(kernel.params, site.args)
@@ -91,12 +96,13 @@ def truncating_grids(program: Program, kernel: Kernel) -> dict[str, str]:
     """Axes along which a launch site's grid is a division that rounds down (`ny / 4` blocks of 4 rows):
     its threads may stop short of the kernel's guard (`j < ny - 2`), leaving the last rows undone. That
     is the program's meaning, so a grid rounded up to bigger blocks must not reach past it. Axis -> where."""
-    declarations = HostDeclarations.scan(host_text(program))
-    scope = HostScope(program.macros, {}, declarations)
+    host = host_text(program)
     found: dict[str, str] = {}
     for site in program.launch_sites:
         if site.kernel != kernel.name or len(site.config) < 2:
             continue
+        declarations = HostDeclarations.at(host, site.start)
+        scope = HostScope(program.macros, {}, declarations)
         for axis, component in zip("xy", _grid_components(site.config[0], declarations)):
             if axis not in found and _rounds_down(component, scope):
                 found[axis] = f"the grid's {axis} `{component.strip()}` at line {site.line}"
@@ -104,8 +110,10 @@ def truncating_grids(program: Program, kernel: Kernel) -> dict[str, str]:
 
 
 def _rounds_down(text: str, scope: HostScope) -> bool:
-    """`E / D` in integer arithmetic with no constant added to E (a round-up `(n + D - 1) / D` has one),
-    unless both are known and D divides E."""
+    """`E / D` in integer arithmetic that may stop short of E's main part. E's terms that name nothing
+    but what D names (`255`, `BLOCK - 1` over `BLOCK`) are the round-up; the rest is what is covered.
+    Known values: it rounds down when the blocks cover less than the rest. Else it does not only when the
+    round-up is at least D - 1 (`(n + 255) / 256`, `(n + D - 1) / D`)."""
     try:
         node = parse_host_expression(text)
     except Exception:  # noqa: BLE001 - a grid the host parser cannot read: nothing is claimed
@@ -114,16 +122,46 @@ def _rounds_down(text: str, scope: HostScope) -> bool:
         node = node.expr
     if not (isinstance(node, c_ast.BinaryOp) and node.op == "/"):
         return False
-    dividend, divisor = _integer(node.left, scope), _integer(node.right, scope)
-    if dividend is not None and divisor:
-        return dividend % divisor != 0
-    return not any(sign > 0 and _integer(term, scope) for term, sign in _terms(node.left, 1))
+    divisor_names = _names(node.right)
+    terms = _terms(node.left, 1)
+    round_up = [(t, sign) for t, sign in terms if _names(t) <= divisor_names]
+    rest = [(t, sign) for t, sign in terms if not _names(t) <= divisor_names]
+    divisor, added, covered = _integer(node.right, scope), _sum(round_up, scope), _sum(rest, scope)
+    if divisor is None or divisor <= 0 or added is None:
+        return not _is_divisor_minus_one(round_up, node.right)
+    if covered is not None:
+        return (covered + added) // divisor * divisor < covered
+    return added < divisor - 1
+
+
+def _names(node: c_ast.Node) -> set[str]:
+    """The variables and macros an expression names (a dim3's member counts as the dim3)."""
+    if isinstance(node, c_ast.ID):
+        return {node.name}
+    if isinstance(node, c_ast.StructRef):
+        return _names(node.name)
+    return set().union(*(_names(child) for _, child in node.children())) if node.children() else set()
+
+
+def _sum(terms: list[tuple[c_ast.Node, int]], scope: HostScope) -> int | None:
+    values = [_integer(t, scope) for t, _ in terms]
+    return None if None in values else sum(sign * v for (_, sign), v in zip(terms, values))
+
+
+def _is_divisor_minus_one(terms: list[tuple[c_ast.Node, int]], divisor: c_ast.Node) -> bool:
+    """`D - 1` (in any order) among the round-up terms, D written as in the divisor."""
+    from gpgpu_opt.codegen import CudaGenerator
+
+    text = CudaGenerator().visit(divisor)
+    written = sorted((CudaGenerator().visit(t), sign) for t, sign in terms)
+    return written == sorted([(text, 1), ("1", -1)])
 
 
 def _grid_components(text: str, declarations: HostDeclarations) -> list[str]:
+    """The grid's components as written; none for a dim3 variable whose value the site cannot tell."""
     node = parse_host_expression(text)
     if isinstance(node, c_ast.ID) and node.name in declarations.dim3:
-        return list(declarations.dim3[node.name])
+        return list(declarations.dim3[node.name] or [])
     if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name == "dim3":
         return split_top_level(text[text.index("(") + 1:text.rindex(")")])
     return [text]
@@ -154,6 +192,8 @@ def _rounds_up(grid_x: str, variable: str | None, block_x: int, scope: HostScope
 
 
 def _terms(node: c_ast.Node, sign: int) -> list[tuple[c_ast.Node, int]]:
+    while isinstance(node, c_ast.Cast) and " ".join(getattr(node.to_type.type.type, "names", [])) in _INTEGER_TYPES:
+        node = node.expr
     if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
         return _terms(node.left, sign) + _terms(node.right, sign if node.op == "+" else -sign)
     return [(node, sign)]

@@ -71,12 +71,13 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
                bindings, defines, include_dirs, block=None, grid=None, extents=None, merge_request=None,
                vector_width=None) -> bool:
     """Compare every kernel at each case; `block`/`grid` give the naive launch (else the program's launch
-    sites tell it), `extents` the sizes of arrays their subscripts do not tell (gathers)."""
+    sites tell it), `extents` the sizes of arrays their subscripts do not tell (gathers). A run that compares
+    nothing (every kernel passed through, or skipped by --against) fails: a PASS must mean a comparison."""
     pass_names = parse_pass_list(passes)
     result = compile_program(program, target, pass_names, diagnostics, bindings, merge_request=merge_request,
                              vector_width=vector_width)
     hand = load_program(against, defines, include_dirs, diagnostics, target=target) if against else None
-    all_ok = True
+    all_ok, compared = True, 0
     print(f"verify {program.path} (target {target.name}; {'against ' + against if against else 'passes: ' + (', '.join(pass_names) or 'none')})")
     for kr in result.kernels:
         naive: Kernel = kr.naive
@@ -97,5 +98,11 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
             for line in ([res.error] if res.error else []) + res.mismatches:
                 print(f"    {line}")
             all_ok &= res.ok
+            compared += 1
+    for name in program.passed_through:
+        print(f"  {name:<14} passed through unchanged: not compared")
+    if not compared:
+        print("FAIL: nothing compared (no kernel of the file could be emulated)")
+        return False
     print("PASS" if all_ok else "FAIL")
     return all_ok

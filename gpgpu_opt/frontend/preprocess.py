@@ -1,13 +1,18 @@
 """The C preprocessor step (pcpp), with C's rules for #if, nvcc's predefined macros, and nvcc's -D/-I.
 
-System includes (`<stdio.h>`) that are not found are left in the output as written: host code needs
-them, and nothing this compiler parses comes from them.
+System headers are modelled, not expanded: an `#include` that is not found, or that names a header of the
+system's or the CUDA toolkit's include directories (`<stdio.h>`, `<cuda.h>`, also through `-I` a toolkit
+include directory), is left in the output as written. Host code needs them, nothing this compiler parses
+comes from them, and pcpp cannot expand all of them (the CUDA headers overflow its recursion).
 """
 from __future__ import annotations
 
+import glob
 import io
 import os
 import re
+import shutil
+from functools import lru_cache
 from pathlib import Path
 
 from pcpp import Action, OutputDirective, Preprocessor
@@ -37,12 +42,21 @@ class _CudaPreprocessor(Preprocessor):
     state, so none of the hooks below ever asks for it.
     """
 
-    def __init__(self, filename: str):
+    def __init__(self, filename: str, include_dirs: list[str] | None = None):
         super().__init__()
         self.filename = filename
         self.line_directive = "#line"
         self.compress = 0
         self.first_error: CompileError | None = None
+        self.modelled_dirs = modelled_include_dirs(tuple(include_dirs or ()))
+        self.modelled_found: set[str] = set()  # included names found only in modelled directories
+
+    def on_file_open(self, is_system_include, includepath):
+        # Refusing to open a modelled header makes pcpp look on, then call on_include_not_found.
+        if _inside(includepath, self.modelled_dirs):
+            self.modelled_found.add(os.path.basename(includepath))
+            raise FileNotFoundError(includepath)
+        return super().on_file_open(is_system_include, includepath)
 
     def on_unknown_macro_in_defined_expr(self, tok):
         return False  # `defined(X)`, #ifdef X, #ifndef X: X is not a macro
@@ -58,7 +72,7 @@ class _CudaPreprocessor(Preprocessor):
         return lambda args: 0
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
-        if is_system_include:
+        if is_system_include or os.path.basename(includepath) in self.modelled_found:
             raise OutputDirective(Action.IgnoreAndPassThrough)
         what = f"malformed #include {includepath}" if is_malformed else f"'{includepath}' file not found"
         raise CompileError(what, self.location_of(self.lastdirective))
@@ -90,6 +104,42 @@ class _CudaPreprocessor(Preprocessor):
         return Location(self.user_name(tok.source), tok.lineno, _column(tok.source, tok.lineno, tok.value))
 
 
+def _toolkit_roots() -> list[str]:
+    """Where the CUDA toolkit may be: $CUDA_HOME, $CUDA_PATH, /usr/local/cuda*, and the nvcc on the PATH
+    (through links and a wrapper script's `exec`)."""
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), *glob.glob("/usr/local/cuda*")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+        try:
+            with open(nvcc, "rb") as fh:
+                head = fh.read(4096).decode("utf-8", "replace")
+            roots += [os.path.dirname(os.path.dirname(m)) for m in re.findall(r"exec\s+(\S+/bin/nvcc)\b", head)]
+        except OSError:
+            pass
+    return [r for r in roots if r]
+
+
+def _is_toolkit_include_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "cuda_runtime_api.h"))
+
+
+@lru_cache(maxsize=16)
+def modelled_include_dirs(include_dirs: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The directories whose headers are modelled, not expanded: the system's and the CUDA toolkit's
+    (wherever a toolkit is found, and any -I directory that is one), as real paths."""
+    dirs = ["/usr/include", "/usr/local/include"]
+    for root in _toolkit_roots():
+        dirs += [os.path.join(root, "include"), *glob.glob(os.path.join(root, "targets", "*", "include"))]
+    dirs += [d for d in include_dirs if _is_toolkit_include_dir(d)]
+    return tuple(sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)}))
+
+
+def _inside(path: str, directories: tuple[str, ...]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in directories)
+
+
 def _column(path: str, line: int, word: str) -> int:
     """The 1-based column of the first `word` on a line of a file (pcpp's tokens carry no column)."""
     try:
@@ -97,6 +147,14 @@ def _column(path: str, line: int, word: str) -> int:
     except (OSError, UnicodeDecodeError, IndexError):
         return 1
     return text.find(word) + 1 or 1
+
+
+def _last_location(pp: _CudaPreprocessor, filename: str) -> Location:
+    """Where pcpp was when it failed: the last directive it handled, else the file's start."""
+    tok = getattr(pp, "lastdirective", None)
+    if tok is None or not getattr(tok, "source", None):
+        return Location(filename, 1, 1)
+    return pp.location_of(tok)
 
 
 _EMPTY_CONDITION = re.compile(r"#\s*(if|elif)\s*(?://.*|/\*.*)?$")
@@ -117,7 +175,7 @@ def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
 
     Returns the text (with #line markers) and the object-like macros the file and -D defined.
     """
-    pp = _CudaPreprocessor(filename)
+    pp = _CudaPreprocessor(filename, include_dirs)
     pp.add_path(str(Path(filename).resolve().parent))
     for d in include_dirs or []:
         pp.add_path(d)
@@ -125,13 +183,15 @@ def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
     for name, value in {**nvcc_predefined_macros(cuda_arch), **(defines or {})}.items():
         pp.define(f"{name} {value}")
     _check_conditions(text, filename)
-    pp.parse(text, filename)
     out = io.StringIO()
     try:
+        pp.parse(text, filename)
         pp.write(out)
-    except (IndexError, KeyError, TypeError, ValueError) as err:  # pcpp itself failed on this input
-        raise pp.first_error or CompileError(f"the preprocessor could not process this file ({err!r})",
-                                             Location(filename, 1, 1)) from None
+    except CompileError:
+        raise
+    except Exception as err:  # noqa: BLE001 - pcpp itself failed on this input (a RecursionError too)
+        raise pp.first_error or CompileError(f"the preprocessor could not process this file ({type(err).__name__}: "
+                                             f"{str(err)[:200]})", _last_location(pp, filename)) from None
     if pp.first_error:
         raise pp.first_error
     macros = {}
