@@ -27,6 +27,7 @@ class Program:
     macros: dict[str, str]                      # object-like macros after preprocessing
     gvalues: dict[str, str]                     # `#pragma gCompiler gValue NAME VALUE`
     passed_through: list[str] = field(default_factory=list)
+    expanded: str = ""                          # the file after preprocessing (#line markers kept)
 
     def kernel(self, name: str) -> Kernel:
         for k in self.kernels:
@@ -108,7 +109,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
             kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand))
         else:
             device_functions[definition.name] = func
-    return Program(path, text, kernels, device_functions, launch_sites, macros, gvalues, passed)
+    return Program(path, text, kernels, device_functions, launch_sites, macros, gvalues, passed, expanded)
 
 
 @dataclass
