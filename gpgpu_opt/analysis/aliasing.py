@@ -115,7 +115,7 @@ def read_launches(kernel: Kernel, program) -> LaunchReading:
     if hidden:
         return LaunchReading([], f"'{kernel.name}' is also named at {hidden} (in a macro, or as a function "
                                  "pointer), so not every launch can be read")
-    why = _host_view_differs(program.text) or _whitelist_redefined(syntax)
+    why = _host_view_differs(program.text) or _whitelist_redefined(syntax) or _implicit_calls(syntax)
     if why:
         return LaunchReading([], why)
     buffers = _Buffers(syntax)
@@ -184,6 +184,41 @@ def _whitelist_redefined(syntax: HostSyntax) -> str:
             if ident.parent.type == "function_declarator":
                 return f"the file declares its own '{name}' at {syntax.where(ident)}"
     return ""
+
+
+def _implicit_calls(syntax: HostSyntax) -> str:
+    """What looks like a read may call the file's own code: an overloaded operator (`sink << v`, `s = v`)
+    or a converting constructor (a class argument built from `v`) that takes v by reference."""
+    for node in walk(syntax.root):
+        if node.type == "operator_name":
+            return f"the file overloads {syntax.text_of(node)} at {syntax.where(node)}, which may take a buffer " \
+                   "by reference where the proof sees a read"
+        if node.type == "function_declarator" and _is_member(node) and any(
+                _by_reference(p) for p in node.child_by_field_name("parameters").named_children):
+            return f"a member function or constructor declared at {syntax.where(node)} takes a reference, " \
+                   "so it may change a buffer passed where the proof sees a read"
+    return ""
+
+
+def _is_member(declarator: Node) -> bool:
+    name = declarator.child_by_field_name("declarator")
+    if name is not None and name.type == "qualified_identifier":
+        return True
+    node = declarator.parent
+    while node is not None and node.type not in ("field_declaration_list", "translation_unit", "compound_statement"):
+        node = node.parent
+    return node is not None and node.type == "field_declaration_list"
+
+
+def _by_reference(param: Node) -> bool:
+    """A parameter that binds a non-const lvalue reference (`T &`, `T *&`, `T &&`); `const T &` cannot
+    change its argument."""
+    declarator = param.child_by_field_name("declarator")
+    if declarator is None or not (_has(declarator, "reference_declarator")
+                                  or _has(declarator, "abstract_reference_declarator")):
+        return False
+    const = any(c.type == "type_qualifier" and c.text == b"const" for c in param.children)
+    return not (const and declarator.type in ("reference_declarator", "abstract_reference_declarator"))
 
 
 class _Buffers:

@@ -233,6 +233,10 @@ ALIAS_BEFORE_THE_LAUNCH = [
     ("cudaError_t cudaFree(float *&p) { p = 0; return cudaSuccess; }\n", "cudaFree(d_x);",
      "declares its own 'cudaFree'"),
     ("", "#ifndef __CUDA_ARCH__\n    d_x = d_y;\n#endif", "__CUDA_ARCH__ is tested"),
+    ("struct Sink {};\nfloat *d_y_copy;\nvoid operator<<(Sink, float *&p) { p = d_y_copy; }\n",
+     "d_y_copy = d_y; Sink() << d_x;", "the file overloads operator<<"),
+    ("struct Grab { Grab(float *&p) { p = 0; } };\nvoid use(Grab) {}\n", "use(d_x);", "a member function or constructor"),
+    ("struct Grab { Grab(float *&p); };\n", "Grab g = d_x;", "a member function or constructor"),
 ]
 
 
@@ -308,3 +312,9 @@ def test_a_macro_that_only_launches_is_read_after_expansion_and_lines_are_the_us
     reassigning = host.replace("CLEAR(d_y);", "CLEAR(d_y);\n    BREAK(d_y);")
     facts = _facts(tmp_path, "#define BREAK(p) p = d_x\n" + reassigning)
     assert not facts.restrict and "is assigned at line 18" in facts.why_not, facts.why_not
+
+
+def test_a_class_whose_members_take_only_const_references_keeps_the_proof(tmp_path):
+    top = "struct Keep { Keep(const Keep &other); Keep(float *p); int size(const Keep &o) const; };\n"
+    facts = _facts(tmp_path, top + PROVED.replace("    cudaFree(d_x);", "    cudaMemset(d_x, 0, 4);\n    cudaFree(d_x);"))
+    assert facts.restrict, facts.why_not
