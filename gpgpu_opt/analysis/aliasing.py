@@ -2,8 +2,8 @@
 so (`--restrict`, nvcc's flag: every kernel pointer parameter is a restrict pointer), or when the program
 proves it: every launch site passes each pointer parameter a device buffer of its own.
 
-The whole-program proof reads the host code after preprocessing (a macro's effect is in the text) as a C++
-syntax tree (frontend/host_syntax.py), and is a whitelist. An argument names a buffer when it is a variable
+The whole-program proof reads the host code preprocessed as nvcc's host compilation does (no __CUDA_ARCH__;
+a macro's effect is in the text) as a C++ syntax tree (frontend/host_syntax.py), and is a whitelist. An argument names a buffer when it is a variable
 (possibly parenthesized, cast, offset: `A_gpu + n`, `&A_gpu[n]`) declared a plain pointer in the function
 that makes the launch (not a parameter, not a reference, with no initialiser but a null one), allocated
 there by `cudaMalloc(&A_gpu, ...)` or a friend, and every use of which in that function is one the proof
@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from gpgpu_opt.analysis.writes import written_names
+from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.host_syntax import HostSyntax, Node, host_syntax, walk
+from gpgpu_opt.frontend.preprocess import preprocess
 from gpgpu_opt.kernel import Kernel
 
 #: Calls that allocate device memory into `&ptr` (their first argument).
@@ -107,7 +110,10 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
 
 def read_launches(kernel: Kernel, program) -> LaunchReading:
     """Each launch of `kernel` in the program, with the buffer each pointer argument names."""
-    syntax = host_syntax(expanded_text(program), program.path)
+    try:
+        syntax = host_syntax(host_view(program), program.path)
+    except CompileError as err:  # an #error only the host compilation reaches, say
+        return LaunchReading([], f"the host code could not be preprocessed ({err})")
     launches = [launch for launch in syntax.launches if launch.kernel == kernel.name]
     if not launches:
         return LaunchReading([], f"no launch of '{kernel.name}' in this file")
@@ -115,7 +121,7 @@ def read_launches(kernel: Kernel, program) -> LaunchReading:
     if hidden:
         return LaunchReading([], f"'{kernel.name}' is also named at {hidden} (in a macro, or as a function "
                                  "pointer), so not every launch can be read")
-    why = _host_view_differs(program.text) or _whitelist_redefined(syntax) or _implicit_calls(syntax)
+    why = _whitelist_redefined(syntax) or _implicit_calls(syntax)
     if why:
         return LaunchReading([], why)
     buffers = _Buffers(syntax)
@@ -141,12 +147,16 @@ def read_launches(kernel: Kernel, program) -> LaunchReading:
     return LaunchReading(sites)
 
 
-def expanded_text(program) -> str:
-    """The program after preprocessing (a Program built without it is preprocessed again, with no -D)."""
-    if getattr(program, "expanded", ""):
-        return program.expanded
-    from gpgpu_opt.frontend.preprocess import preprocess
-    return preprocess(program.text, program.path)[0]
+def host_view(program) -> str:
+    """The program preprocessed as nvcc's host compilation sees it (no __CUDA_ARCH__): the code that runs
+    the launches, with every macro expanded and the user's -D and -I."""
+    return _host_view(program.text, program.path, tuple(sorted(getattr(program, "defines", {}).items())),
+                      tuple(getattr(program, "include_dirs", [])))
+
+
+@lru_cache(maxsize=8)
+def _host_view(text: str, path: str, defines: tuple, include_dirs: tuple) -> str:
+    return preprocess(text, path, dict(defines), list(include_dirs), cuda_arch=None)[0]
 
 
 def _hidden_mention(syntax: HostSyntax, text: str, name: str, launches) -> str | None:
@@ -163,18 +173,6 @@ def _hidden_mention(syntax: HostSyntax, text: str, name: str, launches) -> str |
             return syntax.where(ident)
     unparsed = syntax.unparsed_mentions(name)
     return f"line {unparsed[0]}" if unparsed else None
-
-
-def _host_view_differs(text: str) -> str:
-    """The proof reads the file as preprocessed for the device, with __CUDA_ARCH__ defined; host code under
-    a test of it is seen wrongly. Such tests inside device-only functions are fine."""
-    device_bodies = [(f.body_start, f.end) for f in scanner.find_functions(text)
-                     if "__host__" not in f.qualifiers]
-    for tok in scanner.tokenize(text):
-        if tok.kind == "pp" and "__CUDA_ARCH__" in tok.text \
-                and not any(start <= tok.start < end for start, end in device_bodies):
-            return f"the host compiler sees other code than this reading: __CUDA_ARCH__ is tested at line {tok.line}"
-    return ""
 
 
 def _whitelist_redefined(syntax: HostSyntax) -> str:

@@ -77,6 +77,11 @@ class HostSyntax:
         return self._functions
 
     @property
+    def files(self) -> set[str]:
+        """The files the text came from (the #line markers name them)."""
+        return {file for file, _ in self._rows if file and not file.startswith("<")}
+
+    @property
     def launches(self) -> list[Launch]:
         return self._launches
 

@@ -232,7 +232,7 @@ ALIAS_BEFORE_THE_LAUNCH = [
     ("", "float *d_z = d_x; { float *d_x = d_y; (void)d_x; }", "is declared again"),
     ("cudaError_t cudaFree(float *&p) { p = 0; return cudaSuccess; }\n", "cudaFree(d_x);",
      "declares its own 'cudaFree'"),
-    ("", "#ifndef __CUDA_ARCH__\n    d_x = d_y;\n#endif", "__CUDA_ARCH__ is tested"),
+    ("", "#ifndef __CUDA_ARCH__\n    d_x = d_y;\n#endif", "is assigned at line 17"),
     ("struct Sink {};\nfloat *d_y_copy;\nvoid operator<<(Sink, float *&p) { p = d_y_copy; }\n",
      "d_y_copy = d_y; Sink() << d_x;", "the file overloads operator<<"),
     ("struct Grab { Grab(float *&p) { p = 0; } };\nvoid use(Grab) {}\n", "use(d_x);", "a member function or constructor"),
@@ -318,3 +318,13 @@ def test_a_class_whose_members_take_only_const_references_keeps_the_proof(tmp_pa
     top = "struct Keep { Keep(const Keep &other); Keep(float *p); int size(const Keep &o) const; };\n"
     facts = _facts(tmp_path, top + PROVED.replace("    cudaFree(d_x);", "    cudaMemset(d_x, 0, 4);\n    cudaFree(d_x);"))
     assert facts.restrict, facts.why_not
+
+
+def test_host_code_a_header_hides_from_the_device_view_defeats_the_proof(tmp_path):
+    """The header shares the buffers only where the host compiler reads it (no __CUDA_ARCH__): the proof
+    reads the host's view, not the device's (where SHARE is empty)."""
+    (tmp_path / "share.h").write_text("#ifndef __CUDA_ARCH__\n#define SHARE d_y = d_x\n#else\n#define SHARE\n"
+                                      "#endif\n")
+    host = '#include "share.h"\n' + PROVED.replace("    cudaFree(d_x);", "    SHARE;\n    cudaFree(d_x);")
+    facts = _facts(tmp_path, host)
+    assert not facts.restrict and "'d_y' for 'y' is assigned at line 19" in facts.why_not, facts.why_not

@@ -179,9 +179,20 @@ def _struct(h, a, b, k):
     h.copy(b, a)
 
 
+def _host_only(h, a, b, k):
+    h.body.append(f"#ifndef __CUDA_ARCH__\n    {b} = {a};\n#endif")
+    h.copy(b, a)
+
+
+def _operator(h, a, b, k):
+    h.define("struct Sink {};\nfloat *sink_source;\nvoid operator<<(Sink, float *&p) { p = sink_source; }")
+    h.body.append(f"sink_source = {a}; Sink() << {b};")
+    h.copy(b, a)
+
+
 ALIASING = [_assign, _reference, _auto_reference, _macro, _helper, _swap, _pointer_to_pointer, _comma,
             _comma_lvalue, _lambda, _ternary_lvalue, _conditional, _through_copy, _ifdef, _helper_allocation,
-            _vexing_reference, _struct]
+            _vexing_reference, _struct, _host_only, _operator]
 
 
 # How a launch argument names buffer v: (spelling, may it hold something other than v's allocations).
