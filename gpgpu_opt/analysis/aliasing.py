@@ -257,10 +257,15 @@ class _Buffers:
         why = self._plain_pointer(declarations[0])
         if why:
             return None, why
+        scope = _scope_of(declarations[0])
         allocated = False
         for use in uses:
             if use == declarations[0]:
                 continue
+            if not (declarations[0].end_byte <= use.start_byte and use.end_byte <= scope.end_byte):
+                # before its declaration, or past the end of its block: another variable of that name
+                return None, f"names another variable at {syntax.where(use)} (outside the scope of the " \
+                             f"declaration at {syntax.where(declarations[0])})"
             how = _Use(syntax, use).verdict()
             if how == "allocated":
                 allocated = True
@@ -285,6 +290,8 @@ class _Buffers:
             holder = None
         if holder is None or holder.type != "declaration":
             return f"is not declared a plain pointer (at {syntax.where(name)})"
+        if any(c.type == "storage_class_specifier" and c.text == b"extern" for c in holder.children):
+            return f"is declared extern at {syntax.where(name)}: other functions may change it"
         return ""
 
 
@@ -445,6 +452,14 @@ def _binds_reference(init: Node) -> bool:
     if declarator.type in ("pointer_declarator", "array_declarator"):
         return False  # a pointer (or array) is a copy, whatever T is
     return type_node.type not in ("primitive_type", "sized_type_specifier", "placeholder_type_specifier")
+
+
+def _scope_of(name: Node) -> Node:
+    """The block (or for statement, condition) a declared name is visible in, to its end."""
+    node = name.parent
+    while node.type != "declaration":
+        node = node.parent
+    return node.parent
 
 
 def _declares(identifier: Node) -> bool:

@@ -328,3 +328,22 @@ def test_host_code_a_header_hides_from_the_device_view_defeats_the_proof(tmp_pat
     host = '#include "share.h"\n' + PROVED.replace("    cudaFree(d_x);", "    SHARE;\n    cudaFree(d_x);")
     facts = _facts(tmp_path, host)
     assert not facts.restrict and "'d_y' for 'y' is assigned at line 19" in facts.why_not, facts.why_not
+
+
+@pytest.mark.parametrize("change", [
+    # the launch's d_y is the global one, which another function may set to anything
+    ("    float *d_x = NULL, *d_y = NULL;", "    float *d_x = NULL;\n    { float *d_y; cudaMalloc(&d_y, 4); }"),
+    ("    float *d_x = NULL, *d_y = NULL;", "    float *d_x = NULL;\n    cudaMalloc(&d_y, 4);\n    float *d_y;"),
+])
+def test_a_name_outside_the_scope_of_the_buffers_declaration_is_another_variable(tmp_path, change):
+    host = "float *d_y;\nvoid share(float *p) { d_y = p; }\n" + PROVED.replace(*change).replace(
+        "    cudaMalloc(&d_y, n * sizeof(float));\n", "")
+    facts = _facts(tmp_path, host)
+    assert not facts.restrict and "names another variable at line" in facts.why_not, facts.why_not
+
+
+def test_an_extern_declaration_in_the_launching_function_names_a_global(tmp_path):
+    host = "float *d_y;\nvoid share(float *p) { d_y = p; }\n" + PROVED.replace(
+        "    float *d_x = NULL, *d_y = NULL;", "    float *d_x = NULL;\n    extern float *d_y;")
+    facts = _facts(tmp_path, host)
+    assert not facts.restrict and "is declared extern at line" in facts.why_not, facts.why_not
