@@ -310,7 +310,7 @@ class _Use:
             return "read"  # a discarded comma operand, a condition of ?:
         parent, place = root.parent, HostSyntax.field_of(root)
         kind = parent.type
-        if kind in _READING_PARENTS or (kind == "for_statement" and place == "condition"):
+        if kind in _READING_PARENTS or (kind in ("for_statement", "do_statement") and place == "condition"):
             return "read"
         if kind == "cast_expression":
             return "read" if not _has(parent.child_by_field_name("type"), "abstract_reference_declarator") \

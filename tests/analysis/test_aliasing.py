@@ -292,6 +292,7 @@ def test_a_copy_initialised_from_another_buffer_is_no_buffer_of_its_own(tmp_path
     "cudaMemcpy(d_x, d_y, n * sizeof(float), cudaMemcpyDeviceToDevice);",
     "n = (int)sizeof(d_x) + (d_x != d_y);",
     "while (d_x == 0) { d_x = NULL; cudaMalloc(&d_x, 4); }",
+    "for (int k = 0; d_x && k < 2; ++k) cudaFree(d_x); do { } while (d_y == NULL); do { } while (d_y);",
     "auto copy = d_y; (void)copy;",
     "[&] { cudaMemset(d_y, 0, 4); }();",
     "d_y = nullptr; cudaMalloc((void **)&d_y, n * sizeof(float));",
