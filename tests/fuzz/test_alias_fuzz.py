@@ -219,7 +219,9 @@ def hosts(draw):
         a, b = draw(st.permutations(names))[:2]
         make(h, a, b, k)
         h.safe = h.safe and not aliasing
-    x, y = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+    x, y = draw(st.permutations(names))[:2]
+    if draw(st.integers(0, 5)) == 0:
+        y = x  # one buffer for both: the plain case of aliasing
     h.safe = h.safe and x != y
     (x_text, x_holds), (y_text, y_holds) = _spell(draw, h, x), _spell(draw, h, y)
     declarations = ", ".join(f"*{v} = NULL" for v in names)
