@@ -2,24 +2,37 @@
 so (`--restrict`, nvcc's flag: every kernel pointer parameter is a restrict pointer), or when the program
 proves it: every launch site passes each pointer parameter a device buffer of its own.
 
-The whole-program proof reads the host code as text. An argument names a buffer when it is a variable
-(possibly offset: `A_gpu + n`, `&A_gpu[n]`, or cast) that the function making the launch allocates itself
-with `cudaMalloc` and friends (`&A_gpu`, not an element of an array of pointers), that is not a parameter of
-that function, and that the file never otherwise assigns, increments, takes the address of or hands to a
-function that could change it. Two arguments that name different such variables point into different
-allocations. A parameter the kernel writes through must
-get a buffer that no other pointer argument of that launch gets; read-only parameters may share one (C's
-`restrict` only forbids aliasing where the object is modified).
+The whole-program proof reads the host code preprocessed as nvcc's host compilation does (no __CUDA_ARCH__;
+a macro's effect is in the text) as a C++ syntax tree (frontend/host_syntax.py), and is a whitelist. An argument names a buffer when it is a variable
+(possibly parenthesized, cast, offset: `A_gpu + n`, `&A_gpu[n]`) declared a plain pointer in the function
+that makes the launch (not a parameter, not a reference, with no initialiser but a null one), allocated
+there by `cudaMalloc(&A_gpu, ...)` or a friend, and every use of which in that function is one the proof
+understands: its declaration, the allocation, a read that yields its value (as a launch argument, to
+cudaMemcpy and the other pointer readers, in arithmetic, a comparison, a condition, a copy into another
+pointer), or `= NULL`. Anything else defeats it: an assignment, `++`, `&v` outside an allocation, a
+reference bound to it, a call the proof does not know, a lambda capturing it by name, an element written on
+the host, a use the parser could not read. Only such uses can change what a local variable holds (the
+preprocessor has expanded every macro; no other function can reach it without its address or a reference),
+so two arguments that name different accepted variables point into different allocations (C forbids
+pointer arithmetic that leaves one).
+
+A parameter the kernel writes through must get a buffer that no other pointer argument of that launch
+gets; read-only parameters may share one (C's `restrict` only forbids aliasing where the object is
+modified). Every launch of the kernel must be read: a kernel also named elsewhere (a function pointer, a
+macro, a template argument) is refused.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from gpgpu_opt.analysis.writes import written_names
+from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
+from gpgpu_opt.frontend.host_syntax import HostSyntax, Node, host_syntax, walk
+from gpgpu_opt.frontend.preprocess import preprocess
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch import host_text
 
 #: Calls that allocate device memory into `&ptr` (their first argument).
 _ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocPitch", "cudaMallocAsync", "cudaMallocHost",
@@ -48,6 +61,23 @@ class AliasFacts:
         return d
 
 
+@dataclass
+class SiteBuffers:
+    """One launch: its arguments as written (after preprocessing), and for each pointer parameter the
+    variable whose own allocation its argument points into, or why that is not known."""
+    line: int
+    args: list[str]
+    buffers: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class LaunchReading:
+    """Every launch of a kernel, or (why_not) why not all of them could be read."""
+    sites: list[SiteBuffers]
+    why_not: str = ""
+
+
 def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> AliasFacts:
     pointers = [p for p in kernel.params if p.is_pointer]
     written = written_names(kernel.funcdef, program.device_functions) & {p.name for p in pointers}
@@ -58,186 +88,400 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
     if len(pointers) < 2 or not written:
         # Nothing to alias with, or nothing written: restrict adds no constraint the program could break.
         return AliasFacts(True, "one pointer" if len(pointers) < 2 else "read-only", written=written)
-    host = HostPointers(host_text(program))
-    sites = [s for s in program.launch_sites if s.kernel == kernel.name]
     hint = "declare the pointer parameters __restrict__, compile with --restrict"
-    if not sites:
-        return AliasFacts(False, "", why_not=f"no launch of '{kernel.name}' in this file; {hint}",
-                          written=written)
-    hidden = _launch_we_cannot_see(program.text, kernel.name, sites)
-    if hidden:
-        return AliasFacts(False, "", why_not=f"'{kernel.name}' is also named at line {hidden} (in a macro, or as "
-                                             f"a function pointer), so not every launch can be read; {hint}",
-                          written=written)
-    positions = {p.name: k for k, p in enumerate(kernel.params)}
-    for site in sites:
-        args = site.args
-        if len(args) != len(kernel.params):
-            return AliasFacts(False, "", why_not=f"the launch at line {site.line} passes {len(args)} arguments "
-                                                 f"for {len(kernel.params)} parameters; {hint}", written=written)
-        buffers = {}
+    reading = read_launches(kernel, program)
+    if reading.why_not:
+        return AliasFacts(False, "", why_not=f"{reading.why_not}; {hint}", written=written)
+    for site in reading.sites:
         for p in pointers:
-            arg = args[positions[p.name]]
-            buffer, why = host.buffer_of(arg, site.start)
-            if buffer is None:
-                return AliasFacts(False, "", why_not=f"line {site.line}: '{arg}' for '{p.name}' {why}; {hint}, "
-                                                     "or pass buffers from cudaMalloc directly", written=written)
-            buffers[p.name] = buffer
+            if p.name in site.why:
+                arg = site.args[kernel.params.index(p)]
+                return AliasFacts(False, "", why_not=f"line {site.line}: '{arg}' for '{p.name}' {site.why[p.name]}; "
+                                                     f"{hint}, or pass buffers from cudaMalloc directly",
+                                  written=written)
         for name in sorted(written):
-            shared = [q for q, b in buffers.items() if q != name and b == buffers[name]]
+            shared = [q for q, b in site.buffers.items() if q != name and b == site.buffers[name]]
             if shared:
-                return AliasFacts(False, "", why_not=f"the launch at line {site.line} passes '{buffers[name]}' "
-                                                     f"to both '{name}' and '{shared[0]}'", written=written)
-    return AliasFacts(True, "launch sites", sites=[s.line for s in sites], written=written)
+                return AliasFacts(False, "", why_not=f"the launch at line {site.line} passes "
+                                                     f"'{site.buffers[name]}' to both '{name}' and '{shared[0]}'",
+                                  written=written)
+    return AliasFacts(True, "launch sites", sites=[s.line for s in reading.sites], written=written)
 
 
-def _launch_we_cannot_see(text: str, name: str, sites: list) -> int | None:
-    """The line of a mention of kernel `name` that is neither its definition or a declaration (after `void`)
-    nor one of the launch sites read: a launch in a macro, a function pointer."""
-    at_sites = {s.start for s in sites}
-    all_tokens = scanner.tokenize(text)
-    for tok in all_tokens:
+def read_launches(kernel: Kernel, program) -> LaunchReading:
+    """Each launch of `kernel` in the program, with the buffer each pointer argument names."""
+    try:
+        syntax = host_syntax(host_view(program), program.path)
+    except CompileError as err:  # an #error only the host compilation reaches, say
+        return LaunchReading([], f"the host code could not be preprocessed ({err})")
+    launches = [launch for launch in syntax.launches if launch.kernel == kernel.name]
+    if not launches:
+        return LaunchReading([], f"no launch of '{kernel.name}' in this file")
+    hidden = _hidden_mention(syntax, program.text, kernel.name, launches)
+    if hidden:
+        return LaunchReading([], f"'{kernel.name}' is also named at {hidden} (in a macro, or as a function "
+                                 "pointer), so not every launch can be read")
+    why = _whitelist_redefined(syntax) or _implicit_calls(syntax)
+    if why:
+        return LaunchReading([], why)
+    buffers = _Buffers(syntax)
+    sites = []
+    for launch in launches:
+        line = syntax.line(launch.name)
+        if len(launch.args) != len(kernel.params):
+            return LaunchReading([], f"the launch at line {line} passes {len(launch.args)} arguments for "
+                                     f"{len(kernel.params)} parameters")
+        broken = syntax.broken(launch.call)
+        function = syntax.enclosing_function(launch.call)
+        if broken is not None or function is None:
+            return LaunchReading([], f"the launch at line {line} could not be parsed")
+        site = SiteBuffers(line, [syntax.text_of(a) for a in launch.args])
+        for k, p in enumerate(kernel.params):
+            if p.is_pointer:
+                buffer, why_not = buffers.named_by(launch.args[k], function)
+                if buffer is None:
+                    site.why[p.name] = why_not
+                else:
+                    site.buffers[p.name] = buffer
+        sites.append(site)
+    return LaunchReading(sites)
+
+
+def host_view(program) -> str:
+    """The program preprocessed as nvcc's host compilation sees it (no __CUDA_ARCH__): the code that runs
+    the launches, with every macro expanded and the user's -D and -I."""
+    return _host_view(program.text, program.path, tuple(sorted(getattr(program, "defines", {}).items())),
+                      tuple(getattr(program, "include_dirs", [])))
+
+
+@lru_cache(maxsize=8)
+def _host_view(text: str, path: str, defines: tuple, include_dirs: tuple) -> str:
+    return preprocess(text, path, dict(defines), list(include_dirs), cuda_arch=None)[0]
+
+
+def _hidden_mention(syntax: HostSyntax, text: str, name: str, launches) -> str | None:
+    """Where kernel `name` is named other than at a launch read or in its definition or a declaration: a
+    directive of the file as written (a macro that may launch it), a function pointer, a template argument,
+    text the parser could not read."""
+    for tok in scanner.tokenize(text):
         if tok.kind == "pp" and re.search(rf"\b{re.escape(name)}\b", tok.text):
-            return tok.line
-    tokens = [t for t in all_tokens if t.kind != "pp"]
-    for k, tok in enumerate(tokens):
-        if tok.kind == "ident" and tok.text == name and tok.start not in at_sites \
-                and not (k and tokens[k - 1].text == "void"):
-            return tok.line
-    return None
+            return f"line {tok.line}"
+    at_launch = {launch.name.start_byte for launch in launches}
+    for ident in syntax.identifiers(name):
+        declared = ident.parent.type == "function_declarator" and HostSyntax.field_of(ident) == "declarator"
+        if ident.start_byte not in at_launch and not declared:
+            return syntax.where(ident)
+    unparsed = syntax.unparsed_mentions(name)
+    return f"line {unparsed[0]}" if unparsed else None
 
 
-class HostPointers:
-    """Device pointer variables of the host code: which ones are buffers of their own."""
+def _whitelist_redefined(syntax: HostSyntax) -> str:
+    """A function of the file named like an allocator or pointer reader may take the pointer by reference."""
+    for name in _ALLOCATORS + _POINTER_READERS:
+        for ident in syntax.identifiers(name):
+            if ident.parent.type == "function_declarator":
+                return f"the file declares its own '{name}' at {syntax.where(ident)}"
+    return ""
 
-    def __init__(self, text: str):
-        self.tokens = [t for t in scanner.tokenize(text) if t.kind != "pp"]
-        self.allocations: list[tuple[str, int]] = []    # (variable, offset of the allocating call)
-        self.disturbed: dict[str, str] = {}             # variable -> how it may stop naming its own buffer
-        self.functions = self._function_bodies()
-        self._scan()
 
-    def buffer_of(self, arg: str, launch_at: int) -> tuple[str | None, str]:
-        """The variable whose allocation `arg`, passed by the launch at offset `launch_at`, points into; or
-        None and why not."""
-        m = _BUFFER_ARGUMENT.fullmatch(arg.strip())
-        if m is None:
+def _implicit_calls(syntax: HostSyntax) -> str:
+    """What looks like a read may call the file's own code: an overloaded operator (`sink << v`, `s = v`)
+    or a converting constructor (a class argument built from `v`) that takes v by reference."""
+    for node in walk(syntax.root):
+        if node.type == "operator_name":
+            return f"the file overloads {syntax.text_of(node)} at {syntax.where(node)}, which may take a buffer " \
+                   "by reference where the proof sees a read"
+        if node.type == "function_declarator" and _is_member(node) and any(
+                _by_reference(p) for p in node.child_by_field_name("parameters").named_children):
+            return f"a member function or constructor declared at {syntax.where(node)} takes a reference, " \
+                   "so it may change a buffer passed where the proof sees a read"
+    return ""
+
+
+def _is_member(declarator: Node) -> bool:
+    name = declarator.child_by_field_name("declarator")
+    if name is not None and name.type == "qualified_identifier":
+        return True
+    node = declarator.parent
+    while node is not None and node.type not in ("field_declaration_list", "translation_unit", "compound_statement"):
+        node = node.parent
+    return node is not None and node.type == "field_declaration_list"
+
+
+def _by_reference(param: Node) -> bool:
+    """A parameter that binds a non-const lvalue reference (`T &`, `T *&`, `T &&`); `const T &` cannot
+    change its argument."""
+    declarator = param.child_by_field_name("declarator")
+    if declarator is None or not (_has(declarator, "reference_declarator")
+                                  or _has(declarator, "abstract_reference_declarator")):
+        return False
+    const = any(c.type == "type_qualifier" and c.text == b"const" for c in param.children)
+    return not (const and declarator.type in ("reference_declarator", "abstract_reference_declarator"))
+
+
+class _Buffers:
+    """Which variables of a function are device buffers of their own (cached per function and name)."""
+
+    def __init__(self, syntax: HostSyntax):
+        self.syntax = syntax
+        self._verdicts: dict[tuple[int, str], tuple[str | None, str]] = {}
+
+    def named_by(self, arg: Node, function: Node) -> tuple[str | None, str]:
+        """The variable whose allocation launch argument `arg` points into; or None and why not."""
+        variable = _named_variable(arg, self.syntax)
+        if variable is None:
             return None, "is not a device buffer variable"
-        name = m.group(1) or m.group(2)
-        start, end, params = next(((s, e, p) for s, e, p in self.functions if s <= launch_at < e), (0, 0, set()))
-        if name in params:
+        name = self.syntax.text_of(variable)
+        key = (function.start_byte, name)
+        if key not in self._verdicts:
+            self._verdicts[key] = self._verdict(name, function)
+        return self._verdicts[key]
+
+    def _verdict(self, name: str, function: Node) -> tuple[str | None, str]:
+        syntax = self.syntax
+        if name in syntax.parameter_names(function):
             return None, "is a parameter of the function that launches the kernel"
-        if not any(var == name and start <= at < end for var, at in self.allocations):
+        broken = syntax.broken(function)
+        if broken is not None:
+            return None, f"is used in a function the parser could not read (at {syntax.where(broken)})"
+        unread = syntax.unparsed_mentions(name, function)
+        if unread:
+            return None, f"is named at line {unread[0]} where the parser does not read it as a variable"
+        uses = syntax.identifiers(name, function)
+        declarations = [u for u in uses if _declares(u)]
+        if not declarations:
+            return None, f"is not allocated with {_ALLOCATORS[0]} in the function that launches the kernel " \
+                         "(it is not declared there)"
+        if len(declarations) > 1:
+            return None, f"is declared again at {syntax.where(declarations[1])}"
+        why = self._plain_pointer(declarations[0])
+        if why:
+            return None, why
+        scope = _scope_of(declarations[0])
+        allocated = False
+        for use in uses:
+            if use == declarations[0]:
+                continue
+            if not (declarations[0].end_byte <= use.start_byte and use.end_byte <= scope.end_byte):
+                # before its declaration, or past the end of its block: another variable of that name
+                return None, f"names another variable at {syntax.where(use)} (outside the scope of the " \
+                             f"declaration at {syntax.where(declarations[0])})"
+            how = _Use(syntax, use).verdict()
+            if how == "allocated":
+                allocated = True
+            elif how != "read":
+                return None, how
+        if not allocated:
             return None, f"is not allocated with {_ALLOCATORS[0]} in the function that launches the kernel"
-        if name in self.disturbed:
-            return None, self.disturbed[name]
         return name, ""
 
-    def _function_bodies(self) -> list[tuple[int, int, set[str]]]:
-        """(body start, body end, parameter names) of each function defined in the text."""
-        toks, bodies, k = self.tokens, [], 0
-        while k < len(toks):
-            if toks[k].text == "{" and k and toks[k - 1].text in (")", "const"):
-                close = scanner.matching(toks, k, "{", "}")
-                if close == -1:
-                    break  # an unclosed body (the front end reports it)
-                paren = k - 1 if toks[k - 1].text == ")" else k - 2
-                bodies.append((toks[k].start, toks[close].end, self._parameter_names(paren)))
-                k = close + 1
-                continue
-            k += 1
-        return bodies
+    def _plain_pointer(self, name: Node) -> str:
+        """Why the declaration of `name` is not `T *name;` or `T *name = NULL;` ('' when it is)."""
+        syntax = self.syntax
+        declarator = name.parent
+        if declarator.type != "pointer_declarator" or HostSyntax.field_of(name) != "declarator":
+            return f"is not declared a plain pointer (at {syntax.where(name)})"
+        holder = declarator.parent
+        if holder.type == "init_declarator" and HostSyntax.field_of(declarator) == "declarator":
+            if not _is_null(holder.child_by_field_name("value"), syntax):
+                return f"is initialised with another pointer than NULL at {syntax.where(name)}"
+            holder = holder.parent
+        elif HostSyntax.field_of(declarator) != "declarator":
+            holder = None
+        if holder is None or holder.type != "declaration":
+            return f"is not declared a plain pointer (at {syntax.where(name)})"
+        if any(c.type == "storage_class_specifier" and c.text == b"extern" for c in holder.children):
+            return f"is declared extern at {syntax.where(name)}: other functions may change it"
+        return ""
 
-    def _parameter_names(self, close_paren: int) -> set[str]:
-        """Names in the parameter list that ends at token `close_paren`: identifiers before `,` or `)`."""
-        names, depth = set(), 0
-        for j in range(close_paren, 0, -1):
-            t = self.tokens[j].text
-            depth += {")": 1, "(": -1}.get(t, 0)
-            if depth == 0:
-                break
-            if depth == 1 and t in (",", ")") and self.tokens[j - 1].kind == "ident":
-                names.add(self.tokens[j - 1].text)
-        return names
 
-    def _scan(self) -> None:
-        toks = self.tokens
-        for i, tok in enumerate(toks):
-            if tok.kind != "ident":
-                continue
-            if tok.text in _ALLOCATORS and i + 1 < len(toks) and toks[i + 1].text == "(":
-                name = self._address_argument(i + 2)
-                if name:
-                    self.allocations.append((name, tok.start))
-                continue
-            prev = toks[i - 1].text if i else ""
-            nxt = toks[i + 1].text if i + 1 < len(toks) else ""
-            if prev in (".", "->"):
-                continue
-            if nxt in ("=", "+=", "-=", "++", "--") or prev in ("++", "--"):
-                if not (nxt == "=" and self._assigns_null(i + 2)):
-                    self.disturbed.setdefault(tok.text, f"is assigned at line {tok.line}")
-            elif prev == "&" and not self._inside_allocator(i):
-                self.disturbed.setdefault(tok.text, f"has its address taken at line {tok.line}")
-            elif prev in ("(", ",") and nxt in (")", ","):
-                callee = self._callee_that_may_change(i)
-                if callee:
-                    self.disturbed.setdefault(tok.text, f"is passed to {callee} at line {tok.line}, "
-                                                        "which may change it")
+class _Use:
+    """One use of a variable: 'read', 'allocated' (the first argument of an allocator, `&v`), or why it may
+    change what the variable holds."""
 
-    def _assigns_null(self, i: int) -> bool:
-        """`= NULL;`, `= 0;`, `= nullptr;`: a null pointer is no other buffer."""
-        value = [t.text for t in self.tokens[i:i + 2]]
-        return len(value) == 2 and value[0] in ("NULL", "0", "nullptr") and value[1] in (";", ",")
+    def __init__(self, syntax: HostSyntax, identifier: Node):
+        self.syntax = syntax
+        self.identifier = identifier
+        self.at = syntax.where(identifier)
 
-    def _address_argument(self, i: int) -> str | None:
-        """The `name` of a first argument `&name` or `(void **)&name`, the call's tokens starting at i."""
-        depth = 0
-        for j in range(i, len(self.tokens) - 1):
-            t = self.tokens[j].text
-            if t == "(":
-                depth += 1
-            elif t == ")":
-                if depth == 0:
-                    return None
-                depth -= 1
-            elif t == "," and depth == 0:
+    def verdict(self) -> str:
+        root = _value_of(self.identifier)
+        if root is None:
+            return "read"  # a discarded comma operand, a condition of ?:
+        parent, place = root.parent, HostSyntax.field_of(root)
+        kind = parent.type
+        if kind in _READING_PARENTS or (kind in ("for_statement", "do_statement") and place == "condition"):
+            return "read"
+        if kind == "cast_expression":
+            return "read" if not _has(parent.child_by_field_name("type"), "abstract_reference_declarator") \
+                else f"is cast to a reference at {self.at}"
+        if kind == "assignment_expression":
+            return self._assignment(parent, place)
+        if kind == "update_expression":
+            return f"is assigned at {self.at} ({self.syntax.text_of(parent)})"
+        if kind == "pointer_expression":
+            return self._address_or_dereference(parent)
+        if kind == "subscript_expression" and place == "argument":
+            return self._element(parent)
+        if kind == "argument_list":
+            return self._argument(parent)
+        if kind == "init_declarator" and place == "value":
+            return f"has a reference bound to it at {self.at}" if _binds_reference(parent) else "read"
+        if kind == "lambda_capture_specifier":
+            return f"is captured by name in a lambda at {self.at}"
+        return f"is used at {self.at} in a way the proof does not know ('{_short(self.syntax.text_of(parent))}')"
+
+    def _assignment(self, assignment: Node, place: str | None) -> str:
+        if place == "right":
+            return "read"
+        operator = assignment.child_by_field_name("operator")
+        if operator is not None and operator.type == "=" and _is_null(assignment.child_by_field_name("right"),
+                                                                      self.syntax):
+            return "read"  # a null pointer is no other buffer
+        return f"is assigned at {self.at}"
+
+    def _address_or_dereference(self, expression: Node) -> str:
+        operator = expression.child_by_field_name("operator")
+        if operator is not None and operator.type == "&":
+            return "allocated" if _allocator_target(expression, self.syntax) \
+                else f"has its address taken at {self.at}"
+        return f"is dereferenced on the host at {self.at}"
+
+    def _element(self, element: Node) -> str:
+        """`v[e]`: `&v[e]` is a pointer into v's allocation; reading an element leaves v as it is; writing
+        one (or anything else) is not understood."""
+        root = _value_of(element)
+        if root is None:
+            return "read"
+        parent, place = root.parent, HostSyntax.field_of(root)
+        if parent.type == "pointer_expression" and parent.child_by_field_name("operator").type == "&":
+            return "read"
+        if parent.type in _READING_PARENTS or (parent.type == "assignment_expression" and place == "right"):
+            return "read"
+        if parent.type == "argument_list" and self._argument(parent) == "read":
+            return "read"
+        return f"has an element used at {self.at} in a way the proof does not know " \
+               f"('{_short(self.syntax.text_of(parent))}')"
+
+    def _argument(self, arguments: Node) -> str:
+        call = arguments.parent
+        function = call.child_by_field_name("function") if call.type == "call_expression" else None
+        if function is None:
+            return f"is used at {self.at} in a way the proof does not know ('{_short(self.syntax.text_of(call))}')"
+        if any(c.type == "kernel_call_syntax" for c in call.named_children):
+            return "read"  # a kernel takes its arguments by value
+        callee = self.syntax.text_of(function)
+        if function.type == "identifier" and callee in _POINTER_READERS:
+            return "read"
+        return f"is passed to {_short(callee)} at {self.at}, which may change it"
+
+
+#: Parents for which a (parenthesized) value is only read.
+_READING_PARENTS = {"binary_expression", "unary_expression", "condition_clause", "sizeof_expression",
+                    "expression_statement"}
+
+
+def _value_of(node: Node) -> Node | None:
+    """The outermost expression whose value is `node`'s own (through parentheses, the right operand of a
+    comma, a branch of ?:), or None where the value is only read (a discarded left operand of a comma,
+    the condition of ?:)."""
+    while True:
+        parent, place = node.parent, HostSyntax.field_of(node)
+        if parent.type == "parenthesized_expression":
+            node = parent
+        elif parent.type == "comma_expression":
+            if place != "right":
                 return None
-            elif t == "&" and self.tokens[j + 1].kind == "ident":
-                after = self.tokens[j + 2].text if j + 2 < len(self.tokens) else ""
-                return self.tokens[j + 1].text if after in (",", ")") else None  # not `&bufs[i]`, `&s.p`
-        return None
-
-    def _enclosing_call(self, i: int):
-        """The token naming the call whose parentheses hold token i, if any (within the statement)."""
-        depth = 0
-        for j in range(i - 1, -1, -1):
-            t = self.tokens[j].text
-            if t == ")":
-                depth += 1
-            elif t == "(":
-                if depth == 0:
-                    return self.tokens[j - 1] if j > 0 else None
-                depth -= 1
-            elif t in (";", "{", "}"):
+            node = parent
+        elif parent.type == "conditional_expression":
+            if place == "condition":
                 return None
-        return None
+            node = parent
+        else:
+            return node
 
-    def _inside_allocator(self, i: int) -> bool:
-        callee = self._enclosing_call(i)
-        return callee is not None and callee.text in _ALLOCATORS
 
-    def _callee_that_may_change(self, i: int) -> str | None:
-        """A function a bare argument at token i is passed to, unless it only reads pointers. (A kernel
-        launch's `)(` follows `>>>`, not a name: kernels get the pointer by value.)"""
-        callee = self._enclosing_call(i)
-        if callee is None or callee.kind != "ident" or callee.text in _POINTER_READERS + _ALLOCATORS \
-                or callee.text in _CONTROL:
+def _named_variable(arg: Node, syntax: HostSyntax) -> Node | None:
+    """The variable a launch argument points into: `v`, `(v)`, `(T *)v`, `v + e`, `v - e`, `k + v` (k a
+    literal), `&v[e]`; any of these nested. (A pointer plus an integer stays inside its allocation.)"""
+    node = arg
+    while True:
+        kind = node.type
+        if kind == "identifier":
+            return node
+        if kind == "parenthesized_expression" and node.named_child_count == 1:
+            node = node.named_children[0]
+        elif kind == "cast_expression" and not _has(node.child_by_field_name("type"), "abstract_reference_declarator"):
+            node = node.child_by_field_name("value")
+        elif kind == "binary_expression" and node.child_by_field_name("operator").type in ("+", "-"):
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            literal_first = node.child_by_field_name("operator").type == "+" and left.type == "number_literal"
+            node = right if literal_first else left
+        elif kind == "pointer_expression" and node.child_by_field_name("operator").type == "&" \
+                and node.child_by_field_name("argument").type == "subscript_expression":
+            node = node.child_by_field_name("argument").child_by_field_name("argument")
+        else:
             return None
-        return callee.text
+        if node is None:
+            return None
 
 
-_CONTROL = {"if", "while", "for", "switch", "return", "sizeof"}
-#: `name`, `name + offset`, `&name[offset]`, any of them behind a pointer cast.
-_BUFFER_ARGUMENT = re.compile(r"(?:\(\s*[\w\s]+\*\s*\)\s*)?(?:&\s*([A-Za-z_]\w*)\s*\[[^\]]*\]|([A-Za-z_]\w*)(?:\s*\+\s*.+)?)")
+def _allocator_target(address: Node, syntax: HostSyntax) -> bool:
+    """Is `&v` (possibly cast, `(void **)&v`) the first argument of an allocator call?"""
+    node = address
+    while node.parent.type in ("parenthesized_expression", "cast_expression"):
+        node = node.parent
+    arguments = node.parent
+    if arguments.type != "argument_list" or not arguments.named_children or arguments.named_children[0] != node:
+        return False
+    call = arguments.parent
+    function = call.child_by_field_name("function")
+    return call.type == "call_expression" and function is not None and function.type == "identifier" \
+        and syntax.text_of(function) in _ALLOCATORS \
+        and not any(c.type == "kernel_call_syntax" for c in call.named_children)
 
+
+def _binds_reference(init: Node) -> bool:
+    """Does `T d = v` bind a reference to v? Certainly with `&` in the declarator or decltype in the type;
+    possibly when the declared name (not a pointer) has a type the proof cannot see through (a typedef)."""
+    declaration = init.parent
+    type_node = declaration.child_by_field_name("type") if declaration is not None else None
+    declarator = init.child_by_field_name("declarator")
+    if declarator is None or type_node is None or _has(declarator, "reference_declarator") or _has(type_node, "decltype"):
+        return True
+    if declarator.type in ("pointer_declarator", "array_declarator"):
+        return False  # a pointer (or array) is a copy, whatever T is
+    return type_node.type not in ("primitive_type", "sized_type_specifier", "placeholder_type_specifier")
+
+
+def _scope_of(name: Node) -> Node:
+    """The block (or for statement, condition) a declared name is visible in, to its end."""
+    node = name.parent
+    while node.type != "declaration":
+        node = node.parent
+    return node.parent
+
+
+def _declares(identifier: Node) -> bool:
+    """Is this identifier the name a declarator introduces?"""
+    parent = identifier.parent
+    return HostSyntax.field_of(identifier) == "declarator" or parent.type in (
+        "reference_declarator", "structured_binding_declarator")
+
+
+def _is_null(value: Node | None, syntax: HostSyntax) -> bool:
+    """NULL, nullptr, 0, possibly parenthesized or cast."""
+    while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
+        value = value.child_by_field_name("value") if value.type == "cast_expression" else (
+            value.named_children[0] if value.named_child_count == 1 else None)
+    return value is not None and (value.type == "null" or (value.type == "number_literal"
+                                                           and syntax.text_of(value) == "0"))
+
+
+def _has(node: Node | None, kind: str) -> bool:
+    return node is not None and any(n.type == kind for n in walk(node))
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."

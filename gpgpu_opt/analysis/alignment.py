@@ -1,7 +1,7 @@
 """How far each pointer parameter of a kernel is known to be aligned, in bytes, at every launch.
 
 `cudaMalloc` and friends return addresses aligned to 256 bytes. A launch argument that names such a buffer
-(aliasing.py's `HostPointers.buffer_of`: allocated in the launching function, never reassigned or passed on)
+(aliasing.py's `read_launches`: allocated in the launching function, never reassigned or passed on)
 is 256-byte aligned; `buf + k` or `&buf[k]` with an integer literal k, where `buf` is declared a pointer to
 the parameter's element type, is aligned to the largest power of two dividing both 256 and k * element size.
 Anything else (no launch in the file, a launch hidden in a macro, a parameter of the launching function) is
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpgpu_opt.analysis.aliasing import HostPointers, _launch_we_cannot_see
+from gpgpu_opt.analysis.aliasing import read_launches
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch import host_text
 
@@ -33,20 +33,17 @@ def base_alignment(kernel: Kernel, program) -> dict[str, int]:
     element size)."""
     pointers = [p for p in kernel.params if p.is_pointer]
     known = {p.name: element_bytes(p.base_type) for p in pointers}
-    sites = [s for s in program.launch_sites if s.kernel == kernel.name]
-    if not sites or not pointers or _launch_we_cannot_see(program.text, kernel.name, sites):
+    reading = read_launches(kernel, program) if pointers else None
+    if reading is None or reading.why_not:
         return known
     text = host_text(program)
-    host = HostPointers(text)
     positions = {p.name: k for k, p in enumerate(kernel.params)}
     proven = {}
     for p in pointers:
         alignments = []
-        for site in sites:
-            if len(site.args) != len(kernel.params):
-                break
+        for site in reading.sites:
             arg = site.args[positions[p.name]].strip()
-            buffer, _ = host.buffer_of(arg, site.start)
+            buffer = site.buffers.get(p.name)
             offset = _literal_offset(arg, buffer, p.base_type, text)
             if buffer is None or offset is None:
                 break

@@ -24,12 +24,12 @@ from gpgpu_opt.targets import DEFAULT_TARGET, get_target
 NVCC_VERSION_MAJOR = 13
 
 
-def nvcc_predefined_macros(cuda_arch: int) -> dict[str, str]:
-    """What nvcc defines while compiling device code for an architecture."""
+def nvcc_predefined_macros(cuda_arch: int | None) -> dict[str, str]:
+    """What nvcc defines while compiling device code for an architecture (None: host code)."""
     return {
         "__CUDACC__": "1",
         "__NVCC__": "1",
-        "__CUDA_ARCH__": str(cuda_arch),
+        **({"__CUDA_ARCH__": str(cuda_arch)} if cuda_arch is not None else {}),
         "__CUDACC_VER_MAJOR__": str(NVCC_VERSION_MAJOR),
     }
 
@@ -170,8 +170,8 @@ def _check_conditions(text: str, filename: str) -> None:
 
 def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
                include_dirs: list[str] | None = None, *,
-               cuda_arch: int = get_target(DEFAULT_TARGET).cuda_arch) -> tuple[str, dict[str, str]]:
-    """Preprocess a whole file as nvcc does for device code of `cuda_arch`.
+               cuda_arch: int | None = get_target(DEFAULT_TARGET).cuda_arch) -> tuple[str, dict[str, str]]:
+    """Preprocess a whole file as nvcc does for device code of `cuda_arch` (None: as for host code).
 
     Returns the text (with #line markers) and the object-like macros the file and -D defined.
     """

@@ -27,6 +27,8 @@ class Program:
     macros: dict[str, str]                      # object-like macros after preprocessing
     gvalues: dict[str, str]                     # `#pragma gCompiler gValue NAME VALUE`
     passed_through: list[str] = field(default_factory=list)
+    defines: dict[str, str] = field(default_factory=dict)  # -D, to preprocess the file again (host view)
+    include_dirs: list[str] = field(default_factory=list)  # -I
 
     def kernel(self, name: str) -> Kernel:
         for k in self.kernels:
@@ -108,7 +110,8 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
             kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand))
         else:
             device_functions[definition.name] = func
-    return Program(path, text, kernels, device_functions, launch_sites, macros, gvalues, passed)
+    return Program(path, text, kernels, device_functions, launch_sites, macros, gvalues, passed,
+                   dict(defines or {}), list(include_dirs or []))
 
 
 @dataclass
