@@ -61,7 +61,7 @@ class KernelAnalysis:
 
 
 def uses_y(kernel: Kernel, accesses: list[Access]) -> bool:
-    return any(a.index is not None and (TID["y"] in a.index.free_symbols or BID["y"] in a.index.free_symbols)
+    return any(a.evaluable_index is not None and {TID["y"], BID["y"]} & a.evaluable_index.free_symbols
                for a in accesses)
 
 
