@@ -80,7 +80,8 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
         if TID[axis] not in expr.free_symbols:
             reuse.append({"kind": "shared", "scope": "threads", "dimension": axis,
                           "description": f"threads of a block that differ in {axis} read the same element"})
-        elif axis == "y" and c_num is not None and c_num != 0 and c_num.is_number and abs(int(c_num)) * access.element_bytes < target.transaction_bytes:
+        elif axis == "y" and c_num is not None and c_num != 0 and c_num.is_number \
+                and abs(int(c_num)) * access.element_bytes < target.transaction_bytes:
             reuse.append({"kind": "spatial", "scope": "threads", "dimension": axis,
                           "description": f"neighbouring threads in y read neighbouring elements of the same "
                                          f"{target.transaction_bytes}-byte segment in other requests"})

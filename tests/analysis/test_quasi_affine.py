@@ -224,3 +224,13 @@ def test_analyze_and_compile_end_without_a_traceback(tmp_path, name):
             assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     subscript = PROGRAMS_1D[name][1]
     assert f"in[{subscript}]" in (tmp_path / "out.cu").read_text()
+
+
+def test_a_quasi_affine_store_that_ignores_a_launched_dimension_is_a_race_of_the_launch(tmp_path):
+    from gpgpu_opt.analysis.launch_races import launch_races
+    path = tmp_path / "k.cu"
+    path.write_text("__global__ void halves(float *out, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "    if (i < n)\n        out[i / 2] += 1.0f;\n}\n")
+    kernel = load_program(str(path), diagnostics=Diagnostics(quiet=True)).kernels[0]
+    (race,) = launch_races(kernel, (32, 8), (4, 1))
+    assert race.subject == "out[i / 2]" and race.dimension == "threadIdx.y"
