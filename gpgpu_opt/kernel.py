@@ -14,6 +14,9 @@ class Param:
     is_pointer: bool
     is_const: bool          # a pointer to const data (or a const scalar)
     is_restrict: bool
+    #: A pointer to volatile data (`volatile float *a`): each access happens as written (never widened,
+    #: merged, staged, prefetched or reordered).
+    is_volatile: bool = False
 
 
 def _param_from_decl(decl: c_ast.Decl) -> Param:
@@ -28,7 +31,7 @@ def _param_from_decl(decl: c_ast.Decl) -> Param:
     quals = list(getattr(t, "quals", []) or []) + list(decl.quals or [])
     base = " ".join(t.type.names) if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType) \
         else "struct"
-    return Param(decl.name, base, is_pointer, "const" in quals, restrict)
+    return Param(decl.name, base, is_pointer, "const" in quals, restrict, is_pointer and "volatile" in quals)
 
 
 @dataclass

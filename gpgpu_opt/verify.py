@@ -11,7 +11,8 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import AccessCollector, collect_accesses
-from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, to_sympy
+from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, QUASI_FUNCTIONS, TID, NotAffine, c_div, iterator_symbol,
+                                         to_sympy)
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 
@@ -172,7 +173,7 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
     for access in all_accesses(kernel):
         if access.array in given:
             continue
-        if access.index is None:
+        if access.evaluable_index is None:
             if gather_index_array(kernel, access) is None:
                 raise CompileError(f"cannot size array '{access.array}' for emulation: its subscript "
                                    f"'{access.index_text}' is not affine (give its size with --extent "
@@ -183,7 +184,7 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
         local = dict(ranges)
         for loop in access.loops:
             local[iterator_symbol(loop.var)] = _iterator_range(loop, access, local, in_global_terms)
-        top = _bound(in_global_terms(access.index), local, max_=True)
+        top = _bound(in_global_terms(access.evaluable_index), local, max_=True)
         extents[access.array] = max(extents.get(access.array, 1), top + 1)
     extents.update(given)
     for p in kernel.arrays:
@@ -234,12 +235,23 @@ def _is_integer(base_type: str) -> bool:
 
 
 def _bound(expr: sympy.Expr, ranges: dict, max_: bool) -> int:
+    return int(sympy.floor(_extreme(expr, ranges, max_)) if max_ else sympy.ceiling(_extreme(expr, ranges, max_)))
+
+
+def _extreme(expr: sympy.Expr, ranges: dict, max_: bool) -> sympy.Rational:
+    """The largest (smallest) value of an affine expression over `ranges`; an integer division or remainder
+    in it (`x[i % 7]`, `in[(i - 3) / 2]`) stands for a symbol of the range it takes."""
     if isinstance(expr, (sympy.Min, sympy.Max)):
-        parts = [_bound(a, ranges, max_) for a in expr.args]
+        parts = [_extreme(a, ranges, max_) for a in expr.args]
         return min(parts) if isinstance(expr, sympy.Min) else max(parts)
+    quasi = [n for n in sympy.preorder_traversal(expr) if isinstance(n, QUASI_FUNCTIONS)]
+    if quasi:
+        term = quasi[0]
+        stand_in = sympy.Dummy("q", integer=True)
+        return _extreme(expr.subs(term, stand_in), {**ranges, stand_in: _quasi_range(term, ranges)}, max_)
     expr = sympy.expand(expr)
     if expr.is_number:
-        return int(expr)
+        return expr
     total = expr.subs({s: 0 for s in expr.free_symbols})
     for sym in expr.free_symbols:
         c = expr.coeff(sym)
@@ -247,7 +259,22 @@ def _bound(expr: sympy.Expr, ranges: dict, max_: bool) -> int:
             raise CompileError(f"cannot bound '{expr}' for emulation (unknown '{sym}'; give it with --size)")
         lo, hi = ranges[sym]
         total += max(c * lo, c * hi) if max_ else min(c * lo, c * hi)
-    return int(total)
+    return total
+
+
+def _quasi_range(term: sympy.Expr, ranges: dict) -> tuple[int, int]:
+    """(lowest, highest) value of `floor(e)`, `Mod(e, d)`, `c_div(e, d)` or `c_mod(e, d)` over `ranges`:
+    the divisions are monotonic in e, the remainders lie within the divisor."""
+    arg = term.args[0]
+    lo, hi = _extreme(arg, ranges, False), _extreme(arg, ranges, True)
+    if isinstance(term, sympy.floor):
+        return int(sympy.floor(lo)), int(sympy.floor(hi))
+    d = int(term.args[1])
+    if isinstance(term, c_div):
+        return int(c_div(sympy.Integer(int(lo)), d)), int(c_div(sympy.Integer(int(hi)), d))
+    if isinstance(term, sympy.Mod):
+        return (int(lo), int(hi)) if 0 <= lo and hi < d else (0, d - 1)
+    return max(-(d - 1), min(int(lo), 0)), min(d - 1, max(int(hi), 0))
 
 
 def make_arguments(kernel: Kernel, sizes: dict[str, int | float], extents: dict[str, int], rng,

@@ -29,6 +29,7 @@ class AccessReport:
              "line": a.location.line if a.location else None,
              "column": a.location.column if a.location else None,
              "affine": cuda_text(a.index) if a.index is not None and a.kind != "unresolved" else None,
+             **({"quasi_affine": cuda_text(a.analysis_index)} if a.kind == "quasi-affine" else {}),
              "loops": [l.var for l in a.loops]}
         if self.coalescing is not None:
             d.update(self.coalescing.as_dict())
@@ -60,7 +61,7 @@ class KernelAnalysis:
 
 
 def uses_y(kernel: Kernel, accesses: list[Access]) -> bool:
-    return any(a.index is not None and (TID["y"] in a.index.free_symbols or BID["y"] in a.index.free_symbols)
+    return any(a.evaluable_index is not None and {TID["y"], BID["y"]} & a.evaluable_index.free_symbols
                for a in accesses)
 
 

@@ -7,8 +7,9 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
-from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, is_affine, is_quasi_affine,
-                                         iterator_symbol, opaque, param_symbol, to_sympy)
+from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
+                                         is_opaque, is_quasi_affine, iterator_symbol, opaque, param_symbol,
+                                         quasi_terms, to_sympy)
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
@@ -31,13 +32,28 @@ class Access:
     element_bytes: int
     location: Location | None
     guarded: bool                   # under an `if`
-    kind: str = ""                  # constant / thread / loop / unresolved
+    kind: str = ""                  # constant / thread / loop / quasi-affine / volatile / unresolved
     why_unresolved: str | None = None
     extra: dict = field(default_factory=dict)
+    #: The subscript of a quasi-affine (`x[i % 7]`, `in[(i - 3) / 2]`) or volatile access, for the analysis
+    #: to evaluate; `index` is None so that no pass takes the access for one it understands.
+    analysis_index: sympy.Expr | None = None
+    #: Through a `volatile` pointer: every load and store happens as written, so no pass touches it.
+    volatile: bool = False
 
     @property
     def loop_symbols(self) -> list[sympy.Symbol]:
         return [iterator_symbol(l.var) for l in self.loops]
+
+    @property
+    def evaluable_index(self) -> sympy.Expr | None:
+        """The subscript as far as evaluating it goes (an affine, quasi-affine or volatile one)."""
+        return self.index if self.index is not None else self.analysis_index
+
+    @property
+    def understood(self) -> bool:
+        """An access a pass may transform: an affine subscript, through a pointer that is not volatile."""
+        return self.index is not None and self.kind not in ("unresolved", "quasi-affine", "volatile")
 
 
 class AccessCollector(c_ast.NodeVisitor):
@@ -46,7 +62,11 @@ class AccessCollector(c_ast.NodeVisitor):
         self.arrays = {p.name: p for p in kernel.arrays}
         self.env: dict[str, sympy.Expr] = {p.name: param_symbol(p.name) for p in kernel.scalars
                                            if p.base_type in _INTEGER_TYPES or p.base_type.startswith("unsigned")}
+        #: C types of the integer parameters and locals: how `/`, `%` and `>>` treat their values.
+        self.types: dict[str, str] = {p.name: p.base_type for p in kernel.scalars if p.name in self.env}
         self.pointer_aliases: dict[str, tuple[str, sympy.Expr | None]] = {}
+        #: Local pointers to volatile data (`volatile float *p = a + 1;`).
+        self.volatile_pointers: set[str] = set()
         self.loops: list[Loop] = []
         self.unanalysable_loops: int = 0
         self.guard_depth = 0
@@ -64,17 +84,20 @@ class AccessCollector(c_ast.NodeVisitor):
             alias = self._pointer_alias(node.init)
             if alias is not None:
                 self.pointer_aliases[node.name] = alias
+                if "volatile" in (getattr(node.type.type, "quals", None) or []) + (node.quals or []):
+                    self.volatile_pointers.add(node.name)
             return
         if not isinstance(node.type, c_ast.TypeDecl):
             return
         type_name = " ".join(getattr(node.type.type, "names", []))
         if type_name not in _INTEGER_TYPES and not type_name.startswith("unsigned"):
             return
+        self.types[node.name] = type_name
         if node.init is None or node.name in self.reassigned:
             self.env[node.name] = opaque(node.name)
             return
         try:
-            self.env[node.name] = to_sympy(node.init, self.env)
+            self.env[node.name] = to_sympy(node.init, self.env, self.types)
         except NotAffine:
             self.env[node.name] = opaque(node.name)
 
@@ -85,7 +108,7 @@ class AccessCollector(c_ast.NodeVisitor):
             for base, off in ((init.left, init.right), (init.right, init.left)):
                 if isinstance(base, c_ast.ID) and base.name in self.arrays:
                     try:
-                        return base.name, to_sympy(off, self.env)
+                        return base.name, to_sympy(off, self.env, self.types)
                     except NotAffine:
                         return base.name, None
         return None
@@ -181,10 +204,12 @@ class AccessCollector(c_ast.NodeVisitor):
                 raise NotAffine("pointer offset")
             if self.unanalysable_loops:
                 raise NotAffine("inside a loop that is not in canonical form")
-            access.index = sympy.expand(offset + to_sympy(node.subscript, self.env))
+            access.index = sympy.expand(offset + to_sympy(node.subscript, self.env, self.types))
         except NotAffine as why:
             access.why_unresolved = str(why)
         classify(access)
+        if param.is_volatile or base.name in self.volatile_pointers:
+            mark_volatile(access)
         self.accesses.append(access)
 
 
@@ -196,6 +221,12 @@ def classify(access: Access) -> None:
         return
     loop_syms = set(access.loop_symbols)
     variables = list(THREAD_SYMBOLS | BLOCK_SYMBOLS | loop_syms)
+    moving = quasi_terms(expr, THREAD_SYMBOLS | BLOCK_SYMBOLS | loop_syms)
+    if moving and not any(is_opaque(s) for s in expr.free_symbols):
+        access.kind, access.analysis_index, access.index = "quasi-affine", expr, None
+        access.why_unresolved = (f"a quasi-affine subscript: `{cuda_text(moving[0])}` moves with the thread or "
+                                 "loop index, but not by a constant step")
+        return
     if not is_affine(expr, variables) and not is_quasi_affine(expr, variables):
         access.kind = "unresolved"
         access.why_unresolved = access.why_unresolved or "not affine in thread ids and loop iterators"
@@ -207,6 +238,15 @@ def classify(access: Access) -> None:
         access.kind = "thread"
     else:
         access.kind = "constant"
+
+
+def mark_volatile(access: Access) -> None:
+    """A volatile access is left as written by every pass: its subscript is kept for the analysis only."""
+    access.volatile = True
+    if access.index is not None:
+        access.analysis_index, access.index = access.index, None
+    access.kind = "volatile"
+    access.why_unresolved = "a volatile access: each load and store happens as written"
 
 
 def collect_accesses(kernel: Kernel) -> list[Access]:

@@ -37,7 +37,7 @@ def substitutions(access: Access, block: tuple[int, int], bindings: dict[str, in
                   BID["x"]: 1, BID["y"]: 1, BID["z"]: 0, GDIM["x"]: 64, GDIM["y"]: 64, GDIM["z"]: 1}
     assumptions = []
     inner = {iterator_symbol(l.var) for l in access.loops}
-    for sym in sorted(access.index.free_symbols, key=str):
+    for sym in sorted(access.evaluable_index.free_symbols, key=str):
         if sym in subs or sym in inner or sym in TID.values():
             continue
         if sym.name in bindings:
@@ -50,10 +50,10 @@ def substitutions(access: Access, block: tuple[int, int], bindings: dict[str, in
 
 def analyse_request(access: Access, target: Target, block: tuple[int, int],
                     bindings: dict[str, int]) -> Coalescing | None:
-    if access.index is None or access.kind == "unresolved":
+    if access.evaluable_index is None or access.kind == "unresolved":
         return None
     subs, assumptions = substitutions(access, block, bindings)
-    expr = access.index.subs(subs)
+    expr = access.evaluable_index.subs(subs)
     width = target.request_threads
     lanes = np.arange(min(width, block[0] * block[1]))
     tx, ty = lanes % block[0], lanes // block[0]

@@ -47,9 +47,9 @@ def launch_races(kernel: Kernel, block: tuple[int, int], grid: tuple[int | None,
     found = []
     seen = set()
     for access in collect_accesses(kernel):
-        if access.mode != "write" or access.index is None:
+        if access.mode != "write" or access.evaluable_index is None:
             continue
-        used = set(access.index.free_symbols)
+        used = set(access.evaluable_index.free_symbols)
         for loop in access.loops:
             used |= loop.start.free_symbols | (loop.bound.free_symbols if loop.bound is not None else _ALL_SYMBOLS)
         for dim in sorted(launched - told_apart):

@@ -16,7 +16,7 @@ import sympy
 
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.coalescing import DEFAULT_SIZE, substitutions
-from gpgpu_opt.analysis.symbolic import BID, TID, coefficient, iterator_symbol
+from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine, coefficient, iterator_symbol
 from gpgpu_opt.targets import Target
 
 #: GT200's 8 partitions of 256 bytes: the geometry the partition pass assumes where it is asked to run on a
@@ -29,11 +29,16 @@ def partition_camping(access: Access, target: Target, block: tuple[int, int], bi
     """Paper §3.8: do the blocks that run together hit few DRAM partitions? `geometry` (width in bytes,
     count) defaults to the target's; None where neither has one."""
     geometry = geometry or target.partition_camping
-    if geometry is None or access.index is None or access.kind == "unresolved":
+    if geometry is None or access.evaluable_index is None or access.kind in ("unresolved", "volatile"):
         return None
     width, count = geometry
     subs, _ = substitutions(access, block, bindings)
-    stride = coefficient(access.index, BID["x"]).subs(subs)
+    try:
+        # A quasi-affine subscript counts when only the thread's place in the block is divided
+        # (`threadIdx.x / 16`, a staged tile's loader): the blocks still move it by a constant stride.
+        stride = coefficient(access.evaluable_index, BID["x"]).subs(subs)
+    except NotAffine:
+        return None
     if not stride.is_number:
         return None
     stride_bytes = int(stride) * access.element_bytes
@@ -52,7 +57,7 @@ def _first_step_addresses(access: Access, subs: dict, block: tuple[int, int], bl
         extra = start.free_symbols - {TID["x"], TID["y"]}
         first[iterator_symbol(loop.var)] = start if not extra else sympy.Integer(0)
     fixed = {k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])}
-    expr = access.index.subs(fixed).subs(first).subs(BID["y"], 0)
+    expr = access.evaluable_index.subs(fixed).subs(first).subs(BID["y"], 0)
     fn = sympy.lambdify([TID["x"], TID["y"], BID["x"]], expr, "numpy")
     tx, ty, bx = np.meshgrid(np.arange(block[0]), np.arange(block[1]), np.arange(blocks), indexing="ij")
     return np.broadcast_to(np.asarray(fn(tx, ty, bx), dtype=np.int64), tx.shape).ravel()
@@ -64,7 +69,7 @@ def camps_between_blocks(access: Access, found: dict | None, width: int) -> bool
     bidy; blocks closer than a partition (`out[blockIdx.x]`) share partitions as any contiguous data does.
     Moving blocks would not help either."""
     return found is not None and found["camping"] and abs(found["block_stride_bytes"]) >= width \
-        and access.index is not None and BID["x"] in sympy.expand(access.index).free_symbols
+        and access.evaluable_index is not None and BID["x"] in sympy.expand(access.evaluable_index).free_symbols
 
 
 def describe(access: Access, found: dict, block: tuple[int, int], bindings: dict[str, int]) -> str:

@@ -9,7 +9,7 @@ import sympy
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.coalescing import substitutions
 from gpgpu_opt.analysis.footprint import Footprint
-from gpgpu_opt.analysis.symbolic import BID, TID, coefficient, iterator_symbol
+from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine, coefficient, iterator_symbol
 from gpgpu_opt.targets import Target
 
 _MAX_ITERATIONS = 48
@@ -19,7 +19,7 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
     """The elements the given threads (default: the whole block) read over the enclosing loops."""
     loops = access.loops
     syms = [iterator_symbol(l.var) for l in loops]
-    expr = access.index.subs({k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])})
+    expr = access.evaluable_index.subs({k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])})
     fn = sympy.lambdify([TID["x"], TID["y"], BID["x"], BID["y"], *syms], expr, "numpy")
     if threads is None:
         threads = [(x, y) for y in range(block[1]) for x in range(block[0])]
@@ -46,10 +46,10 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
 def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindings: dict[str, int],
                   axes: tuple[str, ...] = ("x", "y")) -> list[dict]:
     """Reuse entries: {'kind', 'scope', 'description'} (plus the loop or dimension concerned)."""
-    if access.index is None or access.kind == "unresolved":
+    if access.evaluable_index is None or access.kind == "unresolved":
         return []
     subs, _ = substitutions(access, block, bindings)
-    expr = access.index
+    expr = access.evaluable_index
     reuse: list[dict] = []
     for depth, loop in enumerate(access.loops):
         # An inner loop that starts where this one is (a tiled `for (c = c0; ...)`) reads new elements.
@@ -61,8 +61,8 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
                           "description": f"the same element in every iteration of loop '{loop.var}'"})
     if access.loops:
         inner = access.loops[-1]
-        c = coefficient(expr, iterator_symbol(inner.var)).subs(subs)
-        if c != 0 and c.is_number and not inner.multiplicative:
+        c = _coefficient_or_none(expr, iterator_symbol(inner.var), subs)
+        if c is not None and c != 0 and c.is_number and not inner.multiplicative:
             stride = abs(int(c) * inner.step) * access.element_bytes
             if stride < target.transaction_bytes:
                 per = target.transaction_bytes // stride
@@ -74,14 +74,14 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
     for axis, dim in (("x", 0), ("y", 1)):
         if block[dim] < 2:
             continue
-        c = coefficient(expr, TID[axis])
+        c_num = _coefficient_or_none(expr, TID[axis], subs)
         t0 = (0, 0)
         t1 = (1, 0) if axis == "x" else (0, 1)
-        c_num = c.subs(subs)
         if TID[axis] not in expr.free_symbols:
             reuse.append({"kind": "shared", "scope": "threads", "dimension": axis,
                           "description": f"threads of a block that differ in {axis} read the same element"})
-        elif axis == "y" and c != 0 and c_num.is_number and abs(int(c_num)) * access.element_bytes < target.transaction_bytes:
+        elif axis == "y" and c_num is not None and c_num != 0 and c_num.is_number \
+                and abs(int(c_num)) * access.element_bytes < target.transaction_bytes:
             reuse.append({"kind": "spatial", "scope": "threads", "dimension": axis,
                           "description": f"neighbouring threads in y read neighbouring elements of the same "
                                          f"{target.transaction_bytes}-byte segment in other requests"})
@@ -102,6 +102,15 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
                           "description": f"neighbouring blocks in {axis} overlap by {len(common)} of "
                                          f"{len(here)} elements (a halo)"})
     return reuse
+
+
+def _coefficient_or_none(expr: sympy.Expr, var: sympy.Symbol, subs: dict) -> sympy.Expr | None:
+    """The coefficient of `var` with the sizes substituted; None for a quasi-affine subscript, where
+    `var` moves the element through a division or remainder (no constant stride)."""
+    try:
+        return coefficient(expr, var).subs(subs)
+    except NotAffine:
+        return None
 
 
 def footprint_reuse(fp: Footprint, block: tuple[int, int]) -> dict:

@@ -79,12 +79,12 @@ def analyse_sharing(access: Access, load_path: str, block: tuple[int, int], bind
                     axes: tuple[str, ...], siblings: list[Access] = ()) -> Sharing | None:
     """The sharing of one read (None for a write or a subscript that cannot be analysed). `siblings`: the
     kernel's other reads of the same array (a halo: `in[x + 1]` meets the next block's `in[x - 1]`)."""
-    if access.mode != "read" or access.index is None or access.kind == "unresolved":
+    if access.mode != "read" or access.evaluable_index is None or access.kind == "unresolved":
         return None
     subs, _ = substitutions(access, block, bindings)
-    expr = access.index
+    expr = access.evaluable_index
     others = [(s, substitutions(s, block, bindings)[0]) for s in siblings
-              if s is not access and s.array == access.array and s.mode == "read" and s.index is not None
+              if s is not access and s.array == access.array and s.mode == "read" and s.evaluable_index is not None
               and s.kind != "unresolved"]
     out = {}
     for axis in axes:

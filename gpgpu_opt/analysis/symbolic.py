@@ -1,6 +1,8 @@
 """C expressions as sympy expressions over thread/block ids, loop iterators and kernel parameters."""
 from __future__ import annotations
 
+from typing import Mapping
+
 import sympy
 from pycparser import c_ast
 
@@ -36,62 +38,20 @@ def is_opaque(sym: sympy.Basic) -> bool:
     return isinstance(sym, sympy.Symbol) and sym.name.startswith("?")
 
 
-def to_sympy(node: c_ast.Node, env: dict[str, sympy.Expr]) -> sympy.Expr:
+def to_sympy(node: c_ast.Node, env: dict[str, sympy.Expr], types: Mapping[str, str] | None = None) -> sympy.Expr:
     """Translate an integer C expression. `env` maps variable names to their values (parameters map to
-    their own symbols, loop iterators to iterator symbols, straight-line locals to their definitions).
-    Raises NotAffine for what cannot be expressed (the caller decides what that means)."""
-    if isinstance(node, c_ast.Constant):
-        if node.type in ("int", "unsigned int", "long int", "unsigned long int", "long long int",
-                         "unsigned long long int", "char"):
-            text = node.value.rstrip("uUlL")
-            if node.type == "char":
-                raise NotAffine("character constant")
-            return sympy.Integer(int(text, 0) if not (text.startswith("0") and text[1:2].isdigit())
-                                 else int(text, 8))
-        raise NotAffine(f"{node.type} constant")
-    if isinstance(node, c_ast.ID):
-        if node.name in env:
-            return env[node.name]
-        raise NotAffine(f"unknown value '{node.name}'")
-    if isinstance(node, c_ast.StructRef) and isinstance(node.name, c_ast.ID) and node.name.name in _BUILTIN:
-        table = _BUILTIN[node.name.name]
-        if node.field.name in table:
-            return table[node.field.name]
-    if isinstance(node, c_ast.UnaryOp):
-        if node.op == "-":
-            return -to_sympy(node.expr, env)
-        if node.op == "+":
-            return to_sympy(node.expr, env)
-        raise NotAffine(f"operator {node.op}")
-    if isinstance(node, c_ast.Cast):
-        return to_sympy(node.expr, env)
-    if isinstance(node, c_ast.BinaryOp):
-        a, b = to_sympy(node.left, env), to_sympy(node.right, env)
-        if node.op == "+":
-            return a + b
-        if node.op == "-":
-            return a - b
-        if node.op == "*":
-            return a * b
-        if node.op == "<<" and b.is_Integer:
-            return a * 2 ** int(b)
-        if node.op in ("/", ">>", "%"):
-            divisor = b if node.op != ">>" else (2 ** int(b) if b.is_Integer else None)
-            if divisor is not None and divisor.is_Integer and int(divisor) > 0:
-                # C truncates; for the non-negative values of index arithmetic that is floor.
-                return sympy.floor(a / divisor) if node.op != "%" else sympy.Mod(a, divisor)
-            raise NotAffine(f"operator {node.op} by a non-constant")
-        raise NotAffine(f"operator {node.op}")
-    if isinstance(node, c_ast.TernaryOp):
-        raise NotAffine("conditional expression")
-    raise NotAffine(type(node).__name__)
+    their own symbols, loop iterators to iterator symbols, straight-line locals to their definitions);
+    `types` maps variable names to their C types where known (an unknown one is taken as `int`).
+    Division, remainder and shifts follow C (see c_integer); raises NotAffine for what cannot be
+    expressed (the caller decides what that means)."""
+    return CTranslator(env, types).value(node).expr
 
 
 def is_affine(expr: sympy.Expr, variables) -> bool:
     """Affine in `variables` (coefficients may be other symbols, e.g. `row*n` is affine in row)."""
     if any(is_opaque(s) for s in expr.free_symbols):
         return False
-    if expr.has(sympy.floor, sympy.Mod):
+    if expr.has(*QUASI_FUNCTIONS):
         return False
     poly_vars = [v for v in variables if v in expr.free_symbols]
     if not poly_vars:
@@ -109,8 +69,8 @@ def is_quasi_affine(expr: sympy.Expr, variables) -> bool:
         return False
     replaced = expr
     for node in list(sympy.preorder_traversal(expr)):
-        if isinstance(node, (sympy.floor, sympy.Mod)):
-            inner = node.args[0] if isinstance(node, sympy.floor) else node.args[0]
+        if isinstance(node, QUASI_FUNCTIONS):
+            inner = node.args[0]
             divisor_ok = isinstance(node, sympy.floor) or node.args[1].is_Integer
             if not divisor_ok or not is_quasi_affine(inner, variables):
                 return False
@@ -118,7 +78,20 @@ def is_quasi_affine(expr: sympy.Expr, variables) -> bool:
     return is_affine(replaced, variables)
 
 
+def quasi_terms(expr: sympy.Expr, moving) -> list[sympy.Expr]:
+    """The integer divisions and remainders in `expr` whose argument involves one of `moving` (thread and
+    block ids, loop iterators): they move with those symbols, but not by a constant step, so no
+    coefficient describes them (`floor(tid.x / 2).coeff(tid.x)` is 0)."""
+    moving = set(moving)
+    return [n for n in sympy.preorder_traversal(expr)
+            if isinstance(n, QUASI_FUNCTIONS) and (n.free_symbols & moving or any(is_opaque(s) for s in n.free_symbols))]
+
+
 def coefficient(expr: sympy.Expr, var: sympy.Symbol) -> sympy.Expr:
+    """The coefficient of `var` in an expression affine in it. A term that moves with `var` through an
+    integer division or remainder has none: NotAffine then (a 0 would say the term does not move)."""
+    if quasi_terms(expr, {var}):
+        raise NotAffine(f"{var} under an integer division or remainder")
     return sympy.expand(expr).coeff(var)
 
 
@@ -135,6 +108,15 @@ def cuda_text(expr: sympy.Expr) -> str:
             return f"({self._print(num)}) / {self._print(den)}"
 
         def _print_Mod(self, e):
-            return f"({self._print(e.args[0])}) % {self._print(e.args[1])}"
+            # Mod is floor's remainder; C's % agrees for a non-negative dividend. Mod by 2^k of one of
+            # unknown sign came from a mask, and is one.
+            value, divisor = e.args
+            if not value.is_nonnegative and divisor.is_Integer and int(divisor) & (int(divisor) - 1) == 0:
+                return f"({self._print(value)}) & {int(divisor) - 1}"
+            return f"({self._print(value)}) % {self._print(divisor)}"
 
     return _Printer().doprint(expr)
+
+
+# After the definitions above, which c_integer uses.
+from gpgpu_opt.analysis.c_integer import QUASI_FUNCTIONS, CTranslator, c_div, c_mod  # noqa: E402

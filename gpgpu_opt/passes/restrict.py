@@ -27,7 +27,10 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         ctx.skip("pointer parameters", f"may alias, so loads cannot be kept across stores: {facts.why_not}", where)
         return kernel
     made_const = []
+    volatile = {p.name for p in kernel.arrays if p.is_volatile}
     for decl in _pointer_params(kernel):
+        if decl.name in volatile:
+            continue  # every access happens as written: no qualifier that lets nvcc cache or move them
         pointer = decl.type
         if "restrict" not in pointer.quals:
             pointer.quals = [*pointer.quals, "restrict"]

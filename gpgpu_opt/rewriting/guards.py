@@ -20,7 +20,8 @@ import sympy
 from gpgpu_opt.analysis.accesses import Access, AccessCollector
 from gpgpu_opt.analysis.calls import pure_calls, why_impure
 from gpgpu_opt.analysis.loops import assigned_names
-from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, opaque, param_symbol, to_sympy
+from gpgpu_opt.analysis.symbolic import (BDIM, BID, BLOCK_SYMBOLS, GDIM, TID, THREAD_SYMBOLS, NotAffine, iterator_symbol,
+                                         opaque, param_symbol, quasi_terms, to_sympy)
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.checks import _thread_variables
 from gpgpu_opt.rewriting.staging import Unsupported, conj, text
@@ -71,7 +72,10 @@ def slack(clause: c_ast.Node, env: dict) -> tuple[sympy.Expr, bool] | None:
         lhs, rhs = to_sympy(clause.left, env), to_sympy(clause.right, env)
     except NotAffine:
         return None
-    return sympy.expand(rhs - lhs if clause.op in ("<", "<=") else lhs - rhs), clause.op in ("<", ">")
+    difference = sympy.expand(rhs - lhs if clause.op in ("<", "<=") else lhs - rhs)
+    if quasi_terms(difference, THREAD_SYMBOLS | BLOCK_SYMBOLS):
+        return None  # `i / 2 < n`: the thread index moves it, but no coefficient says how
+    return difference, clause.op in ("<", ">")
 
 
 def clauses(cond: c_ast.Node) -> list[c_ast.Node]:

@@ -160,7 +160,10 @@ def _candidates(analysis, ctx: PassContext, in_footprint: set[int]) -> list[Acce
         a = rep.access
         if a.mode != "read" or id(a.node) in in_footprint:
             continue
-        if a.kind == "unresolved" or rep.coalescing is None:
+        if a.kind in ("volatile", "quasi-affine"):
+            ctx.skip(_subject(a), f"not staged: {a.why_unresolved}; left as written", a.location)
+            continue
+        if not a.understood or rep.coalescing is None:
             ctx.skip(_subject(a), f"not staged: the subscript cannot be analysed ({a.why_unresolved or 'unknown'}); "
                                   "left as a global read", a.location)
             continue

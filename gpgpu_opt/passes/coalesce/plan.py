@@ -102,7 +102,7 @@ def plan_reads(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tupl
     skipped: list[tuple[AccessReport, str]] = []
     for rep in analysis.reports:
         a = rep.access
-        if a.mode != "read" or a.kind == "unresolved" or rep.coalescing is None or rep.coalescing.coalesced \
+        if a.mode != "read" or not a.understood or rep.coalescing is None or rep.coalescing.coalesced \
                 or not rep.reuse:
             continue
         try:

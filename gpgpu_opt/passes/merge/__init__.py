@@ -23,6 +23,7 @@ gets a note saying why.
 """
 from __future__ import annotations
 
+from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
@@ -57,6 +58,13 @@ _MERGES = [
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+    volatile = sorted({a.array for a in collect_accesses(kernel) if a.volatile})
+    if volatile:
+        # A merge shares loads between the outputs of a thread and keeps values in registers: each access
+        # of a volatile array must happen as written, once per naive thread.
+        ctx.skip("kernel", f"not merged: {', '.join(volatile)} {'is' if len(volatile) == 1 else 'are'} volatile",
+                 Location.of(kernel.funcdef))
+        return kernel
     if kernel.launch is not None:
         staged_by = ctx.received.get("coalesce")
         if staged_by is not None:

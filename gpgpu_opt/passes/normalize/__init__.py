@@ -32,7 +32,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 
 def _hoist_loads(kernel: Kernel, ctx: PassContext) -> None:
-    arrays = {p.name: p for p in kernel.arrays}
+    # A volatile load stays where it is: `a[i] + a[i]` is two loads, not one temporary read twice.
+    arrays = {p.name: p for p in kernel.arrays if not p.is_volatile}
     taken = {n.name for n in walk(kernel.body) if isinstance(n, c_ast.Decl) and n.name} | \
         {p.name for p in kernel.params}
     printer = CudaGenerator()

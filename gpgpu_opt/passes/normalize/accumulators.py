@@ -106,6 +106,8 @@ class _Promoter:
     def _unsafe(self, loop: c_ast.For, c: _Candidate) -> str | None:
         pointers = [n.name for n in walk(loop.stmt) if isinstance(n, c_ast.ID) and n.name in self.params
                     and n is not c.update.lvalue.name]
+        if self.params[c.array].is_volatile:
+            return "the array is volatile: each of its updates happens as written"
         if c.array in pointers:
             return "the array is used again in the loop"
         if pointers and not self.params[c.array].is_restrict:

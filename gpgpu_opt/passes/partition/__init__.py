@@ -90,6 +90,10 @@ def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where, again
             loops.append(loop)
     inside = {id(n) for loop in loops for n in walk(loop.node.stmt)}
     loops = [loop for loop in loops if id(loop.node) not in inside]
+    rotated = {id(n) for loop in loops for n in walk(loop.node)}
+    volatile = sorted({a.array for a in info.accesses if a.volatile and id(a.node) in rotated})
+    if volatile:
+        raise Unsupported(f"the loop accesses volatile {', '.join(volatile)}, whose accesses keep their order")
     if not loops:
         raise Unsupported("no loop moves the camping accesses' addresses (a 1-D grid has no other fix)")
     plans = [rotation.plan_rotation(work, ctx, loop, info) for loop in loops]

@@ -60,7 +60,7 @@ class Rotation:
 
 def loop_to_rotate(access: Access) -> Loop | None:
     """The outermost loop around the access whose iterator moves the access's address."""
-    symbols = access.index.free_symbols if access.index is not None else set()
+    symbols = access.evaluable_index.free_symbols if access.evaluable_index is not None else set()
     return next((l for l in access.loops if iterator_symbol(l.var) in symbols), None)
 
 
