@@ -16,6 +16,7 @@ from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.verify import Case, Region, default_cases, naive_geometry, run_case
+from gpgpu_opt.verify_launches import odd_launch_check
 
 #: Threads x loop iterations the check may emulate per kernel (well under a second of emulation).
 WORK_BUDGET = 1 << 22
@@ -65,6 +66,8 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
         name, kernel = versions[k]
         try:
             result = run_case(naive, kernel, block, case, seed, program.device_functions, regions=regions)
+            if result.ok and regions is None:  # no launch in the file: a launch of blocks that divide no tile
+                result = odd_launch_check(program, naive, kernel, block, case, seed) or result
         except CompileError as err:  # the case cannot be set up (an array it cannot size)
             return versions[-1][1], Validation("skipped", f"not emulated: {err.message}", case)
         if result.ok:
