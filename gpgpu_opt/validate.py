@@ -4,7 +4,8 @@ newest earlier version (after fewer passes) that passes; at worst the naive kern
 
 Where the program fixes its sizes (macros) and the whole launch is too large to emulate, the check runs the
 blocks that cover two corners of the thread space, the first and the last (where a ragged edge would be),
-each corner made of whole blocks of the naive kernel and of every version."""
+each corner made of whole blocks of the naive kernel and of every version. A kernel the file does not launch
+is also run under one naive launch of blocks that divide no tile, as its launch helpers would serve it."""
 from __future__ import annotations
 
 import math
