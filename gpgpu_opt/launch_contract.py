@@ -28,6 +28,7 @@ Shape = tuple[int, ...]
 
 #: Calls whose effect depends on the threads that share a block (the rewriting layer's list).
 _BLOCK_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence")
+_BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class Requirement:
         if self.kind == "block":
             return f"naive blocks of {self.value[0]}x{self.value[1]} threads (its meaning depends on the block)"
         if self.kind == "extent":
-            return f"exactly {self.value} threads in {self.axis} (the space the program states)"
+            return f"exactly {_threads(self.value)} in {self.axis} (the space the program states)"
         return f"a multiple of {self.value} threads in {self.axis} (no guard bounds its threads in {self.axis})"
 
     def holds(self, grid: tuple[int, int], block: tuple[int, int]) -> bool:
@@ -96,6 +97,10 @@ class Requirement:
 #: The helper's refusal; `refusal` fills it in Python, the helper's fprintf with %u (same words).
 REFUSAL = ("gpgpu-opt: the optimized '{kernel}' cannot serve the naive launch of grid ({gx}, {gy}) and block "
            "({bx}, {by}), {tx}x{ty} threads: it needs {needs}")
+
+
+def _threads(count: int) -> str:
+    return "1 thread" if count == 1 else f"{count} threads"
 
 
 def refusal_message(kernel: str, grid: Shape, block: Shape, needs: str) -> str:
@@ -152,18 +157,47 @@ def _info(kernel: Kernel, program):
 
 def block_dependence(kernel: Kernel, program) -> str | None:
     """Why the naive kernel's results depend on its block shape (not only on the thread space), or None."""
-    for n in walk(kernel.body):
+    why = _block_constructs(kernel.body, program.device_functions, set())
+    return why or _info(kernel, program)._block_dependence()
+
+
+def _block_constructs(body: c_ast.Node, device_functions: dict, seen: set[str]) -> str | None:
+    """Shared memory, barriers, warp operations and atomics in `body`, or any use of the thread and block
+    indices inside the `__device__` functions it calls (transitively)."""
+    for n in walk(body):
         if isinstance(n, c_ast.Decl) and "__shared__" in (n.storage or []):
             return "it uses shared memory"
-        if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and n.name.name.startswith(_BLOCK_CALLS):
-            return f"it calls {n.name.name}"
         if isinstance(n, c_ast.ID) and n.name == "warpSize":
             return "it uses warpSize"
-    return _info(kernel, program)._block_dependence()
+        if not (isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID)):
+            continue
+        name = n.name.name
+        if name.startswith(_BLOCK_CALLS):
+            return f"it calls {name}"
+        if name in device_functions and name not in seen:
+            seen.add(name)
+            callee = device_functions[name].body
+            if any(isinstance(m, c_ast.StructRef) and isinstance(m.name, c_ast.ID) and m.name.name in _BUILTINS
+                   for m in walk(callee)):
+                return f"it calls {name}, which reads the thread or block index"
+            why = _block_constructs(callee, device_functions, seen)
+            if why:
+                return why
+    return None
 
 
 def guarded_axes(kernel: Kernel, program) -> set[str]:
-    """The axes along which a guard on the global index bounds every global access of the kernel."""
+    """The axes along which a guard on the global index (`if (i < n)`, or `if (i >= n) return;` first)
+    bounds every global access of the kernel. Accesses the collector does not see (dereferences, atomics)
+    leave no axis guarded."""
+    from gpgpu_opt.rewriting.guards import normalize_early_returns
+
+    kernel = kernel.copy()
+    normalize_early_returns(kernel.body)
+    for n in walk(kernel.body):
+        if isinstance(n, c_ast.UnaryOp) and n.op == "*" or \
+                isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and n.name.name.startswith("atomic"):
+            return set()
     info = _info(kernel, program)
     return {axis for axis in "xy" if info.accesses and all(info._bounded(a, axis) for a in info.accesses)}
 

@@ -67,8 +67,9 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
         name, kernel = versions[k]
         try:
             result = run_case(naive, kernel, block, case, seed, program.device_functions, regions=regions)
-            if result.ok and regions is None:  # no launch in the file: a launch of blocks that divide no tile
-                result = odd_launch_check(program, naive, kernel, block, case, seed) or result
+            odd = odd_launch_check(program, naive, kernel, block, case, seed) if result.ok and regions is None \
+                else None  # no launch in the file: also a naive launch of blocks that divide no tile
+            result = odd if odd is not None and not odd.ok else result
         except CompileError as err:  # the case cannot be set up (an array it cannot size)
             return versions[-1][1], Validation("skipped", f"not emulated: {err.message}", case)
         if result.ok:

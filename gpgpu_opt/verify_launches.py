@@ -93,7 +93,17 @@ def launch_cases(naive: Kernel, program, base: Case, assumptions: LaunchAssumpti
                 cases += default_cases(naive, program, base.sizes, None, block, grid, base.extents)
             except CompileError:
                 continue  # arrays the subscripts cannot size at this launch: nothing to run
-    return cases
+    return [case for case in cases if _affordable(naive, case)]
+
+
+def _affordable(naive: Kernel, case: Case) -> bool:
+    """Within compile's emulation budget (sizes the program fixes can make one launch hours of emulation)."""
+    from gpgpu_opt.validate import WORK_BUDGET, estimated_work
+
+    try:
+        return estimated_work(naive, case) <= WORK_BUDGET
+    except Exception:  # noqa: BLE001 - a loop the estimate cannot bound: the emulation finds out
+        return True
 
 
 def _ragged_blocks(space: int, block: int, guarded: bool, used: bool) -> int:

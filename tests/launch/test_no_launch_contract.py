@@ -68,6 +68,15 @@ __global__ void addg(float *a, float *b, float *c, int n)
 }
 """
 
+GUARDED_BY_RETURN = """
+__global__ void addr(float *a, float *b, float *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    c[i] = a[i] + b[i];
+}
+"""
+
 LAUNCHED_ADD = ADD + """
 int main()
 {
@@ -147,7 +156,7 @@ def test_reduction_refuses_512_thread_blocks(tmp_path):
 
 
 # -- kernels with a guard, and kernels the file launches -----------------------------------------------------
-@pytest.mark.parametrize("source", [GUARDED_MM, GUARDED_ADD])
+@pytest.mark.parametrize("source", [GUARDED_MM, GUARDED_ADD, GUARDED_BY_RETURN])
 def test_guarded_kernel_serves_launch_shapes_that_divide_nothing(tmp_path, source):
     program, kernel, result = compiled(tmp_path, source)
     assert kernel.rewritten
@@ -161,7 +170,7 @@ def test_guarded_kernel_serves_launch_shapes_that_divide_nothing(tmp_path, sourc
         assert outcome.refusal is None and outcome.result.ok, outcome.result
 
 
-@pytest.mark.parametrize("source", [GUARDED_MM, GUARDED_ADD])
+@pytest.mark.parametrize("source", [GUARDED_MM, GUARDED_ADD, GUARDED_BY_RETURN])
 def test_helper_grid_covers_the_guarded_space(tmp_path, source):
     program, kernel, _ = compiled(tmp_path, source)
     per = kernel.optimized.launch.outputs_per_block
@@ -259,3 +268,24 @@ def test_emitted_helpers_compile_and_refuse_as_the_python_side_does(tmp_path, na
     served = subprocess.run([str(exe), *map(str, grid + block)], capture_output=True, text=True)
     new_block, new_grid = helper_launch(kernel.optimized, grid, block)
     assert served.returncode == 0 and served.stdout.split() == list(map(str, new_grid + new_block))
+
+
+def test_block_dependence_looks_into_device_functions(tmp_path):
+    from gpgpu_opt.launch_contract import block_dependence
+
+    path = tmp_path / "k.cu"
+    path.write_text(textwrap.dedent("""
+        __device__ float lane_scale(float v) { return v * (threadIdx.x % 32); }
+        __device__ float twice(float v) { return 2.0f * v; }
+        __global__ void scaled(float *a, float *c) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            c[i] = lane_scale(a[i]);
+        }
+        __global__ void doubled(float *a, float *c) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            c[i] = twice(a[i]);
+        }
+    """))
+    program = load_program(str(path))
+    assert "lane_scale" in block_dependence(program.kernel("scaled"), program)
+    assert block_dependence(program.kernel("doubled"), program) is None
