@@ -118,7 +118,8 @@ def _xy(shape: Shape) -> tuple[int, int]:
     return shape[0], shape[1] if len(shape) > 1 else 1
 
 
-def launch_assumptions(program, naive: Kernel, optimized: Kernel, naive_block: tuple[int, int]) -> LaunchAssumptions | None:
+def launch_assumptions(program, naive: Kernel, optimized: Kernel,
+                       naive_block: tuple[int, int]) -> LaunchAssumptions | None:
     """The assumptions of a rewritten kernel that the file does not launch; None when it launches it (the
     sites are rewritten and checked at compile time) or the kernel keeps the naive launch."""
     config = optimized.launch

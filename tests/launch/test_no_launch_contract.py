@@ -289,3 +289,15 @@ def test_block_dependence_looks_into_device_functions(tmp_path):
     program = load_program(str(path))
     assert "lane_scale" in block_dependence(program.kernel("scaled"), program)
     assert block_dependence(program.kernel("doubled"), program) is None
+
+
+def test_a_naive_kernel_invalid_under_a_fuzzed_launch_is_skipped_but_fails_under_the_programs(capsys):
+    from gpgpu_opt.verify import Case
+    from gpgpu_opt.verify_command import _print_outcome
+    from gpgpu_opt.verify_launches import LaunchOutcome
+
+    outcome = LaunchOutcome(Case({}, (24, 24)), (8, 8, 1), (3, 3, 1), naive_invalid="the naive kernel races")
+    assert _print_outcome("k", outcome, fuzzed=True) is True
+    assert "skipped" in capsys.readouterr().out
+    assert _print_outcome("k", outcome) is False
+    assert "FAIL" in capsys.readouterr().out
