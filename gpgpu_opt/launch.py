@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pycparser import c_ast
 
@@ -11,6 +12,9 @@ from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
 from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression, split_top_level
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.templating import render
+
+if TYPE_CHECKING:
+    from gpgpu_opt.launch_contract import LaunchAssumptions
 
 
 def evaluate_int(text: str, macros: dict[str, str]) -> int | None:
@@ -261,15 +265,22 @@ def pragma_launches(text: str) -> list[tuple[int, str, str]]:
     return [(m.start(), m.group(1), m.group(2)) for m in _LAUNCH_PRAGMA.finditer(text)]
 
 
-def launch_helper(kernel: Kernel) -> str:
+def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None) -> str:
+    """The `k_block`/`k_grid` helpers; with `assumptions` (a kernel the file does not launch) they first check
+    the naive launch they are given against them (gpgpu_opt/launch_contract.py)."""
+    from gpgpu_opt.launch_contract import helper_message
+
     config: LaunchConfig = kernel.launch
     gx, gy = config.grid_expressions()
     per = config.outputs_per_block
     outputs, threads = per[0] * per[1], config.block[0] * config.block[1]
     summary = "one thread per output" if outputs == threads else \
         f"{outputs // threads} outputs per thread" if outputs > threads else f"{threads // outputs} threads per output"
+    requirements = assumptions.requirements() if assumptions is not None else []
     return render("launch_helper.cu.j2", name=kernel.name, block=config.block, outputs=per, grid=(gx, gy),
-                  summary=summary)
+                  summary=summary, requirements=[r.condition for r in requirements],
+                  axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
+                  message=helper_message(assumptions) if requirements else "")
 
 
 def rewrite_launch(site: LaunchSite, text: str) -> str:

@@ -18,6 +18,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes.context import MergeRequest, PassContext
 from gpgpu_opt.signature import requalified
@@ -275,13 +276,18 @@ def assemble(program: Program, results: list[KernelResult]) -> str:
         sites_before = [s.start for s in program.launch_sites if s.start < first
                         and any(s.kernel == r.naive.name for r in rewritten)]
         at = first if not sites_before else _after_preamble(text)
-        helpers = "".join(launch.launch_helper(r.optimized) for r in rewritten)
+        contracts = {r.naive.name: launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
+                     for r in rewritten}
+        helpers = "".join(launch.launch_helper(r.optimized, contracts[r.naive.name]) for r in rewritten)
         edits.append((at, at, helpers))
         names = {r.naive.name for r in rewritten}
         for site in program.launch_sites:
             if site.kernel in names and len(site.config) >= 2:
                 edits.append((site.config_start, site.config_end, launch.rewrite_launch(site, text)))
-    headers = sorted({h for r in results if r.transformed for h in r.optimized.includes})
+    headers = {h for r in results if r.transformed for h in r.optimized.includes}
+    if rewritten and any(c is not None and c.requirements() for c in contracts.values()):
+        headers |= {"cstdio", "cstdlib"}  # the helpers' refusal: fprintf, exit
+    headers = sorted(headers)
     missing = [h for h in headers if f"<{h}>" not in text]
     if missing:
         first_include = re.search(r"^#\s*include", text, re.M)

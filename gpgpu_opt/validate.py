@@ -7,7 +7,8 @@ failure) counts as failing, unless every pass that changed it is proved without 
 
 Where the program fixes its sizes (macros) and the whole launch is too large to emulate, the check runs the
 blocks that cover two corners of the thread space, the first and the last (where a ragged edge would be),
-each corner made of whole blocks of the naive kernel and of every version."""
+each corner made of whole blocks of the naive kernel and of every version. A kernel the file does not launch
+is also run under one naive launch of blocks that divide no tile, as its launch helpers would serve it."""
 from __future__ import annotations
 
 import math
@@ -20,6 +21,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.verify import Case, Region, default_cases, naive_geometry, run_case
+from gpgpu_opt.verify_launches import odd_launch_check
 
 #: Threads x loop iterations the check may emulate per kernel (well under a second of emulation).
 WORK_BUDGET = 1 << 22
@@ -83,6 +85,9 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
         if why is None:
             try:
                 result = run_case(naive, kernel, block, case, seed, program.device_functions, regions=regions)
+                odd = odd_launch_check(program, naive, kernel, block, case, seed) if result.ok and regions is None \
+                    else None  # no launch in the file: also a naive launch of blocks that divide no tile
+                result = odd if odd is not None and not odd.ok else result
             except CompileError as err:  # the case cannot be set up (an array it cannot size)
                 why = f"not emulated: {err.message}"
             except Exception as err:  # noqa: BLE001 - an emulator bug must not become a crash or a silent pass

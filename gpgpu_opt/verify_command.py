@@ -6,9 +6,11 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.host_expr import split_top_level
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch import evaluate_int, pragma_launches
+from gpgpu_opt.launch_contract import guarded_axes, launch_assumptions
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_program, default_block
 from gpgpu_opt.verify import default_cases, run_case
+from gpgpu_opt.verify_launches import check_launch, describe, launch_cases
 
 
 def parse_sizes(values: list[str] | None) -> dict[str, int | float]:
@@ -88,17 +90,21 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
             except KeyError:
                 continue
         fallback_block = default_block(program, naive)  # when neither the program nor --block tells
-        for k, case in enumerate(default_cases(naive, program, sizes, global_space, block, grid, extents)):
+        contract = launch_assumptions(program, naive, optimized, kr.context.naive_block) if hand is None else None
+        cases = default_cases(naive, program, sizes, global_space, block, grid, extents)
+        for k, case in enumerate(cases):
+            if contract is not None:  # no launch in the file: launch as the helpers would, or see them refuse
+                outcome = check_launch(naive, optimized, contract, fallback_block, case, seed + k,
+                                       program.device_functions)
+                all_ok &= _print_outcome(naive.name, outcome)
+                compared += outcome.result is not None
+                continue
             launch = hand_written_launch(hand.text, hand.macros, case, against, optimized) if hand is not None else None
             res = run_case(naive, optimized, fallback_block, case, seed + k, program.device_functions, launch=launch)
-            sizes_text = ", ".join(f"{n}={v}" for n, v in case.sizes.items()) or "-"
-            status = "ok" if res.ok else "FAIL"
-            print(f"  {naive.name:<14} sizes {sizes_text:<28} threads {case.global_space[0]}x{case.global_space[1]:<6} "
-                  f"{res.elements:>8} elements  max rel err {res.max_rel_error:.2e}  {res.seconds:6.2f}s  {status}")
-            for line in ([res.error] if res.error else []) + res.mismatches:
-                print(f"    {line}")
-            all_ok &= res.ok
+            all_ok &= _print_result(naive.name, res)
             compared += 1
+        if contract is not None:
+            all_ok &= _fuzz_launches(program, kr, contract, fallback_block, cases[-1], seed + len(cases))
     for name in program.passed_through:
         print(f"  {name:<14} passed through unchanged: not compared")
     if not compared:
@@ -106,3 +112,36 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
         return False
     print("PASS" if all_ok else "FAIL")
     return all_ok
+
+
+def _fuzz_launches(program, kr, contract, fallback_block, base, seed) -> bool:
+    """Other naive launches of a kernel the file does not launch (verify_launches.py)."""
+    ok = True
+    guarded = guarded_axes(kr.naive, program)
+    for k, case in enumerate(launch_cases(kr.naive, program, base, contract, guarded)):
+        ok &= _print_outcome(kr.naive.name, check_launch(kr.naive, kr.optimized, contract, fallback_block, case,
+                                                         seed + k, program.device_functions), fuzzed=True)
+    return ok
+
+
+def _print_outcome(name: str, outcome, fuzzed: bool = False) -> bool:
+    """A refused launch is reported, not a failure; so is a fuzzed launch the naive kernel itself cannot run
+    (the rule covers only launches under which it is valid), but not the program's or the options' launch."""
+    if outcome.result is not None:
+        return _print_result(name, outcome.result, f"  ({describe(outcome)})")
+    if outcome.refusal:
+        print(f"  {name:<14} {describe(outcome)}: refused by the launch helpers\n    {outcome.refusal}")
+        return True
+    print(f"  {name:<14} {describe(outcome)}: {'skipped' if fuzzed else 'FAIL'}\n    {outcome.naive_invalid}")
+    return fuzzed
+
+
+def _print_result(name: str, res, where: str = "") -> bool:
+    case = res.case
+    sizes_text = ", ".join(f"{n}={v}" for n, v in case.sizes.items()) or "-"
+    status = "ok" if res.ok else "FAIL"
+    print(f"  {name:<14} sizes {sizes_text:<28} threads {case.global_space[0]}x{case.global_space[1]:<6} "
+          f"{res.elements:>8} elements  max rel err {res.max_rel_error:.2e}  {res.seconds:6.2f}s  {status}{where}")
+    for line in ([res.error] if res.error else []) + res.mismatches:
+        print(f"    {line}")
+    return res.ok

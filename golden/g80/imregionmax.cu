@@ -1,3 +1,5 @@
+#include <cstdio>
+#include <cstdlib>
 /* imregionmax.cu -- regional maxima with a 3x3 window on a pre-padded image, shorthand dialect:
  * C(y,x) = 1 if A(y+1,x+1) >= max of the 3x3 window A(y..y+2, x..x+2), else 0.
  * 2-D thread space, one thread per output pixel: idx in 0..WIDTH_C-1, idy in 0..HEIGHT_C-1
@@ -13,13 +15,29 @@
 
 // gpgpu-opt: launch configuration of the optimized 'imregionmax': blocks of 16x16 threads,
 // each covering 16x16 threads of the naive launch (one thread per output).
+// The file does not launch 'imregionmax', and the optimized kernel gives the naive results only for the naive
+// launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
+static void imregionmax_check_launch(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    if (!(global_x == 4096) || !(global_y == 4096)) {
+        fprintf(stderr, "gpgpu-opt: the optimized 'imregionmax' cannot serve the naive launch of grid (%u, %u) and block (%u, %u), %ux%u threads: it needs exactly 4096 threads in x (the space the program states) and exactly 4096 threads in y (the space the program states)\n",
+                naive_grid.x, naive_grid.y, naive_block.x, naive_block.y,
+                naive_grid.x * naive_block.x, naive_grid.y * naive_block.y);
+        exit(EXIT_FAILURE);
+    }
+}
+
 static dim3 imregionmax_block(dim3 naive_grid, dim3 naive_block)
 {
+    imregionmax_check_launch(naive_grid, naive_block);
     return dim3(16, 16);
 }
 
 static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
 {
+    imregionmax_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 15) / 16, (global_y + 15) / 16);

@@ -1,3 +1,5 @@
+#include <cstdio>
+#include <cstdlib>
 /* reduction.cu -- naive sum reduction: out[b] = sum of the inputs handled by block b (host or a
  * second launch adds the per-block results).  1-D launch: x = i over all threads
  * (gridDim.x*blockDim.x), y = 1; thread i sums in[i + k*stride], k < segSize, into partial[i],
@@ -5,13 +7,27 @@
 
 // gpgpu-opt: launch configuration of the optimized 'reduction': blocks of 256x1 threads,
 // each covering 256x1 threads of the naive launch (one thread per output).
+// The file does not launch 'reduction', and the optimized kernel gives the naive results only for the naive
+// launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
+static void reduction_check_launch(dim3 naive_grid, dim3 naive_block)
+{
+    if (!(naive_block.x == 256 && naive_block.y == 1)) {
+        fprintf(stderr, "gpgpu-opt: the optimized 'reduction' cannot serve the naive launch of grid (%u, %u) and block (%u, %u), %ux%u threads: it needs naive blocks of 256x1 threads (its meaning depends on the block)\n",
+                naive_grid.x, naive_grid.y, naive_block.x, naive_block.y,
+                naive_grid.x * naive_block.x, naive_grid.y * naive_block.y);
+        exit(EXIT_FAILURE);
+    }
+}
+
 static dim3 reduction_block(dim3 naive_grid, dim3 naive_block)
 {
+    reduction_check_launch(naive_grid, naive_block);
     return dim3(256, 1);
 }
 
 static dim3 reduction_grid(dim3 naive_grid, dim3 naive_block)
 {
+    reduction_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 255) / 256, global_y);

@@ -1,3 +1,5 @@
+#include <cstdio>
+#include <cstdlib>
 /* tmv.cu -- transposed matrix-vector product C = A^T B (A is HEIGHT_A x WIDTH_A), shorthand dialect.
  * 1-D thread space, one thread per column of A: idx in 0..WIDTH_A-1 (globalDimX = WIDTH_A),
  * globalDimY = 1.  idx is predefined by the compiler. */
@@ -10,13 +12,29 @@
 
 // gpgpu-opt: launch configuration of the optimized 'tmv': blocks of 256x1 threads,
 // each covering 256x1 threads of the naive launch (one thread per output).
+// The file does not launch 'tmv', and the optimized kernel gives the naive results only for the naive
+// launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
+static void tmv_check_launch(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    if (!(global_x == 4096) || !(global_y == 1)) {
+        fprintf(stderr, "gpgpu-opt: the optimized 'tmv' cannot serve the naive launch of grid (%u, %u) and block (%u, %u), %ux%u threads: it needs exactly 4096 threads in x (the space the program states) and exactly 1 thread in y (the space the program states)\n",
+                naive_grid.x, naive_grid.y, naive_block.x, naive_block.y,
+                naive_grid.x * naive_block.x, naive_grid.y * naive_block.y);
+        exit(EXIT_FAILURE);
+    }
+}
+
 static dim3 tmv_block(dim3 naive_grid, dim3 naive_block)
 {
+    tmv_check_launch(naive_grid, naive_block);
     return dim3(256, 1);
 }
 
 static dim3 tmv_grid(dim3 naive_grid, dim3 naive_block)
 {
+    tmv_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 255) / 256, global_y);

@@ -1,3 +1,5 @@
+#include <cstdio>
+#include <cstdlib>
 /* vv.cu -- outer-product accumulate C += A B^T, i.e. C(y,x) += A[y]*B[x], shorthand dialect.
  * 2-D thread space, one thread per C element: idx in 0..WIDTH_C-1, idy in 0..HEIGHT_C-1
  * (globalDimX = WIDTH_C, globalDimY = HEIGHT_C).  idx/idy are predefined by the compiler. */
@@ -10,13 +12,29 @@
 
 // gpgpu-opt: launch configuration of the optimized 'vv': blocks of 256x1 threads,
 // each covering 256x16 threads of the naive launch (16 outputs per thread).
+// The file does not launch 'vv', and the optimized kernel gives the naive results only for the naive
+// launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
+static void vv_check_launch(dim3 naive_grid, dim3 naive_block)
+{
+    const unsigned int global_x = naive_grid.x * naive_block.x;
+    const unsigned int global_y = naive_grid.y * naive_block.y;
+    if (!(global_x == 4096) || !(global_y == 4096)) {
+        fprintf(stderr, "gpgpu-opt: the optimized 'vv' cannot serve the naive launch of grid (%u, %u) and block (%u, %u), %ux%u threads: it needs exactly 4096 threads in x (the space the program states) and exactly 4096 threads in y (the space the program states)\n",
+                naive_grid.x, naive_grid.y, naive_block.x, naive_block.y,
+                naive_grid.x * naive_block.x, naive_grid.y * naive_block.y);
+        exit(EXIT_FAILURE);
+    }
+}
+
 static dim3 vv_block(dim3 naive_grid, dim3 naive_block)
 {
+    vv_check_launch(naive_grid, naive_block);
     return dim3(256, 1);
 }
 
 static dim3 vv_grid(dim3 naive_grid, dim3 naive_block)
 {
+    vv_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 255) / 256, (global_y + 15) / 16);
