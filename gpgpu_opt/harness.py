@@ -15,6 +15,7 @@ from pycparser import c_ast
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.templating import render
 from gpgpu_opt.verify import (ATOMIC_TOLERANCE, Case, all_accesses, array_extents, infer_global_space,
                               optimized_launch)
@@ -177,6 +178,15 @@ class HarnessVariant:
     describe: str = ""
 
 
+def _refuse_what_the_helpers_refuse(program, naive: Kernel, optimized: Kernel, naive_grid, naive_block) -> None:
+    """A kernel the file does not launch runs only under the naive launches its helpers accept: the harness
+    makes the same naive launch, so it stops with the helpers' message rather than time a launch they refuse."""
+    contract = launch_assumptions(program, naive, optimized, naive_block)
+    why = contract.refusal(naive_grid, naive_block) if contract is not None else None
+    if why:
+        raise CompileError(f"{why}; give the harness a launch the helpers accept (--global, --size)")
+
+
 def generate_harness(program, compile_result, kernel_name: str, sizes: dict, global_space=None,
                      flops: float = 0, reference: str | None = None, runs: int = 30, warmup: int = 3,
                      seed: int = 1, variants: list[HarnessVariant] | None = None) -> str:
@@ -209,6 +219,7 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     shown = []
     for i, v in enumerate(variants):
         tag = "opt" if single else f"v{i}"
+        _refuse_what_the_helpers_refuse(program, naive, v.kernel, naive_grid, naive_block)
         block, grid = optimized_launch(v.kernel, naive_block, Case(sizes, global_space))
         shown.append({"label": v.label, "tag": tag, "block": tuple(block), "grid": tuple(grid),
                       "describe": v.describe or "as compiled",

@@ -154,3 +154,20 @@ def test_vv_harness_updates_c_in_place_against_cublas_sger(tmp_path):
     assert "CHECK(cudaMemcpy(d_ref, h_C, ref_n * sizeof(float), cudaMemcpyHostToDevice));" in text
     assert "const int height = 4096, width = 4096;" in text
     _nvcc_compile(tmp_path, text, "vv")
+
+
+def test_harness_refuses_a_launch_the_helpers_refuse(tmp_path):
+    """An unguarded kernel with no launch in the file, widened to several elements per thread, serves only
+    thread spaces that are whole tiles: the harness stops with the helpers' message instead of timing a
+    launch that reads past the arrays."""
+    src = tmp_path / "add.cu"
+    src.write_text("__global__ void add(float *a, float *b, float *c)\n{\n"
+                   "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    c[i] = a[i] + b[i];\n}\n")
+    program = load_program(str(src))
+    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
+    tile = result.kernels[0].optimized.launch.outputs_per_block[0]
+    assert tile > 1
+    result.kernels[0].context.naive_block = (96, 1)   # the harness's naive launch: 96-thread blocks
+    with pytest.raises(CompileError, match="cannot serve the naive launch"):
+        generate_harness(program, result, "add", {}, global_space=(96, 1))
+    assert "add_opt" in generate_harness(program, result, "add", {}, global_space=(96 * tile, 1))
