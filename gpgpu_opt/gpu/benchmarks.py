@@ -7,6 +7,7 @@ runs them all, or those named.
 from __future__ import annotations
 
 import re
+from importlib import resources
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,15 @@ from gpgpu_opt.pipeline import compile_program
 from gpgpu_opt.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _source_dirs() -> dict[str, Path]:
+    """Where the benchmarked sources are: inside an installed package (pyproject.toml maps inputs/ and
+    tests/programs/ there), else the checkout's own directories."""
+    packaged = Path(str(resources.files("gpgpu_opt")))
+    if (packaged / "bench_inputs").is_dir():
+        return {"inputs": packaged / "bench_inputs", "tests/programs": packaged / "bench_programs"}
+    return {"inputs": ROOT / "inputs", "tests/programs": ROOT / "tests" / "programs"}
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,8 @@ class Benchmark:
 
     @property
     def path(self) -> Path:
-        return ROOT / self.file if "/" in self.file else ROOT / "inputs" / self.file
+        folder, _, name = self.file.rpartition("/")
+        return _source_dirs()[folder or "inputs"] / name
 
 
 N = 4096

@@ -1,5 +1,6 @@
-"""A built wheel carries the templates (templates/ at the project root, shipped as gpgpu_opt/templates) and
-every module, and the compiler it installs finds them from any directory."""
+"""A built wheel carries the templates (templates/ at the project root, shipped as gpgpu_opt/templates), the
+benchmarked sources (inputs/, four of tests/programs/) and every module, and the compiler it installs finds
+them from any directory."""
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ from tests.conftest import GOLDEN, ROOT
 
 def test_the_wheel_carries_the_templates_and_compiles_from_another_directory(tmp_path):
     src = tmp_path / "src"   # a copy: building in the checkout would leave build/ there, stale files and all
-    for name in ("gpgpu_opt", "templates"):
+    for name in ("gpgpu_opt", "templates", "inputs", "tests/programs"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
@@ -38,3 +39,8 @@ def test_the_wheel_carries_the_templates_and_compiles_from_another_directory(tmp
                                "--no-validate"], capture_output=True, text=True, cwd=elsewhere, env=env)
     assert compiled.returncode == 0, compiled.stderr[-3000:]
     assert compiled.stdout == (GOLDEN / "sm_90" / "vv.cu").read_text()      # what the editable install writes
+    sources = ("from gpgpu_opt.gpu.benchmarks import BENCHMARKS\n"
+               "for b in BENCHMARKS.values(): print(b.path, b.path.is_file())")
+    found = subprocess.run([sys.executable, "-c", sources], capture_output=True, text=True, cwd=elsewhere, env=env)
+    rows = [line.rsplit(" ", 1) for line in found.stdout.splitlines()]
+    assert rows and all(ok == "True" and path.startswith(str(installed)) for path, ok in rows), found.stdout + found.stderr
