@@ -104,7 +104,10 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
             all_ok &= _print_result(naive.name, res)
             compared += 1
         if contract is not None:
-            all_ok &= _fuzz_launches(program, kr, contract, fallback_block, cases[-1], seed + len(cases))
+            fuzzed_ok, fuzzed_compared = _fuzz_launches(program, kr, contract, fallback_block, cases[-1],
+                                                        seed + len(cases))
+            all_ok &= fuzzed_ok
+            compared += fuzzed_compared
     for name in program.passed_through:
         print(f"  {name:<14} passed through unchanged: not compared")
     if not compared:
@@ -114,14 +117,17 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
     return all_ok
 
 
-def _fuzz_launches(program, kr, contract, fallback_block, base, seed) -> bool:
-    """Other naive launches of a kernel the file does not launch (verify_launches.py)."""
-    ok = True
+def _fuzz_launches(program, kr, contract, fallback_block, base, seed) -> tuple[bool, int]:
+    """Other naive launches of a kernel the file does not launch (verify_launches.py): all ok, and how many
+    were compared (the others were refused by the helpers, or skipped)."""
+    ok, compared = True, 0
     guarded = guarded_axes(kr.naive, program)
     for k, case in enumerate(launch_cases(kr.naive, program, base, contract, guarded)):
-        ok &= _print_outcome(kr.naive.name, check_launch(kr.naive, kr.optimized, contract, fallback_block, case,
-                                                         seed + k, program.device_functions), fuzzed=True)
-    return ok
+        outcome = check_launch(kr.naive, kr.optimized, contract, fallback_block, case, seed + k,
+                               program.device_functions)
+        ok &= _print_outcome(kr.naive.name, outcome, fuzzed=True)
+        compared += outcome.result is not None
+    return ok, compared
 
 
 def _print_outcome(name: str, outcome, fuzzed: bool = False) -> bool:
