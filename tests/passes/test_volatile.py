@@ -224,3 +224,27 @@ def test_the_default_pipeline_keeps_each_volatile_load(tmp_path, target):
     text = text_of(kernel)
     assert loads(text, "A") == ["row * n + k"] and "tile_A" not in text and "A_next" not in text, text
     assert_matches_naive(program, kernel)
+
+
+MV_VOLATILE_X = """
+__global__ void mv(const float *A, volatile float *x, float *y, int rows, int cols)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        float sum = 0;
+        for (int c = 0; c < cols; c++)
+            sum += A[r * cols + c] * x[c];
+        y[r] = sum;
+    }
+}
+"""
+
+
+def test_partition_does_not_rotate_a_loop_that_reads_a_volatile_array(tmp_path):
+    """mv on g80: A's staged rows camp, and rotating the loop's steps would fix it, but that would read x's
+    elements in another order."""
+    _, kernel = compiled(tmp_path, MV_VOLATILE_X, "g80")
+    text = text_of(kernel)
+    assert "tile_A" in text and "_steps" not in text and loads(text, "x") == ["c"], text
+    assert any("partition" in n and "volatile x" in n for n in notes(kernel)), notes(kernel)
+    assert not any(d.pass_name == "partition" and d.action == "applied" for d in kernel.context.decisions)
