@@ -385,6 +385,9 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
         args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
         per_block = block[:2] if label == "naive" or optimized.launch is None else optimized.launch.outputs_per_block
         sample = None if regions is None else blocks_covering(regions, per_block, g)
+        if min(g) <= 0:  # `dim3(n / 96)` at a small n: CUDA refuses the launch, so there is nothing to compare
+            return _finish(result, start, error=f"{label} kernel: its launch at these sizes starts no block "
+                                                f"(grid {_dims(g)})")
         try:
             stats = run_kernel(kernel, g, b, args, device_functions=device_functions, check_races=check_races,
                                blocks=sample)

@@ -398,21 +398,21 @@ def _thread_start_in_index(access: Access) -> Access:
     """The access with the thread-dependent part of each loop's start moved into its subscript
     (`for (c = threadIdx.x; ...; c += 32)` reads A[r * cols + threadIdx.x + c'] for c' = 0, 32, ...): the
     analyses take the first iteration of a loop at thread 0's start."""
-    if access.index is None or access.kind == "unresolved":
+    if access.evaluable_index is None or access.kind == "unresolved":
         return access
-    index = access.index
+    index = access.evaluable_index  # quasi-affine ones too (a split loop's `threadIdx.x / 32`)
     threads = {TID["x"]: 0, TID["y"]: 0, TID["z"]: 0}
     for loop in access.loops:
         offset = loop.start - loop.start.subs(threads)
         if offset != 0 and not loop.multiplicative:
             index = index.subs(iterator_symbol(loop.var), iterator_symbol(loop.var) + offset)
-    return access if index is access.index else replace(access, index=sympy.expand(index))
+    return access if index is access.evaluable_index else replace(access, index=sympy.expand(index))
 
 
 def _l1_miss(access: Access, block, bindings, sectors: float, target: Target) -> float:
     """The sectors a block fetches once over the sectors its requests ask for (the rest hit L1), over a
     sample of its loop iterations."""
-    if access.index is None or access.kind == "unresolved" or target.coalescing_rule != "sectors":
+    if access.evaluable_index is None or access.kind == "unresolved" or target.coalescing_rule != "sectors":
         return 1.0
     subs, _ = substitutions(access, block, bindings)
     samples = 1
@@ -430,11 +430,11 @@ def _l1_miss(access: Access, block, bindings, sectors: float, target: Target) ->
 
 def _extent_bytes(access: Access, block, grid, bindings) -> float | None:
     """Bytes between the lowest and the highest element the grid touches (corners of every variable)."""
-    if access.index is None or access.kind == "unresolved":
+    if access.evaluable_index is None or access.kind == "unresolved":
         return None
     subs, _ = substitutions(access, block, bindings)
     fixed = {k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])}
-    expr = access.index.subs(fixed)
+    expr = access.evaluable_index.subs(fixed)
     ranges = {TID["x"]: (0, block[0] - 1), TID["y"]: (0, block[1] - 1), BID["x"]: (0, grid[0] - 1),
               BID["y"]: (0, grid[1] - 1)}
     for loop in access.loops:

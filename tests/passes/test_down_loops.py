@@ -233,7 +233,10 @@ def test_verify_passes_on_the_down_loops(tmp_path, capsys, target):
     ok = run_verify(load_program(str(path)), get_target(target), None, {}, None, 1, None, Diagnostics(),
                     {}, {}, [])
     out = capsys.readouterr().out
-    assert ok and out.count("  ok\n") == 8 and out.rstrip().endswith("PASS"), out
+    compared = [line for line in out.splitlines() if " elements " in line]
+    # two cases per kernel, then (no launch in the file) the naive launch shapes verify fuzzes
+    assert ok and len(compared) >= 8 and all(" ok" in line for line in compared), out
+    assert "FAIL" not in out and out.rstrip().endswith("PASS"), out
 
 
 def test_a_loop_counting_down_inside_a_staged_loop_is_kept_and_equivalent(tmp_path):

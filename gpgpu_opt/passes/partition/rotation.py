@@ -261,8 +261,11 @@ def apply_rotation(kernel: Kernel, info: g.KernelInfo, rotation: Rotation) -> No
 
 
 def _trip(r: Rotation) -> str:
+    """The number of steps, in the iterator's type: a start of `threadIdx.x` is unsigned, and `cols -
+    threadIdx.x` would wrap around to billions of steps for a thread past the bound (the loop runs none)."""
     end = f"{_operand(r.end)} + 1" if r.inclusive else text(r.end)
-    span = end if _is_zero(r.start) else f"{end} - {_operand(r.start)}"
+    start = _operand(r.start) if isinstance(r.start, c_ast.Constant) else f"({r.type}) {_operand(r.start)}"
+    span = end if _is_zero(r.start) else f"{end} - {start}"
     return span if r.step == 1 else f"({span} + {r.step - 1}) / {r.step}"
 
 

@@ -180,11 +180,13 @@ def _accesses(info: g.KernelInfo, stmts: list, idx: str, elem: dict) -> list:
     out = []
     for s in stmts:
         for n in walk(s):
-            if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
+            if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID)):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
-            if a is not None and a.kind in ("volatile", "quasi-affine"):
+            if a is not None and a.kind in ("volatile", "quasi-affine"):  # a volatile local pointer too
                 raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is left as written ({a.why_unresolved})")
+            if n.name.name not in params:
+                continue
             if a is None or a.index is None:
                 raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
             elem[a.array] = params[a.array].base_type
