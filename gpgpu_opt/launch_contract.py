@@ -23,11 +23,11 @@ from pycparser import c_ast
 
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.rewriting.guards import BLOCK_DEPENDENT_CALLS, KernelInfo, normalize_early_returns
+from gpgpu_opt.rewriting.staging import Unsupported
 
 Shape = tuple[int, ...]
 
-#: Calls whose effect depends on the threads that share a block (the rewriting layer's list).
-_BLOCK_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence")
 _BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 
 
@@ -129,7 +129,7 @@ def launch_assumptions(program, naive: Kernel, optimized: Kernel,
     try:
         dependent = block_dependence(naive, program) is not None
         guarded = guarded_axes(naive, program)
-    except Exception:  # noqa: BLE001 - a kernel the analyses cannot read: assume the most
+    except Unsupported:  # a kernel the analyses cannot read: assume the most
         dependent, guarded = True, set()
     dependent = dependent or bool(config.fixed_grid)
     block = tuple(naive_block) if dependent else None
@@ -150,16 +150,14 @@ def _stated_space(program) -> tuple[int | None, int | None]:
                  for name in ("globalDimX", "globalDimY"))
 
 
-def _info(kernel: Kernel, program):
-    from gpgpu_opt.rewriting.guards import KernelInfo
-
+def _info(kernel: Kernel, program) -> KernelInfo:
     return KernelInfo(kernel, SimpleNamespace(device_functions=program.device_functions))
 
 
 def block_dependence(kernel: Kernel, program) -> str | None:
     """Why the naive kernel's results depend on its block shape (not only on the thread space), or None."""
     why = _block_constructs(kernel.body, program.device_functions, set())
-    return why or _info(kernel, program)._block_dependence()
+    return why or _info(kernel, program).block_dependence()
 
 
 def _block_constructs(body: c_ast.Node, device_functions: dict, seen: set[str]) -> str | None:
@@ -173,7 +171,7 @@ def _block_constructs(body: c_ast.Node, device_functions: dict, seen: set[str]) 
         if not (isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID)):
             continue
         name = n.name.name
-        if name.startswith(_BLOCK_CALLS):
+        if name.startswith(BLOCK_DEPENDENT_CALLS):
             return f"it calls {name}"
         if name in device_functions and name not in seen:
             seen.add(name)
@@ -191,8 +189,6 @@ def guarded_axes(kernel: Kernel, program) -> set[str]:
     """The axes along which a guard on the global index (`if (i < n)`, or `if (i >= n) return;` first)
     bounds every global access of the kernel. Accesses the collector does not see (dereferences, atomics)
     leave no axis guarded."""
-    from gpgpu_opt.rewriting.guards import normalize_early_returns
-
     kernel = kernel.copy()
     normalize_early_returns(kernel.body)
     for n in walk(kernel.body):
@@ -200,7 +196,7 @@ def guarded_axes(kernel: Kernel, program) -> set[str]:
                 isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and n.name.name.startswith("atomic"):
             return set()
     info = _info(kernel, program)
-    return {axis for axis in "xy" if info.accesses and all(info._bounded(a, axis) for a in info.accesses)}
+    return {axis for axis in "xy" if info.accesses and all(info.bounded(a, axis) for a in info.accesses)}
 
 
 def helper_launch(optimized: Kernel, naive_grid: Shape, naive_block: Shape) -> tuple[tuple[int, int], tuple[int, int]]:

@@ -27,7 +27,7 @@ from gpgpu_opt.checks import _thread_variables
 from gpgpu_opt.rewriting.staging import Unsupported, conj, text
 
 _BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
-_BLOCK_DEPENDENT_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence")
+BLOCK_DEPENDENT_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence")
 
 _FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 _ARITH = {"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", "<=", ">", ">=", "==", "!=", "&&", "||"}
@@ -359,7 +359,7 @@ class KernelInfo:
             if isinstance(n, c_ast.Decl) and "__shared__" in (n.storage or []):
                 raise Unsupported("the kernel already uses shared memory")
             if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) \
-                    and n.name.name.startswith(_BLOCK_DEPENDENT_CALLS):
+                    and n.name.name.startswith(BLOCK_DEPENDENT_CALLS):
                 raise Unsupported(f"the kernel calls {n.name.name}")
             if isinstance(n, c_ast.ID) and n.name == "warpSize":
                 raise Unsupported("the kernel uses warpSize")
@@ -369,7 +369,7 @@ class KernelInfo:
                     and n.name.name not in self.pure_calls:
                 why = why_impure(n.name.name, self.ctx.device_functions)
                 raise Unsupported(f"the kernel calls {n.name.name}, which may access memory ({why})")
-        why = self._block_dependence()
+        why = self.block_dependence()
         if why:
             raise Unsupported(f"its meaning depends on the block shape ({why}); the pass changes the block, "
                               "so it leaves the kernel alone")
@@ -391,7 +391,7 @@ class KernelInfo:
                     env.setdefault(var, iterator_symbol(var))
         return env
 
-    def _block_dependence(self) -> str | None:
+    def block_dependence(self) -> str | None:
         """Every use of threadIdx/blockIdx/blockDim must reach the result only through the global index
         blockIdx*blockDim + threadIdx of its axis; gridDim and the z axis are not allowed."""
         env = self._flat_env()
@@ -434,13 +434,13 @@ class KernelInfo:
             if naive[dim] % block[dim] == 0:
                 continue
             for a in self.accesses:
-                if not self._bounded(a, axis):
+                if not self.bounded(a, axis):
                     return (f"a {block[0]}x{block[1]} block does not tile the naive {naive[0]}x{naive[1]} "
                             f"blocks, and {a.array}[{a.index_text}] has no guard bounding the global "
                             f"{axis} index (the rounded-up grid would access out of range)")
         return None
 
-    def _bounded(self, a: Access, axis: str) -> bool:
+    def bounded(self, a: Access, axis: str) -> bool:
         try:
             frames = frames_to(a.node, self.parents, self.body)
         except Unsupported:
