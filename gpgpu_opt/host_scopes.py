@@ -147,9 +147,13 @@ def _reference_bound(toks: list[Token], i: int) -> bool:
 
 def _bare_argument_of_unknown_call(fn: HostFunction, i: int) -> bool:
     toks = fn.tokens
-    if not (i > 0 and toks[i - 1].text in ("(", ",") and i + 1 < len(toks) and toks[i + 1].text in (")", ",")):
+    lo, hi = i, i
+    while lo >= 2 and toks[lo - 1].text == "(" and hi + 1 < len(toks) and toks[hi + 1].text == ")" \
+            and toks[lo - 2].kind != "ident" and toks[lo - 2].text not in (">>>", ")", "]"):
+        lo, hi = lo - 1, hi + 1                    # `f((n))`: grouping parentheses still pass n itself
+    if not (lo > 0 and toks[lo - 1].text in ("(", ",") and hi + 1 < len(toks) and toks[hi + 1].text in (")", ",")):
         return False
-    depth, j = 0, i - 1
+    depth, j = 0, lo - 1
     while j >= 0:                                  # back to the `(` of the call
         t = toks[j].text
         if t in (")", "]"):
@@ -164,8 +168,26 @@ def _bare_argument_of_unknown_call(fn: HostFunction, i: int) -> bool:
     callee = toks[j - 1]
     if callee.text == ">>>" or (j >= 2 and toks[j - 2].text in _DECL_TYPES):
         return False                               # a launch's arguments are copied; `dim3 g(n)` constructs
-    return callee.kind == "ident" and not _BY_VALUE_CALLEE.match(callee.text) and callee.text not in _DECL_TYPES \
-        and callee.text not in ("if", "while", "for", "switch", "return")
+    if callee.kind != "ident" or callee.text in _DECL_TYPES or callee.text in ("if", "while", "for", "switch",
+                                                                               "return"):
+        return False
+    # A library's by-value function, unless the file defines or declares a function of that name itself
+    # (`void cuda_setup(int &n)` matches the library prefix but may write n).
+    return not _BY_VALUE_CALLEE.match(callee.text) or callee.text in _declared_functions(fn)
+
+
+@functools.lru_cache(maxsize=8)
+def _declared_functions(fn: HostFunction) -> frozenset[str]:
+    """Names the file declares or defines as functions: `TYPE name (`, `TYPE *name (`, `TYPE &name (`."""
+    toks = fn.tokens
+    return frozenset(toks[k].text for k in range(1, len(toks) - 1)
+                     if toks[k].kind == "ident" and toks[k + 1].text == "("
+                     and (toks[k - 1].kind == "ident" and toks[k - 1].text not in _NOT_TYPES
+                          or toks[k - 1].text in ("*", "&")))
+
+
+#: Words that can stand before a call without declaring it (`return f(n)`, `else f(n)`).
+_NOT_TYPES = {"return", "else", "do", "case", "goto", "throw", "new", "delete", "sizeof"}
 
 
 _DIM3_DEFAULT = re.compile(r"\bdim3\s+(?P<name>[A-Za-z_]\w*)\s*;")

@@ -1,4 +1,5 @@
 """naive_launch: a kernel's block and grid as the whole program's launch sites make them."""
+import pytest
 import textwrap
 
 from gpgpu_opt.frontend import load_program
@@ -93,3 +94,32 @@ def test_naive_block_plans_with_the_block_the_program_launches(tmp_path):
     assert naive_block(prog, prog.kernel("mvt_kernel1")) == (32, 8)
     assert naive_block(prog, prog.kernel("scale")) == (128, 1)
     assert naive_launch(prog, prog.kernel("scale"), {}).block == (128, 1, 1)
+
+
+WRITTEN_THROUGH_A_REFERENCE = """
+void {setter}(int &v) {{ v = 1000; }}
+__global__ void k(float *a) {{ int i = blockIdx.x * blockDim.x + threadIdx.x; a[i] = a[i] * 2.0f; }}
+int main()
+{{
+    int n = 1024;
+    {call};
+    float *d;
+    cudaMalloc(&d, n * sizeof(float));
+    k<<<n / 256, 256>>>(d);
+    return 0;
+}}
+"""
+
+
+@pytest.mark.parametrize("setter, call", [("set", "set(n)"), ("set", "set((n))"), ("set", "set(((n)))"),
+                                          ("cuda_setup", "cuda_setup(n)"), ("cuset", "cuset((n))")])
+def test_a_scalar_a_user_function_may_write_has_no_known_value(tmp_path, setter, call):
+    """`set((n))` passes n itself, and a function the file defines is not the library's because its name
+    starts like one (`cuda_setup(int &n)`): n may be 1000 at the launch, so the grid is unknown, never 4."""
+    program = load(tmp_path, WRITTEN_THROUGH_A_REFERENCE.format(setter=setter, call=call))
+    assert naive_launch(program, program.kernel("k"), {}).grid[0] is None
+
+
+def test_a_library_call_with_a_grouped_argument_still_reads_it(tmp_path):
+    program = load(tmp_path, WRITTEN_THROUGH_A_REFERENCE.format(setter="set", call="printf(\"%d\\n\", (n))"))
+    assert naive_launch(program, program.kernel("k"), {}).grid[0] == 4
