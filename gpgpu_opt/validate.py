@@ -94,7 +94,7 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
                 why = f"the emulator failed: {type(err).__name__}: {err}"
                 emulator_error = emulator_error or err
             else:
-                if result.error is not None and result.error.startswith(_NAIVE_FAILS):
+                if result.naive_failed:  # the check cannot run, whatever the version
                     why = f"not emulated: {result.error}"
         if why is None and result.ok:
             if first_problem is None:
@@ -118,9 +118,6 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
     return naive, Validation("rolled back", first_problem or "", case, None, emulated, error=emulator_error)
 
 
-#: run_case's errors that come from the naive kernel (it races, or the emulator cannot run it): the check
-#: itself cannot run, whatever the version.
-_NAIVE_FAILS = ("naive kernel:", "the naive kernel races")
 
 
 def _without_check(versions: list[tuple[str, Kernel]], why: str, case: Case | None) -> tuple[Kernel, Validation]:

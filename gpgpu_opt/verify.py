@@ -30,6 +30,11 @@ class Case:
     extents: dict[str, int] = field(default_factory=dict)  # --extent: array sizes the subscripts do not tell
 
 
+#: How run_case's errors that come from the naive kernel begin (it races, the emulator cannot run it, its
+#: launch starts no block): then no version can be compared at that case.
+NAIVE_FAILURES = ("naive kernel:", "the naive kernel races")
+
+
 @dataclass
 class CaseResult:
     case: Case
@@ -42,6 +47,10 @@ class CaseResult:
     @property
     def ok(self) -> bool:
         return self.error is None and not self.mismatches
+
+    @property
+    def naive_failed(self) -> bool:
+        return self.error is not None and self.error.startswith(NAIVE_FAILURES)
 
 
 def global_space_from_guards(kernel: Kernel, sizes: dict[str, int | float]) -> tuple[int | None, int | None]:

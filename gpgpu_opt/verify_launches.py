@@ -48,7 +48,7 @@ def check_launch(naive: Kernel, optimized: Kernel, assumptions: LaunchAssumption
         return LaunchOutcome(case, block, grid, refusal=refusal)
     result = run_case(naive, optimized, fallback_block, case, seed, device_functions,
                       launch=helper_launch(optimized, grid, block))
-    if result.error and result.error.startswith(("naive kernel", "the naive kernel")):
+    if result.naive_failed:
         return LaunchOutcome(case, block, grid, naive_invalid=result.error)
     return LaunchOutcome(case, block, grid, result=result)
 
