@@ -13,7 +13,9 @@ from typing import List, Optional
 import typer
 
 from gpgpu_opt.analysis import analyze_kernel
-from gpgpu_opt.cli_output import STDOUT, PendingWrites, check_directory_destination, check_file_destination
+from gpgpu_opt.cli_output import (STDOUT, PendingWrites, check_directory_destination, check_file_destination,
+                                  check_mirrored_destinations, is_directory_output, mirrored,
+                                  same_file)
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
@@ -192,7 +194,8 @@ def _reuse_label(entry: dict) -> str:
 @app.command("compile")
 @_no_traceback
 def compile_(file: str = typer.Argument(..., help="the .cu file"),
-             output: str = typer.Option(..., "-o", help="output .cu file ('-': standard output)"),
+             output: str = typer.Option(..., "-o", help="output .cu file ('-': standard output), or a directory "
+                                                        "(OUTDIR/) for the program and the files it includes"),
              target: str = TargetOpt,
              passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
              report: Optional[str] = typer.Option(None, "--report", help="write a JSON report here"),
@@ -209,7 +212,8 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
              db: Optional[str] = typer.Option(None, "--db", help="tuning database (default: the user's cache dir)"),
              gpu: Optional[str] = typer.Option(None, "--gpu", help="use the tuned choice measured on this GPU"),
              strict: bool = StrictOpt) -> None:
-    """Optimize the kernels of FILE and write the whole file, launch sites updated, to OUTPUT."""
+    """Optimize the kernels of FILE (and of the user files it includes) and write the whole program, launch
+    sites updated, to OUTPUT: a file, or a directory mirroring the program's files."""
     _strict(strict)
     dump_dir = None
     try:
@@ -221,6 +225,10 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
             raise CompileError(str(err)) from None
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
+        destinations = mirrored(output, [f.path for f in program.source_files()]) \
+            if is_directory_output(output) else None
+        if destinations is not None:
+            check_mirrored_destinations(destinations, report)
         merge_request, width, tuned = _merge(merge), _vector_width(vector_width), None
         if not no_tuned and passes is None and merge is None and vector_width is None:
             from gpgpu_opt.tune.db import TuningDB, tuned_choice
@@ -237,14 +245,20 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
         if tuned is not None:
             rep["tuned"] = tuned.as_dict()
         rep["notes"] = [str(n) for n in diagnostics.notes]
-        from gpgpu_opt.nvcc import resource_usage
+        _check_single_output(result, output, destinations)
+        from gpgpu_opt.nvcc import program_resource_usage
 
-        usage = resource_usage(result.output, tgt, [os.path.dirname(os.path.abspath(file)), *(include or [])])
+        usage = program_resource_usage(result, tgt, include or [])
         if usage is not None:
             for k in rep["kernels"]:
                 k["resources"] = usage.get(k["name"])
         writes = PendingWrites()
-        writes.add_file(output, result.output)
+        if destinations is None:
+            writes.add_file(output, program.source_files()[0].as_written(result.output))
+        else:
+            rep["written"] = list(destinations.values())
+            for f in program.source_files():
+                writes.add_file(destinations[f.path], f.as_written(result.outputs[f.path]), make_parents=True)
         if report:
             writes.add_file(report, json.dumps(rep, indent=2) + "\n")
         if dump_dir:
@@ -258,12 +272,26 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
             shutil.rmtree(dump_dir, ignore_errors=True)
 
 
+def _check_single_output(result, output: str, destinations) -> None:
+    """One output file holds the main file only: a program whose included files changed needs a directory."""
+    changed = [f for f in result.changed_files() if f != result.program.path]
+    if destinations is None and changed:
+        raise CompileError(f"-o {output}: the compilation changed files that {result.program.path} includes "
+                           f"({', '.join(changed)}); give a directory (-o OUTDIR/) to write the whole program")
+
+
 def _check_destinations(file: str, output: str, report: Optional[str], dump_passes: Optional[str]) -> None:
-    """Before any work: every place compile writes can take the file, and none is the input."""
-    if output != STDOUT:
+    """Before any work: every place compile writes can take the file, and none is the input (the files of
+    a directory output are checked once the program's files are known)."""
+    if is_directory_output(output):
+        check_directory_destination("-o", output)
+        if same_file(os.path.dirname(os.path.abspath(file)), output):
+            raise CompileError(f"-o '{output}' is the input's directory: writing there would overwrite "
+                               f"'{file}'; give another directory")
+    elif output != STDOUT:
         check_file_destination("-o", output, {"the input": file})
     if report:
-        others = {"the input": file, **({"-o": output} if output != STDOUT else {})}
+        others = {"the input": file, **({"-o": output} if output != STDOUT and not is_directory_output(output) else {})}
         check_file_destination("--report", report, others)
     if dump_passes:
         check_directory_destination("--dump-passes", dump_passes)

@@ -38,7 +38,7 @@ def _param_from_decl(decl: c_ast.Decl) -> Param:
 class Kernel:
     name: str
     funcdef: c_ast.FuncDef
-    source_span: tuple[int, int]        # where the naive kernel is in the user's file
+    source_span: tuple[int, int]        # where the naive kernel is in its file's text (source_file)
     source_line: int
     launch_bounds: list[str] = field(default_factory=list)
     #: Which block shape and grid the kernel expects, as C expressions of the naive launch's
@@ -49,11 +49,14 @@ class Kernel:
     shorthand: list[str] = field(default_factory=list)
     #: Headers the kernel's code needs (`cuda_pipeline.h` for cp.async), included by the output file.
     includes: list[str] = field(default_factory=list)
+    #: The user file the kernel is written in (source_span is in its text); '': the program's main file.
+    source_file: str = ""
 
     @classmethod
-    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=()) -> "Kernel":
+    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(),
+                     source_file: str = "") -> "Kernel":
         return cls(func.decl.name, func, (definition.start, definition.end), definition.line, list(launch_bounds),
-                   shorthand=list(shorthand))
+                   shorthand=list(shorthand), source_file=source_file)
 
     @property
     def params(self) -> list[Param]:

@@ -41,9 +41,10 @@ class NaiveLaunch:
         return f"{where} {', '.join(map(str, self.lines))}"
 
 
-def host_text(program: Program) -> str:
-    """The file without its CUDA functions: kernel locals are not host variables. Offsets and lines stay."""
-    text = program.text
+def host_text(program: Program, file: str = "") -> str:
+    """A user file of the program ('': the main file) without its CUDA functions: kernel locals are not
+    host variables. Offsets and lines stay, so a launch site's offsets hold in it."""
+    text = program.text_of(file)
     for f in sorted(find_functions(text), key=lambda f: f.start, reverse=True):
         text = text[:f.start] + re.sub(r"[^\n]", " ", text[f.start:f.end]) + text[f.end:]
     return text
@@ -59,10 +60,9 @@ def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]
     sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
     if not sites:
         return None
-    host = host_text(program)
     blocks, grids, unknown = [], [], []
     for site in sites:
-        declarations = HostDeclarations.at(host, site.start)
+        declarations = HostDeclarations.at(host_text(program, site.file), site.start)
         scope = HostScope(program.macros, _site_values(kernel, site, sizes), declarations)
         blocks.append(scope.dim3(site.config[1]) or (None, None, None))
         grids.append(scope.dim3(site.config[0]) or (None, None, None))
@@ -82,9 +82,9 @@ def covered_parameters(program: Program, kernel: Kernel) -> frozenset[str]:
     sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
     if not sites:
         return frozenset()
-    host = host_text(program)
     covered: set[str] | None = None
     for site in sites:
+        host = host_text(program, site.file)
         declarations = HostDeclarations.at(host, site.start)
         scope = HostScope(program.macros, {}, declarations)
         block = scope.dim3(site.config[1])
@@ -100,12 +100,11 @@ def truncating_grids(program: Program, kernel: Kernel) -> dict[str, str]:
     """Axes along which a launch site's grid is a division that rounds down (`ny / 4` blocks of 4 rows):
     its threads may stop short of the kernel's guard (`j < ny - 2`), leaving the last rows undone. That
     is the program's meaning, so a grid rounded up to bigger blocks must not reach past it. Axis -> where."""
-    host = host_text(program)
     found: dict[str, str] = {}
     for site in program.launch_sites:
         if site.kernel != kernel.name or len(site.config) < 2:
             continue
-        declarations = HostDeclarations.at(host, site.start)
+        declarations = HostDeclarations.at(host_text(program, site.file), site.start)
         scope = HostScope(program.macros, {}, declarations)
         for axis, component in zip("xy", _grid_components(site.config[0], declarations)):
             if axis not in found and _rounds_down(component, scope):
@@ -237,9 +236,8 @@ def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
     """The block shape the kernel is launched with: a `#pragma gpgpu_opt launch` line right before it (a
     file gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated from
     literals, macros and host variables set once (`int threads = 128;`)."""
-    start = kernel.source_span[0]
-    before = [p for p in pragma_launches(program.text) if p[0] < start
-              and not program.text[program.text.index("\n", p[0]):start].strip()]
+    start, text = kernel.source_span[0], program.text_of(kernel.source_file)
+    before = [p for p in pragma_launches(text) if p[0] < start and not text[text.index("\n", p[0]):start].strip()]
     if before:
         values = [evaluate_int(v, program.macros) for v in before[-1][1].split(",")]
         if values and None not in values:

@@ -22,7 +22,7 @@ def nvcc_available() -> bool:
 def compile_cubin(source: str, arch: str, extra: list[str] | None = None) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cu")
-        with open(path, "w") as fh:
+        with open(path, "w", errors="surrogateescape") as fh:
             fh.write(source)
         return subprocess.run([find_nvcc(), f"-arch={arch}", "-cubin", "-o", os.path.join(tmp, "k.cubin"),
                                "--resource-usage", path, *(extra or [])],
@@ -71,3 +71,21 @@ def _demangle(name: str) -> str:
         n = int(m.group(1))
         return m.group(2)[:n]
     return name
+
+
+def program_resource_usage(result, target: Target, include_dirs: list[str]) -> dict[str, dict] | None:
+    """resource_usage of a compiled program's main file, its user files as the compilation left them: the
+    files are copied in their own tree, so that its quoted includes find the edited ones."""
+    from gpgpu_opt.cli_output import mirrored
+
+    program = result.program
+    main_dir = os.path.dirname(os.path.abspath(program.path))
+    if not program.is_multi_file:
+        return resource_usage(result.output, target, [main_dir, *include_dirs])
+    with tempfile.TemporaryDirectory() as tmp:
+        destinations = mirrored(tmp, [f.path for f in program.source_files()])
+        for path, destination in destinations.items():
+            os.makedirs(os.path.dirname(destination), exist_ok=True)
+            with open(destination, "w", errors="surrogateescape") as fh:
+                fh.write(result.outputs[path])
+        return resource_usage(result.output, target, [os.path.dirname(destinations[program.path]), *include_dirs])

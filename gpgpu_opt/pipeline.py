@@ -54,17 +54,27 @@ class CompileResult:
     program: Program
     target: Target
     kernels: list[KernelResult]
-    output: str
+    output: str                                             # the main file
+    #: Every user file of the program, edited or not, by its name in the program (the main file too).
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    def changed_files(self) -> list[str]:
+        """The user files whose text the compilation changed."""
+        return [f.path for f in self.program.source_files() if self.outputs.get(f.path, f.text) != f.text]
 
     def report(self) -> dict:
-        return {"file": self.program.path, "target": self.target.name,
-                "kernels": [_kernel_report(k) for k in self.kernels],
-                "passed_through": self.program.passed_through}
+        report = {"file": self.program.path, "target": self.target.name,
+                  "kernels": [_kernel_report(k) for k in self.kernels],
+                  "passed_through": self.program.passed_through}
+        if self.program.is_multi_file:
+            report["files"] = [f.path for f in self.program.source_files()]
+            report["changed_files"] = self.changed_files()
+        return report
 
 
 def _kernel_report(result: KernelResult) -> dict:
     k = result.optimized
-    d = {"name": k.name, "passes": result.passes_run,
+    d = {"name": k.name, **({"file": k.source_file} if k.source_file else {}), "passes": result.passes_run,
          "naive_block": list(result.context.naive_block),
          "decisions": [x.as_dict() for x in result.context.decisions]}
     if result.context.aliasing is not None:
@@ -206,7 +216,8 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
         if validate and result.transformed:
             _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
         results.append(result)
-    return CompileResult(program, target, results, assemble(program, results))
+    outputs = assemble_files(program, results)
+    return CompileResult(program, target, results, outputs[program.path], outputs)
 
 
 def _validate(program: Program, result: KernelResult, versions: list[tuple[str, Kernel]], block: tuple[int, int],
@@ -263,39 +274,67 @@ def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int
 
 
 def assemble(program: Program, results: list[KernelResult]) -> str:
-    """The user's file with each kernel replaced by its printed version, launch helpers inserted before the
-    first rewritten kernel, and the launch sites of rewritten kernels given their new configuration."""
-    text = program.text
-    edits: list[tuple[int, int, str]] = []
+    """The main file of the program as assemble_files writes it."""
+    return assemble_files(program, results)[program.path]
+
+
+def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, str]:
+    """Every user file of the program (by its name in the program), edited: each kernel replaced by its
+    printed version in the file it lives in, the launch helpers of a file's rewritten kernels inserted
+    before the first of them there, the headers they need included by that file, and the launch sites of
+    rewritten kernels in every file given their new configuration."""
+    edits: dict[str, list[tuple[int, int, str]]] = {f.path: [] for f in program.source_files()}
+    headers: dict[str, set[str]] = {f.path: set() for f in program.source_files()}
+
+    def file_of(path: str) -> str:
+        return path or program.path
+
     for r in results:
+        file = file_of(r.naive.source_file)
         start, end = r.naive.source_span
-        edits.append((start, end, _kernel_text(program.text[start:end], r)))
+        edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r)))
+        if r.transformed:
+            headers[file] |= set(r.optimized.includes)
     rewritten = [r for r in results if r.rewritten]
-    if rewritten:
-        first = min(r.naive.source_span[0] for r in rewritten)
-        sites_before = [s.start for s in program.launch_sites if s.start < first
-                        and any(s.kernel == r.naive.name for r in rewritten)]
-        at = first if not sites_before else _after_preamble(text)
-        contracts = {r.naive.name: launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
-                     for r in rewritten}
-        helpers = "".join(launch.launch_helper(r.optimized, contracts[r.naive.name]) for r in rewritten)
-        edits.append((at, at, helpers))
-        names = {r.naive.name for r in rewritten}
-        for site in program.launch_sites:
-            if site.kernel in names and len(site.config) >= 2:
-                edits.append((site.config_start, site.config_end, launch.rewrite_launch(site, text)))
-    headers = {h for r in results if r.transformed for h in r.optimized.includes}
-    if rewritten and any(c is not None and c.requirements() for c in contracts.values()):
+    names = {r.naive.name for r in rewritten}
+    for file in edits:
+        mine = [r for r in rewritten if file_of(r.naive.source_file) == file]
+        if mine:
+            _insert_helpers(program, file, mine, edits[file], headers[file])
+    for site in program.launch_sites:
+        if site.kernel in names and len(site.config) >= 2:
+            file = file_of(site.file)
+            edits[file].append((site.config_start, site.config_end,
+                                launch.rewrite_launch(site, program.text_of(file))))
+    out = {}
+    for file, file_edits in edits.items():
+        text = program.text_of(file)
+        missing = [h for h in sorted(headers[file]) if f"<{h}>" not in text]
+        if missing:
+            first_include = re.search(r"^#\s*include", text, re.M)
+            at = first_include.start() if first_include else _after_preamble(text)
+            file_edits.append((at, at, "".join(f"#include <{h}>\n" for h in missing)))
+        for start, end, new in sorted(file_edits, key=lambda e: (e[0], e[1]), reverse=True):
+            text = text[:start] + new + text[end:]
+        out[file] = text
+    return out
+
+
+def _insert_helpers(program: Program, file: str, rewritten: list[KernelResult],
+                    edits: list[tuple[int, int, str]], headers: set[str]) -> None:
+    """The launch helpers of a file's rewritten kernels, before the first of them (after the file's
+    preamble where a launch site in the file comes before it); their refusal needs cstdio and cstdlib."""
+    text = program.text_of(file)
+    first = min(r.naive.source_span[0] for r in rewritten)
+    names = {r.naive.name for r in rewritten}
+    sites_before = [s.start for s in program.launch_sites
+                    if (s.file or program.path) == file and s.start < first and s.kernel in names]
+    at = first if not sites_before else _after_preamble(text)
+    contracts = {r.naive.name: launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
+                 for r in rewritten}
+    edits.append((at, at, "".join(launch.launch_helper(r.optimized, contracts[r.naive.name]) for r in rewritten)))
+    if any(c is not None and c.requirements() for c in contracts.values()):
         headers |= {"cstdio", "cstdlib"}  # the helpers' refusal: fprintf, exit
-    headers = sorted(headers)
-    missing = [h for h in headers if f"<{h}>" not in text]
-    if missing:
-        first_include = re.search(r"^#\s*include", text, re.M)
-        at = first_include.start() if first_include else _after_preamble(text)
-        edits.append((at, at, "".join(f"#include <{h}>\n" for h in missing)))
-    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        text = text[:start] + new + text[end:]
-    return text
 
 
 def _kernel_text(as_written: str, result: KernelResult) -> str:
@@ -323,4 +362,4 @@ def _after_preamble(text: str) -> int:
     return pos
 
 
-__all__ = ["compile_program", "CompileResult", "InternalError", "KernelResult", "optimize_kernel", "strict_default"]
+__all__ = ["assemble_files", "compile_program", "CompileResult", "InternalError", "KernelResult", "optimize_kernel", "strict_default"]

@@ -3,7 +3,11 @@
 System headers are modelled, not expanded: an `#include` that is not found, or that names a header of the
 system's or the CUDA toolkit's include directories (`<stdio.h>`, `<cuda.h>`, also through `-I` a toolkit
 include directory), is left in the output as written. Host code needs them, nothing this compiler parses
-comes from them, and pcpp cannot expand all of them (the CUDA headers overflow its recursion).
+comes from them, and pcpp cannot expand all of them (the CUDA headers overflow its recursion). A quoted
+include (`#include "cuda.h"`) that is not a user file falls back to the system's headers, as in C.
+
+Every other file the preprocessor opens is a user file of the program (`#include "kernels.cu"`); the
+preprocessor records them, in the order it opens them, so the front end reads their kernels too.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import io
 import os
 import re
 import shutil
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -50,13 +55,24 @@ class _CudaPreprocessor(Preprocessor):
         self.first_error: CompileError | None = None
         self.modelled_dirs = modelled_include_dirs(tuple(include_dirs or ()))
         self.modelled_found: set[str] = set()  # included names found only in modelled directories
+        self.user_files: dict[str, str] = {}  # real path -> the name the user would give it, in opening order
 
     def on_file_open(self, is_system_include, includepath):
         # Refusing to open a modelled header makes pcpp look on, then call on_include_not_found.
         if _inside(includepath, self.modelled_dirs):
             self.modelled_found.add(os.path.basename(includepath))
             raise FileNotFoundError(includepath)
-        return super().on_file_open(is_system_include, includepath)
+        # Bytes that are not UTF-8 (a Latin-1 comment) are carried through, not an error.
+        handle = open(includepath, encoding="utf-8", errors="surrogateescape")
+        real = os.path.realpath(includepath)
+        if real != os.path.realpath(self.filename):
+            self.user_files.setdefault(real, self.name_for(real))
+        return handle
+
+    def name_for(self, real: str) -> str:
+        """A user file named as the user would: relative to the main file's directory as it was given."""
+        main_dir = os.path.realpath(os.path.dirname(os.path.abspath(self.filename)))
+        return os.path.normpath(os.path.join(os.path.dirname(self.filename), os.path.relpath(real, main_dir)))
 
     def on_unknown_macro_in_defined_expr(self, tok):
         return False  # `defined(X)`, #ifdef X, #ifndef X: X is not a macro
@@ -72,7 +88,8 @@ class _CudaPreprocessor(Preprocessor):
         return lambda args: 0
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
-        if is_system_include or os.path.basename(includepath) in self.modelled_found:
+        if is_system_include or os.path.basename(includepath) in self.modelled_found \
+                or is_system_header(includepath, self.modelled_dirs):
             raise OutputDirective(Action.IgnoreAndPassThrough)
         what = f"malformed #include {includepath}" if is_malformed else f"'{includepath}' file not found"
         raise CompileError(what, self.location_of(self.lastdirective))
@@ -97,8 +114,12 @@ class _CudaPreprocessor(Preprocessor):
             self.first_error = error
 
     def user_name(self, source: str) -> str:
-        """pcpp names files relative to the working directory; name the input as the user did."""
-        return self.filename if os.path.realpath(source) == os.path.realpath(self.filename) else source
+        """pcpp names files relative to the working directory; name the input as the user did, and the
+        user files it includes relative to it."""
+        real = os.path.realpath(source)
+        if real == os.path.realpath(self.filename):
+            return self.filename
+        return self.user_files.get(real, source)
 
     def location_of(self, tok) -> Location:
         return Location(self.user_name(tok.source), tok.lineno, _column(tok.source, tok.lineno, tok.value))
@@ -133,6 +154,26 @@ def modelled_include_dirs(include_dirs: tuple[str, ...] = ()) -> tuple[str, ...]
         dirs += [os.path.join(root, "include"), *glob.glob(os.path.join(root, "targets", "*", "include"))]
     dirs += [d for d in include_dirs if _is_toolkit_include_dir(d)]
     return tuple(sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)}))
+
+
+#: Headers of the C and C++ standard libraries and the CUDA toolkit that a quoted include may name where
+#: no toolkit is installed here: C's search falls back to the system directories, where they are.
+_KNOWN_SYSTEM_HEADERS = frozenset("""
+assert.h ctype.h errno.h float.h limits.h locale.h math.h setjmp.h signal.h stdarg.h stddef.h stdint.h
+stdbool.h stdio.h stdlib.h string.h time.h inttypes.h unistd.h sys/time.h sys/types.h fcntl.h omp.h
+cassert cctype cerrno cfloat climits cmath cstdarg cstddef cstdint cstdio cstdlib cstring ctime iostream
+fstream sstream iomanip string vector algorithm
+cuda.h cuda_runtime.h cuda_runtime_api.h device_launch_parameters.h device_functions.h cuda_fp16.h
+cuda_bf16.h vector_types.h vector_functions.h math_functions.h cuda_profiler_api.h curand.h
+curand_kernel.h cublas.h cublas_v2.h cufft.h cooperative_groups.h cuda_pipeline.h
+""".split())
+
+
+def is_system_header(name: str, modelled_dirs: tuple[str, ...]) -> bool:
+    """A name a system or toolkit include directory holds (or a standard one when none is installed)."""
+    if name in _KNOWN_SYSTEM_HEADERS:
+        return True
+    return any(os.path.isfile(os.path.join(d, name)) for d in modelled_dirs)
 
 
 def _inside(path: str, directories: tuple[str, ...]) -> bool:
@@ -175,6 +216,22 @@ def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
 
     Returns the text (with #line markers) and the object-like macros the file and -D defined.
     """
+    result = preprocess_program(text, filename, defines, include_dirs, cuda_arch=cuda_arch)
+    return result.text, result.macros
+
+
+@dataclass
+class Preprocessed:
+    text: str                   # with #line markers naming the user's files
+    macros: dict[str, str]      # object-like macros the files and -D defined
+    #: The user files the preprocessor opened (not the main file), real path -> the user's name for it.
+    user_files: dict[str, str] = field(default_factory=dict)
+
+
+def preprocess_program(text: str, filename: str, defines: dict[str, str] | None = None,
+                       include_dirs: list[str] | None = None, *,
+                       cuda_arch: int | None = get_target(DEFAULT_TARGET).cuda_arch) -> Preprocessed:
+    """preprocess(), also naming the user files the main file includes (directly or not)."""
     pp = _CudaPreprocessor(filename, include_dirs)
     pp.add_path(str(Path(filename).resolve().parent))
     for d in include_dirs or []:
@@ -198,7 +255,7 @@ def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
     for name, macro in pp.macros.items():
         if macro.arglist is None and not name.startswith("__"):
             macros[name] = "".join(tok.value for tok in macro.value).strip()
-    return _normalise_line_markers(out.getvalue(), pp), macros
+    return Preprocessed(_normalise_line_markers(out.getvalue(), pp), macros, dict(pp.user_files))
 
 
 def _normalise_line_markers(text: str, pp: _CudaPreprocessor) -> str:

@@ -12,29 +12,60 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
 from gpgpu_opt.frontend.names import resolve_names
-from gpgpu_opt.frontend.preprocess import preprocess
+from gpgpu_opt.frontend.preprocess import preprocess_program
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
 
 
 @dataclass
+class SourceFile:
+    """One user file of the program: the main .cu or a file it includes with quotes."""
+    path: str                   # as the user names it: the main file as given, the others relative to it
+    text: str                   # as written; bytes that are not UTF-8 kept as surrogates, CRLF read as LF
+    crlf: bool = False          # every line ended with CRLF: written back so
+
+    def as_written(self, text: str) -> str:
+        """`text` (this file's text, edited or not) with the file's own line endings."""
+        return text.replace("\n", "\r\n") if self.crlf else text
+
+
+@dataclass
 class Program:
     path: str
-    text: str                                   # the file exactly as the user wrote it
+    text: str                                   # the main file exactly as the user wrote it
     kernels: list[Kernel]
     device_functions: dict[str, c_ast.FuncDef]  # parsed __device__ helpers, by name
-    launch_sites: list[scanner.LaunchSite]
+    launch_sites: list[scanner.LaunchSite]      # in every user file (LaunchSite.file says which)
     macros: dict[str, str]                      # object-like macros after preprocessing
     gvalues: dict[str, str]                     # `#pragma gCompiler gValue NAME VALUE`
     passed_through: list[str] = field(default_factory=list)
     defines: dict[str, str] = field(default_factory=dict)  # -D, to preprocess the file again (host view)
     include_dirs: list[str] = field(default_factory=list)  # -I
+    #: The main file, then each user file it includes (directly or not) in the order the preprocessor
+    #: opened them. Empty for a Program built by hand: the main file alone.
+    files: list[SourceFile] = field(default_factory=list)
 
     def kernel(self, name: str) -> Kernel:
         for k in self.kernels:
             if k.name == name:
                 return k
         raise KeyError(name)
+
+    def source_files(self) -> list[SourceFile]:
+        return self.files or [SourceFile(self.path, self.text)]
+
+    def text_of(self, path: str) -> str:
+        """The text of a user file by the name kernels and launch sites give it ('' or None: the main file)."""
+        if not path or path == self.path:
+            return self.text
+        for f in self.files:
+            if f.path == path:
+                return f.text
+        raise KeyError(path)
+
+    @property
+    def is_multi_file(self) -> bool:
+        return len(self.source_files()) > 1
 
 
 def parse_expression(text: str) -> c_ast.Node:
@@ -44,74 +75,135 @@ def parse_expression(text: str) -> c_ast.Node:
 
 
 def read_source(path: str) -> str:
+    return read_source_file(path).text
+
+
+def read_source_file(path: str, name: str | None = None) -> SourceFile:
+    """A user file, every byte kept: what is not UTF-8 (a Latin-1 comment) round-trips as a surrogate."""
     p = Path(path)
     if not p.exists():
         raise CompileError(f"no such file: '{path}'")
     if p.is_dir():
         raise CompileError(f"'{path}' is a directory, not a .cu file")
-    try:
-        return p.read_text()
-    except UnicodeDecodeError:
-        raise CompileError(f"'{path}' is not a text file", Location(path, 1, 1)) from None
+    data = p.read_bytes()
+    if b"\0" in data:
+        raise CompileError(f"'{path}' is not a text file", Location(name or path, 1, 1))
+    text = data.decode("utf-8", errors="surrogateescape")
+    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    return SourceFile(name or path, text.replace("\r\n", "\n") if crlf else text, crlf)
+
+
+@dataclass
+class _FileScan:
+    """What the scanner finds in one user file, before any parsing."""
+    file: SourceFile
+    functions: list[scanner.FunctionDefinition]
+    launch_sites: list[scanner.LaunchSite]
+    gvalues: dict[str, str]
+
+
+def _scan(file: SourceFile, main: bool = False) -> _FileScan:
+    """A user file's functions and launch sites; damage to the whole file (an unterminated comment or
+    block) is an error. Launch sites of an included file name it (those of the main file name none)."""
+    tokens = scanner.tokenize(file.text)
+    bad = next((t for t in tokens if t.kind == "bad"), None)
+    if bad is not None:
+        what = "comment" if bad.text.startswith("/*") else "string or character literal"
+        raise CompileError(f"unterminated {what}", Location(file.path, bad.line, bad.column))
+    _check_braces(file.text, tokens, file.path)
+    sites = scanner.find_launch_sites(file.text, tokens)
+    for site in sites:
+        site.file = "" if main else file.path
+    return _FileScan(file, scanner.find_functions(file.text, tokens), sites, scanner.find_gvalue_pragmas(tokens))
 
 
 def load_program(path: str, defines: dict[str, str] | None = None, include_dirs: list[str] | None = None,
                  diagnostics: Diagnostics | None = None, target: Target | None = None) -> Program:
-    """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a file."""
+    """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a
+    program: the file and the user files it includes. A function that cannot be read passes through with
+    a note; the others are still parsed."""
     diagnostics = diagnostics or Diagnostics()
     target = target or get_target(DEFAULT_TARGET)
-    text = read_source(path)
-    tokens = scanner.tokenize(text)
-    bad = next((t for t in tokens if t.kind == "bad"), None)
-    if bad is not None:
-        what = "comment" if bad.text.startswith("/*") else "string or character literal"
-        raise CompileError(f"unterminated {what}", Location(path, bad.line, bad.column))
-    original = scanner.find_functions(text, tokens)
-    gvalues = scanner.find_gvalue_pragmas(tokens)
-    launch_sites = scanner.find_launch_sites(text, tokens)
-
-    expanded, macros = preprocess(text, path, defines, include_dirs, cuda_arch=target.cuda_arch)
+    main = read_source_file(path)
+    scans = [_scan(main, main=True)]
+    preprocessed = preprocess_program(main.text, path, defines, include_dirs, cuda_arch=target.cuda_arch)
+    for real, name in preprocessed.user_files.items():
+        scans.append(_scan(read_source_file(real, name)))
+    expanded, macros = preprocessed.text, preprocessed.macros
     expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
     typedefs = _c_typedefs(expanded, path)
-    _check_braces(text, tokens, path)
+    gvalues = {k: v for scan in scans for k, v in scan.gvalues.items()}
+    definitions = [(scan.file, d) for scan in scans for d in scan.functions]
 
-    if not any(f.is_kernel for f in original):
-        raise CompileError(f"no __global__ kernel in '{path}'", Location(path, 1, 1))
+    program = Program(path, main.text, [], {}, [s for scan in scans for s in scan.launch_sites], macros, gvalues,
+                      [], dict(defines or {}), list(include_dirs or []), [scan.file for scan in scans])
+    if not any(d.is_kernel for _, d in definitions):
+        diagnostics.note(f"no __global__ kernel in '{path}'" + (" or the files it includes" if len(scans) > 1
+                                                               else "") + "; nothing to optimize",
+                         Location(path, 1, 1))
+        return program
 
-    device_functions: dict[str, c_ast.FuncDef] = {}
-    known = set(PRELUDE_NAMES) | {f.name for f in original}
-    kernels: list[Kernel] = []
-    passed: list[str] = []
-    for definition in original:
-        where = Location(path, definition.line, definition.column)
-        if definition.cxx_constructs:
-            diagnostics.note(f"'{definition.name}' uses C++ ({', '.join(definition.cxx_constructs)}); "
-                             "passed through unchanged", where, kernel=definition.name)
-            passed.append(definition.name)
+    known = set(PRELUDE_NAMES) | {d.name for _, d in definitions}
+    unreadable: dict[str, str] = {}  # device functions passed through -> why
+    for file, definition in definitions:
+        where = Location(file.path, definition.line, definition.column)
+        why = _why_not_parsed(definition, expanded_functions)
+        func = shorthand = launch_bounds = None
+        if why is None:
+            try:
+                func, launch_bounds, shorthand = _parse_function(
+                    expanded, expanded_functions[definition.name], path, typedefs, program.device_functions,
+                    known, gvalues)
+            except CompileError as err:
+                why = f"{err.message} at {err.location or where}"
+        if why is None and definition.is_kernel:
+            calls = sorted(_called_functions(func) & set(unreadable))
+            if calls:
+                why = f"it calls '{calls[0]}', which is passed through ({unreadable[calls[0]]})"
+        if why is not None:
+            diagnostics.note(f"'{definition.name}' passed through unchanged: {why}", where, kernel=definition.name)
+            program.passed_through.append(definition.name)
+            if not definition.is_kernel:
+                unreadable[definition.name] = why
             continue
-        pp_def = expanded_functions.get(definition.name)
-        if pp_def is None:
-            diagnostics.note(f"'{definition.name}' could not be found after preprocessing; passed through",
-                             where, kernel=definition.name)
-            passed.append(definition.name)
-            continue
-        c_text, qualifiers, launch_bounds = cuda_to_c(_with_line_marker(expanded, pp_def, path))
-        # Earlier device helpers are visible to later functions, as in the file.
-        helpers = "\n".join(_helper_prototype(f) for f in device_functions.values())
-        ast = parse_c(typedefs.text + helpers + "\n" + c_text, path)
-        func = ast.ext[-1]
-        if not isinstance(func, c_ast.FuncDef):
-            raise CompileError(f"expected a function definition for '{definition.name}'", where)
-        restore_cuda_storage(func)
-        typedefs.resolve_scalars(func)
-        func.decl.funcspec = qualifiers + [s for s in func.decl.funcspec if s not in qualifiers]
-        shorthand = resolve_names(func, known, gvalues, parse_expression)
         if definition.is_kernel:
-            kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand))
+            program.kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand,
+                                                       source_file="" if file is main else file.path))
         else:
-            device_functions[definition.name] = func
-    return Program(path, text, kernels, device_functions, launch_sites, macros, gvalues, passed,
-                   dict(defines or {}), list(include_dirs or []))
+            program.device_functions[definition.name] = func
+    return program
+
+
+def _why_not_parsed(definition: scanner.FunctionDefinition, expanded_functions: dict) -> str | None:
+    """Why a function is passed through before any parse, or None."""
+    if definition.cxx_constructs:
+        return f"it uses C++ ({', '.join(definition.cxx_constructs)})"
+    if definition.name not in expanded_functions:
+        return "it could not be found after preprocessing"
+    return None
+
+
+def _parse_function(expanded: str, definition: scanner.FunctionDefinition, path: str, typedefs: "_Typedefs",
+                    device_functions: dict[str, c_ast.FuncDef], known: set[str],
+                    gvalues: dict[str, str]) -> tuple[c_ast.FuncDef, list[str], list[str]]:
+    """One function of the preprocessed program as c_ast (the function, its `__launch_bounds__`, the
+    shorthand names it uses). A CompileError says why it cannot be read: the caller passes it through."""
+    c_text, qualifiers, launch_bounds = cuda_to_c(_with_line_marker(expanded, definition, path))
+    # Earlier device helpers are visible to later functions, as in the file.
+    helpers = "\n".join(_helper_prototype(f) for f in device_functions.values())
+    ast = parse_c(typedefs.text + helpers + "\n" + c_text, path)
+    func = ast.ext[-1]
+    if not isinstance(func, c_ast.FuncDef):
+        raise CompileError(f"expected a function definition for '{definition.name}'")
+    restore_cuda_storage(func)
+    typedefs.resolve_scalars(func)
+    func.decl.funcspec = qualifiers + [s for s in func.decl.funcspec if s not in qualifiers]
+    shorthand = resolve_names(func, known, gvalues, parse_expression)
+    return func, launch_bounds, shorthand
+
+
+def _called_functions(func: c_ast.FuncDef) -> set[str]:
+    return {n.name.name for n in walk(func) if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID)}
 
 
 @dataclass

@@ -129,6 +129,7 @@ class LaunchSite:
     args: list[str] = field(default_factory=list)  # the call's arguments as written
     args_start: int = -1  # offset of the `(` after `>>>` (-1: no argument list found)
     args_end: int = -1    # offset just past its `)`
+    file: str = ""        # the user file it is in (offsets and line are in its text); '': the main file
 
 
 def matching(tokens: list[Token], i: int, open_: str, close: str) -> int:
