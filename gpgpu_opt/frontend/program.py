@@ -110,6 +110,11 @@ def _scan(file: SourceFile, main: bool = False) -> _FileScan:
     if bad is not None:
         what = "comment" if bad.text.startswith("/*") else "string or character literal"
         raise CompileError(f"unterminated {what}", Location(file.path, bad.line, bad.column))
+    # `/*` outside a string always opens a comment: scanned as `/` then `*`, it is one never closed.
+    opened = next((a for a, b in zip(tokens, tokens[1:]) if a.text == "/" and b.text == "*" and b.start == a.end),
+                  None)
+    if opened is not None:
+        raise CompileError("unterminated comment", Location(file.path, opened.line, opened.column))
     _check_braces(file.text, tokens, file.path)
     sites = scanner.find_launch_sites(file.text, tokens)
     for site in sites:

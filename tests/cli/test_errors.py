@@ -74,12 +74,6 @@ def test_output_into_a_missing_or_non_directory_writes_nothing(src, tmp_path, wh
     assert sorted(os.listdir(tmp_path)) == ["k.cu"]
 
 
-def test_output_naming_a_directory_is_an_error(src, tmp_path):
-    (tmp_path / "d").mkdir()
-    assert_error(cli("compile", src, "-o", tmp_path / "d"), "is a directory")
-    assert os.listdir(tmp_path / "d") == []
-
-
 @pytest.mark.parametrize("option", ["--report", "--dump-passes"])
 def test_an_unwritable_report_or_dump_leaves_no_output(src, tmp_path, option):
     """Before: the output was written, then the report failed. Now every destination is checked first."""
@@ -161,8 +155,7 @@ def test_a_preprocessor_failure_is_an_error_at_a_line(tmp_path):
     assert not (tmp_path / "o.cu").exists()
 
 
-ODD = {"empty.cu": b"", "nokernel.cu": b"int main() { return 0; }\n",
-       "latin1.cu": b"// caf\xe9\n" + KERNEL.encode(), "dir.cu": None, "missing.cu": "missing"}
+ODD = {"dir.cu": None, "missing.cu": "missing"}
 
 
 @pytest.mark.parametrize("name", sorted(ODD))
@@ -176,6 +169,32 @@ def test_odd_inputs_end_in_an_error_line(tmp_path, name, command):
     extra = {"compile": ["-o", tmp_path / "o.cu"], "run": ["--build-only"]}.get(command, [])
     assert_error(cli(command, path, *extra))
     assert not (tmp_path / "o.cu").exists()
+
+
+HOST_ONLY = {"empty.cu": b"", "nokernel.cu": b"#include <stdio.h>\nint main() { return 0; }\n"}
+
+
+@pytest.mark.parametrize("name", sorted(HOST_ONLY))
+def test_a_file_without_kernels_compiles_to_itself_with_a_note(tmp_path, name):
+    """A compiler accepts a host-only file (before: 'error: no __global__ kernel')."""
+    path = tmp_path / name
+    path.write_bytes(HOST_ONLY[name])
+    code, output = cli("compile", path, "-o", tmp_path / "o.cu")
+    assert code == 0, output
+    assert "note: no __global__ kernel" in output and "error" not in output
+    assert (tmp_path / "o.cu").read_bytes() == HOST_ONLY[name]
+    code, output = cli("analyze", path)
+    assert code == 0 and "Traceback" not in output, output
+
+
+@pytest.mark.parametrize("name", sorted(HOST_ONLY))
+@pytest.mark.parametrize("command", ["verify", "run"])
+def test_a_file_without_kernels_cannot_be_verified_or_run(tmp_path, name, command):
+    path = tmp_path / name
+    path.write_bytes(HOST_ONLY[name])
+    code, output = cli(command, path, *(["--build-only"] if command == "run" else []))
+    assert code != 0 and "Traceback" not in output, output
+    assert "nothing compared" in output or "no kernel" in output
 
 
 @pytest.mark.parametrize("args", [["--target", "bogus"], ["--passes", "bogus"]])

@@ -92,11 +92,10 @@ def test_cxx_kernel_is_passed_through_with_a_note(tmp_path):
     assert str(diags.notes[0]).startswith(f"{path}:2:1: note:")
 
 
+# A kernel that does not parse, and a file without kernels, are no longer errors (issue 20): see
+# tests/frontend/test_multifile.py. File-level damage still is.
 @pytest.mark.parametrize("source, line, col, message", [
-    ("__global__ void k(float *a) {\n  a[0] = 1.0f +;\n}\n", 2, 16, "error: expected expression"),
-    ("__global__ void k(float *a) {\n  a[0] = b;\n}\n", 2, 10, "error: use of undeclared identifier 'b'"),
     ("__global__ void k(float *a) {\n  if (a[0] > 0) {\n    a[1] = 2.0f;\n}\n", 1, 29, "error: expected '}'"),
-    ("int main() { return 0; }\n", 1, 1, "error: no __global__ kernel"),
 ])
 def test_bad_input_is_a_compiler_style_error(tmp_path, source, line, col, message):
     path = write(tmp_path, source)
@@ -113,10 +112,8 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("source", [
-    "__global__ void k(float *a) {\n  a[0] = 1.0f +;\n}\n",
-    "__global__ void k(float *a) {\n  a[0] = b;\n}\n",
     "__global__ void k(float *a) {\n  a[0] = 1.0f;\n",
-    "int main() { return 0; }\n",
+    "__global__ void k(float *a) {\n  a[0] = 1.0f; /* never closed\n}\n",
 ])
 @pytest.mark.parametrize("command", ["compile", "analyze"])
 def test_cli_bad_input_exits_nonzero_and_writes_nothing(tmp_path, source, command):
