@@ -117,7 +117,7 @@ def read_launches(kernel: Kernel, program) -> LaunchReading:
     launches = [launch for launch in syntax.launches if launch.kernel == kernel.name]
     if not launches:
         return LaunchReading([], f"no launch of '{kernel.name}' in this file")
-    hidden = _hidden_mention(syntax, program.text, kernel.name, launches)
+    hidden = _included_directive(program, kernel.name) or _hidden_mention(syntax, program.text, kernel.name, launches)
     if hidden:
         return LaunchReading([], f"'{kernel.name}' is also named at {hidden} (in a macro, or as a function "
                                  "pointer), so not every launch can be read")
@@ -159,12 +159,27 @@ def _host_view(text: str, path: str, defines: tuple, include_dirs: tuple) -> str
     return preprocess(text, path, dict(defines), list(include_dirs), cuda_arch=None)[0]
 
 
+def _directive_names(tok, name: str) -> bool:
+    """A directive naming the kernel, other than an #include (a file named like it launches nothing)."""
+    return tok.kind == "pp" and not re.match(r"\s*#\s*include\b", tok.text) \
+        and re.search(rf"\b{re.escape(name)}\b", tok.text) is not None
+
+
+def _included_directive(program, name: str) -> str | None:
+    """A directive of a file the program includes that names the kernel (a macro that may launch it)."""
+    for file in program.source_files()[1:]:
+        for tok in scanner.tokenize(file.text):
+            if _directive_names(tok, name):
+                return f"{file.path}:{tok.line}"
+    return None
+
+
 def _hidden_mention(syntax: HostSyntax, text: str, name: str, launches) -> str | None:
     """Where kernel `name` is named other than at a launch read or in its definition or a declaration: a
     directive of the file as written (a macro that may launch it), a function pointer, a template argument,
     text the parser could not read."""
     for tok in scanner.tokenize(text):
-        if tok.kind == "pp" and re.search(rf"\b{re.escape(name)}\b", tok.text):
+        if _directive_names(tok, name):
             return f"line {tok.line}"
     at_launch = {launch.name.start_byte for launch in launches}
     for ident in syntax.identifiers(name):

@@ -36,7 +36,7 @@ def base_alignment(kernel: Kernel, program) -> dict[str, int]:
     reading = read_launches(kernel, program) if pointers else None
     if reading is None or reading.why_not:
         return known
-    text = host_text(program)
+    text = "\n".join(host_text(program, f.path) for f in program.source_files())  # the sites' files
     positions = {p.name: k for k, p in enumerate(kernel.params)}
     proven = {}
     for p in pointers:
