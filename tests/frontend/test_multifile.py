@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 KERNEL_FILE = """\
 #ifndef SCALE_KERNEL_CU
 #define SCALE_KERNEL_CU
-#include "../common/params.h"
+#include "../../common/params.h"
 
 __global__ void scale(real_t *out, const real_t *in, int n)
 {
@@ -116,7 +116,7 @@ def test_the_kernel_is_rewritten_in_its_file_and_the_launch_in_the_main_file(pro
     kernel_out = result.outputs["kernels/scale_kernel.cu"]
     # The helpers sit in the kernel's file, before the kernel; the file keeps its guard and include.
     assert kernel_out.index("static dim3 scale_grid(") < kernel_out.index("__global__ void scale(")
-    assert kernel_out.startswith('#ifndef SCALE_KERNEL_CU\n#define SCALE_KERNEL_CU\n#include "../common/params.h"')
+    assert kernel_out.startswith('#ifndef SCALE_KERNEL_CU\n#define SCALE_KERNEL_CU\n#include "../../common/params.h"')
     assert "scale_grid" not in result.outputs["main.cu"].split("int main")[0]
     assert "scale<<<scale_grid(grid, threads), scale_block(grid, threads)>>>(d_out, d_in, n);" \
         in result.outputs["main.cu"]
