@@ -29,8 +29,11 @@ class NaiveLaunch:
     block: tuple[int | None, int | None, int | None]
     grid: tuple[int | None, int | None, int | None]
     lines: tuple[int, ...]
-    #: (line, why) for a site's dim3 that has no known value (assigned in a loop or a branch, ...): a note.
-    unknown: tuple[tuple[int, str], ...] = ()
+    #: (line, why, file) for a site's dim3 that has no known value (assigned in a loop or a branch, ...): a
+    #: note. file: the user file of the site ('': the main file).
+    unknown: tuple[tuple[int, str, str], ...] = ()
+    #: The user file of each site, beside `lines` ('': the main file).
+    files: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -38,7 +41,8 @@ class NaiveLaunch:
 
     def describe(self) -> str:
         where = "line" if len(self.lines) == 1 else "lines"
-        return f"{where} {', '.join(map(str, self.lines))}"
+        files = self.files or ("",) * len(self.lines)
+        return f"{where} {', '.join(f'{f}:{n}' if f else str(n) for f, n in zip(files, self.lines))}"
 
 
 def host_text(program: Program, file: str = "") -> str:
@@ -66,9 +70,10 @@ def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]
         scope = HostScope(program.macros, _site_values(kernel, site, sizes), declarations)
         blocks.append(scope.dim3(site.config[1]) or (None, None, None))
         grids.append(scope.dim3(site.config[0]) or (None, None, None))
-        unknown += [(site.line, why) for name, why in declarations.reasons.items()
+        unknown += [(site.line, why, site.file) for name, why in declarations.reasons.items()
                     if re.search(rf"\b{re.escape(name)}\b", ",".join(site.config[:2]))]
-    return NaiveLaunch(_agreed(blocks), _agreed(grids), tuple(s.line for s in sites), tuple(unknown))
+    return NaiveLaunch(_agreed(blocks), _agreed(grids), tuple(s.line for s in sites), tuple(unknown),
+                       tuple(s.file for s in sites) if any(s.file for s in sites) else ())
 
 
 _INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "size_t")

@@ -258,8 +258,8 @@ def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int
     found = launch.naive_launch(program, kernel, {})
     if found is None:
         return []
-    for line, why in found.unknown:
-        diagnostics.note(f"the launch of '{kernel.name}' is not known here: {why}", Location(program.path, line),
+    for line, why, file in found.unknown:
+        diagnostics.note(f"the launch of '{kernel.name}' is not known here: {why}", Location(file or program.path, line),
                          kernel=kernel.name)
     if None not in found.block[:2]:
         block = found.block[:2]

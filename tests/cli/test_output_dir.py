@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -113,3 +114,21 @@ def test_run_builds_a_kernel_of_an_included_file_or_says_why_not(tree):
     code, output = cli("run", tree / "app/main.cu", "--size", "n=1000", "--build-only")
     assert "Traceback" not in output and "internal error" not in output, output
     assert code == 0 or "error:" in output, output
+
+
+def test_crlf_and_latin1_bytes_are_kept_in_the_output_file(tmp_path):
+    crlf = LATIN1_KERNEL.replace(b"\n", b"\r\n")
+    (tmp_path / "k.cu").write_bytes(crlf)
+    code, output = cli("compile", tmp_path / "k.cu", "-o", tmp_path / "o.cu")
+    assert code == 0, output
+    written = (tmp_path / "o.cu").read_bytes()
+    assert written.startswith(crlf.split(b"__global__")[0]) and b"scale_grid" in written
+    assert written.count(b"\n") == written.count(b"\r\n")
+
+
+def test_latin1_bytes_go_to_standard_output_unchanged(tmp_path):
+    (tmp_path / "k.cu").write_bytes(LATIN1_KERNEL)
+    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(tmp_path / "k.cu"), "-o", "-"],
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(LATIN1_KERNEL.split(b"__global__")[0]) and b"scale_grid" in proc.stdout

@@ -149,6 +149,7 @@ def test_a_launch_site_in_an_included_file_is_read_and_rewritten_there(tmp_path)
     site = program.launch_sites[0]
     assert site.file == str(tmp_path / "run.cu") and site.line == 6
     assert naive_block(program, program.kernel("add_one")) == (128, 1)
+    assert naive_launch(program, program.kernel("add_one"), {}).describe() == f"line {tmp_path / 'run.cu'}:6"
     assert "add_one<<<add_one_grid(" in result.outputs[str(tmp_path / "run.cu")]
     assert "static dim3 add_one_grid(" in result.outputs[str(tmp_path / "k.cuh")]
     assert result.outputs[str(tmp_path / "main.cu")] == program.text
