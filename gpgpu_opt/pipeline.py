@@ -66,7 +66,7 @@ class CompileResult:
         report = {"file": self.program.path, "target": self.target.name,
                   "kernels": [_kernel_report(k) for k in self.kernels],
                   "passed_through": self.program.passed_through}
-        if self.program.is_multi_file:
+        if self.program.code_in_included_files:  # (a header of helpers alone changes nothing here)
             report["files"] = [f.path for f in self.program.source_files()]
             report["changed_files"] = self.changed_files()
         return report

@@ -67,6 +67,13 @@ class Program:
     def is_multi_file(self) -> bool:
         return len(self.source_files()) > 1
 
+    @property
+    def code_in_included_files(self) -> bool:
+        """Does an included file hold a kernel, a function passed through or a launch site?"""
+        main_functions = {d.name for d in scanner.find_functions(self.text)}
+        return any(k.source_file for k in self.kernels) or any(s.file for s in self.launch_sites) \
+            or any(name not in main_functions for name in self.passed_through)
+
 
 def parse_expression(text: str) -> c_ast.Node:
     """Parse a C expression (used for shorthand definitions and generated snippets)."""
