@@ -259,8 +259,8 @@ def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int
     if found is None:
         return []
     for line, why, file in found.unknown:
-        diagnostics.note(f"the launch of '{kernel.name}' is not known here: {why}", Location(file or program.path, line),
-                         kernel=kernel.name)
+        diagnostics.note(f"the launch of '{kernel.name}' is not known here: {why}",
+                         Location(file or program.path, line), kernel=kernel.name)
     if None not in found.block[:2]:
         block = found.block[:2]
     races = launch_races(kernel, block, found.grid[:2])
@@ -362,4 +362,5 @@ def _after_preamble(text: str) -> int:
     return pos
 
 
-__all__ = ["assemble_files", "compile_program", "CompileResult", "InternalError", "KernelResult", "optimize_kernel", "strict_default"]
+__all__ = ["assemble_files", "compile_program", "CompileResult", "InternalError", "KernelResult", "optimize_kernel",
+           "strict_default"]

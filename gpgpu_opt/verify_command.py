@@ -99,7 +99,8 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
                 all_ok &= _print_outcome(naive.name, outcome)
                 compared += outcome.result is not None
                 continue
-            launch = hand_written_launch(hand.text, hand.macros, case, against, optimized) if hand is not None else None
+            launch = hand_written_launch(hand.text_of(optimized.source_file), hand.macros, case, against,
+                                         optimized) if hand is not None else None
             res = run_case(naive, optimized, fallback_block, case, seed + k, program.device_functions, launch=launch)
             all_ok &= _print_result(naive.name, res)
             compared += 1

@@ -280,3 +280,9 @@ def test_no_kernel_in_any_file_is_a_note_not_an_error(tmp_path):
     assert program.kernels == [] and "no __global__ kernel" in str(diagnostics.notes[0])
     result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
     assert result.changed_files() == [] and result.output == program.text
+
+
+def test_a_binary_file_is_still_not_a_text_file(tmp_path):
+    write_tree(tmp_path, {"main.cu": '#include "blob.h"\n', "blob.h": b"\x7fELF\x00\x01\x02"})
+    with pytest.raises(CompileError, match="is not a text file"):
+        load_program(str(tmp_path / "main.cu"))
