@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from pycparser import c_ast
@@ -48,7 +49,12 @@ class NaiveLaunch:
 def host_text(program: Program, file: str = "") -> str:
     """A user file of the program ('': the main file) without its CUDA functions: kernel locals are not
     host variables. Offsets and lines stay, so a launch site's offsets hold in it."""
-    text = program.text_of(file)
+    return _without_cuda_functions(program.text_of(file))
+
+
+@lru_cache(maxsize=32)
+def _without_cuda_functions(text: str) -> str:
+    """(Each launch site asks for its file's host text: scanned once per text.)"""
     for f in sorted(find_functions(text), key=lambda f: f.start, reverse=True):
         text = text[:f.start] + re.sub(r"[^\n]", " ", text[f.start:f.end]) + text[f.end:]
     return text

@@ -132,3 +132,22 @@ def test_latin1_bytes_go_to_standard_output_unchanged(tmp_path):
                           capture_output=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(LATIN1_KERNEL.split(b"__global__")[0]) and b"scale_grid" in proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_resources_are_read_from_the_edited_included_files(tree):
+    """nvcc's resource usage compiles the main file with the included files as the compilation left them,
+    not the user's originals beside it."""
+    from gpgpu_opt.diagnostics import Diagnostics
+    from gpgpu_opt.frontend import load_program
+    from gpgpu_opt.nvcc import program_resource_usage
+    from gpgpu_opt.passes import parse_pass_list
+    from gpgpu_opt.pipeline import compile_program
+    from gpgpu_opt.targets import get_target
+
+    program = load_program(str(tree / "app/main.cu"), diagnostics=Diagnostics(quiet=True))
+    result = compile_program(program, get_target("sm_90"), parse_pass_list("none"), Diagnostics(quiet=True))
+    kernel_file = str(tree / "app/kernels/scale_kernel.cu")
+    result.outputs[kernel_file] += "__global__ void only_in_the_edit(float *a) { a[threadIdx.x] = 0.0f; }\n"
+    usage = program_resource_usage(result, get_target("sm_90"), [])
+    assert usage is not None and {"scale", "only_in_the_edit"} <= set(usage)
