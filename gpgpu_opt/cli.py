@@ -274,7 +274,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
 
 def _check_single_output(result, output: str, destinations) -> None:
     """One output file holds the main file only: a program whose included files changed needs a directory."""
-    changed = [f for f in result.changed_files() if f != result.program.path]
+    changed = [f for f in result.changed_files() if f != result.program.main_file]
     if destinations is None and changed:
         raise CompileError(f"-o {output}: the compilation changed files that {result.program.path} includes "
                            f"({', '.join(changed)}); give a directory (-o OUTDIR/) to write the whole program")

@@ -79,7 +79,7 @@ def program_resource_usage(result, target: Target, include_dirs: list[str]) -> d
     from gpgpu_opt.cli_output import mirrored
 
     program = result.program
-    main_dir = os.path.dirname(os.path.abspath(program.path))
+    main_dir = os.path.dirname(os.path.abspath(program.main_file))
     if not program.is_multi_file:
         return resource_usage(result.output, target, [main_dir, *include_dirs])
     with tempfile.TemporaryDirectory() as tmp:
@@ -88,4 +88,5 @@ def program_resource_usage(result, target: Target, include_dirs: list[str]) -> d
             os.makedirs(os.path.dirname(destination), exist_ok=True)
             with open(destination, "w", errors="surrogateescape") as fh:
                 fh.write(result.outputs[path])
-        return resource_usage(result.output, target, [os.path.dirname(destinations[program.path]), *include_dirs])
+        main_dir = os.path.dirname(destinations[program.main_file])
+        return resource_usage(result.output, target, [main_dir, *include_dirs])

@@ -217,7 +217,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
             _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
         results.append(result)
     outputs = assemble_files(program, results)
-    return CompileResult(program, target, results, outputs[program.path], outputs)
+    return CompileResult(program, target, results, outputs[program.main_file], outputs)
 
 
 def _validate(program: Program, result: KernelResult, versions: list[tuple[str, Kernel]], block: tuple[int, int],
@@ -275,7 +275,7 @@ def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int
 
 def assemble(program: Program, results: list[KernelResult]) -> str:
     """The main file of the program as assemble_files writes it."""
-    return assemble_files(program, results)[program.path]
+    return assemble_files(program, results)[program.main_file]
 
 
 def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, str]:
@@ -287,7 +287,7 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
     headers: dict[str, set[str]] = {f.path: set() for f in program.source_files()}
 
     def file_of(path: str) -> str:
-        return path or program.path
+        return path or program.main_file
 
     for r in results:
         file = file_of(r.naive.source_file)
@@ -328,7 +328,7 @@ def _insert_helpers(program: Program, file: str, rewritten: list[KernelResult],
     first = min(r.naive.source_span[0] for r in rewritten)
     names = {r.naive.name for r in rewritten}
     sites_before = [s.start for s in program.launch_sites
-                    if (s.file or program.path) == file and s.start < first and s.kernel in names]
+                    if (s.file or program.main_file) == file and s.start < first and s.kernel in names]
     at = first if not sites_before else _after_preamble(text)
     contracts = {r.naive.name: launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
                  for r in rewritten}

@@ -54,9 +54,14 @@ class Program:
     def source_files(self) -> list[SourceFile]:
         return self.files or [SourceFile(self.path, self.text)]
 
+    @property
+    def main_file(self) -> str:
+        """The main file's name among source_files() (as read: `path` may be relabelled after loading)."""
+        return self.source_files()[0].path
+
     def text_of(self, path: str) -> str:
         """The text of a user file by the name kernels and launch sites give it ('' or None: the main file)."""
-        if not path or path == self.path:
+        if not path or path == self.path or path == self.main_file:
             return self.text
         for f in self.files:
             if f.path == path:
