@@ -64,6 +64,8 @@ class _CudaPreprocessor(Preprocessor):
             raise FileNotFoundError(includepath)
         # Bytes that are not UTF-8 (a Latin-1 comment) are carried through, not an error.
         handle = open(includepath, encoding="utf-8", errors="surrogateescape")
+        if handle.read(1) != "\ufeff":  # a byte-order mark is no token (pcpp's own reader drops it too)
+            handle.seek(0)
         real = os.path.realpath(includepath)
         if real != os.path.realpath(self.filename):
             self.user_files.setdefault(real, self.name_for(real))

@@ -286,3 +286,10 @@ def test_a_binary_file_is_still_not_a_text_file(tmp_path):
     write_tree(tmp_path, {"main.cu": '#include "blob.h"\n', "blob.h": b"\x7fELF\x00\x01\x02"})
     with pytest.raises(CompileError, match="is not a text file"):
         load_program(str(tmp_path / "main.cu"))
+
+
+def test_an_included_file_may_start_with_a_byte_order_mark_and_latin1_bytes(tmp_path):
+    write_tree(tmp_path, {"main.cu": '#include "params.h"\n__global__ void k(float *a) { a[threadIdx.x] = V; }\n',
+                          "params.h": b"\xef\xbb\xbf// r\xe9glage\n#define V 2.0f\n"})
+    program = load_program(str(tmp_path / "main.cu"))
+    assert program.macros["V"] == "2.0f" and [k.name for k in program.kernels] == ["k"]
