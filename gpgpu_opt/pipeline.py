@@ -297,10 +297,15 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
             headers[file] |= set(r.optimized.includes)
     rewritten = [r for r in results if r.rewritten]
     names = {r.naive.name for r in rewritten}
+    early = _sites_maybe_before_definition(program, rewritten)
     for file in edits:
         mine = [r for r in rewritten if file_of(r.naive.source_file) == file]
         if mine:
-            _insert_helpers(program, file, mine, edits[file], headers[file])
+            _insert_helpers(program, file, mine, edits[file], headers[file], early)
+        for r in rewritten:  # a guarded copy where a site may come before the kernel's file is included
+            if file in early.get(r.naive.name, ()):
+                at = _after_preamble(program.text_of(file))
+                edits[file].append((at, at, _helpers(program, [r], headers[file], early)))
     for site in program.launch_sites:
         if site.kernel in names and len(site.config) >= 2:
             file = file_of(site.file)
@@ -321,20 +326,48 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
 
 
 def _insert_helpers(program: Program, file: str, rewritten: list[KernelResult],
-                    edits: list[tuple[int, int, str]], headers: set[str]) -> None:
+                    edits: list[tuple[int, int, str]], headers: set[str], early: dict[str, set[str]]) -> None:
     """The launch helpers of a file's rewritten kernels, before the first of them (after the file's
-    preamble where a launch site in the file comes before it); their refusal needs cstdio and cstdlib."""
+    preamble where a launch site in the file comes before it)."""
     text = program.text_of(file)
     first = min(r.naive.source_span[0] for r in rewritten)
     names = {r.naive.name for r in rewritten}
     sites_before = [s.start for s in program.launch_sites
                     if (s.file or program.main_file) == file and s.start < first and s.kernel in names]
     at = first if not sites_before else _after_preamble(text)
-    contracts = {r.naive.name: launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
-                 for r in rewritten}
-    edits.append((at, at, "".join(launch.launch_helper(r.optimized, contracts[r.naive.name]) for r in rewritten)))
-    if any(c is not None and c.requirements() for c in contracts.values()):
-        headers |= {"cstdio", "cstdlib"}  # the helpers' refusal: fprintf, exit
+    edits.append((at, at, _helpers(program, rewritten, headers, early)))
+
+
+def _helpers(program: Program, rewritten: list[KernelResult], headers: set[str], early: dict[str, set[str]]) -> str:
+    """The helpers' text (their refusal needs cstdio and cstdlib, added to `headers`); those of a kernel
+    with copies in other files (`early`) under an include guard, so that the first copy seen defines them."""
+    out = []
+    for r in rewritten:
+        contract = launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
+        if contract is not None and contract.requirements():
+            headers |= {"cstdio", "cstdlib"}
+        text = launch.launch_helper(r.optimized, contract)
+        if r.naive.name in early:
+            guard = f"GPGPU_OPT_{r.naive.name.upper()}_LAUNCH_HELPERS"
+            text = f"#ifndef {guard}\n#define {guard}\n{text}#endif\n"
+        out.append(text)
+    return "".join(out)
+
+
+_USER_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"', re.MULTILINE)
+
+
+def _sites_maybe_before_definition(program: Program, rewritten: list[KernelResult]) -> dict[str, set[str]]:
+    """Kernel -> the other files with a launch site of it that a user #include follows: the kernel may be
+    defined after the site there (its file included at the end), so the helpers go before the site too."""
+    early: dict[str, set[str]] = {}
+    for r in rewritten:
+        home = r.naive.source_file or program.main_file
+        for site in program.launch_sites:
+            file = site.file or program.main_file
+            if site.kernel == r.naive.name and file != home and _USER_INCLUDE.search(program.text_of(file), site.start):
+                early.setdefault(r.naive.name, set()).add(file)
+    return early
 
 
 def _kernel_text(as_written: str, result: KernelResult) -> str:

@@ -3,6 +3,8 @@ file the main .cu includes with quotes; quoted system headers; bytes that are no
 cannot be read passes through and the others are still optimized."""
 from __future__ import annotations
 
+import shutil
+import subprocess
 import textwrap
 
 import pytest
@@ -293,3 +295,40 @@ def test_an_included_file_may_start_with_a_byte_order_mark_and_latin1_bytes(tmp_
                           "params.h": b"\xef\xbb\xbf// r\xe9glage\n#define V 2.0f\n"})
     program = load_program(str(tmp_path / "main.cu"))
     assert program.macros["V"] == "2.0f" and [k.name for k in program.kernels] == ["k"]
+
+
+def test_helpers_reach_a_launch_that_comes_before_the_kernels_file_is_included(tmp_path):
+    """main.cu declares the kernel, launches it, and includes its file at the end: the helpers go before the
+    launch too, under a guard, so that the first copy the compiler sees defines them."""
+    write_tree(tmp_path, {
+        "main.cu": """\
+            __global__ void add_one(float *a, int n);
+            int main()
+            {
+                int n = 1000;
+                float *d;
+                cudaMalloc(&d, n * sizeof(float));
+                add_one<<<(n + 127) / 128, 128>>>(d, n);
+                return 0;
+            }
+            #include "k.cu"
+            """,
+        "k.cu": """\
+            __global__ void add_one(float *a, int n)
+            {
+                int i = blockIdx.x * blockDim.x + threadIdx.x;
+                if (i < n) a[i] = a[i] + 1.0f;
+            }
+            """})
+    program, result, _ = compile_all(tmp_path / "main.cu")
+    main, kernel = result.outputs[str(tmp_path / "main.cu")], result.outputs[str(tmp_path / "k.cu")]
+    guard = "#ifndef GPGPU_OPT_ADD_ONE_LAUNCH_HELPERS\n#define GPGPU_OPT_ADD_ONE_LAUNCH_HELPERS\n"
+    assert main.index(guard) < main.index("int main()") < main.index("add_one<<<add_one_grid(")
+    assert kernel.startswith(guard)
+    if shutil.which("nvcc"):
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out/main.cu").write_text(main)
+        (tmp_path / "out/k.cu").write_text(kernel)
+        proc = subprocess.run(["nvcc", "-arch=sm_90", "-c", "main.cu", "-o", "main.o"], cwd=tmp_path / "out",
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
