@@ -165,7 +165,8 @@ def analyze(file: str = typer.Argument(..., help="the .cu file"), target: str = 
         print(json.dumps({"file": file, "target": tgt.name, "kernels": [a.as_dict() for a in analyses]}, indent=2))
         return
     for a in analyses:
-        print(f"kernel {a.kernel.name}  (target {tgt.name}: {tgt.description}; naive block "
+        where = f" in {a.kernel.source_file}" if a.kernel.source_file else ""  # a file the program includes
+        print(f"kernel {a.kernel.name}{where}  (target {tgt.name}: {tgt.description}; naive block "
               f"{a.block[0]}x{a.block[1]}, request = {tgt.request_threads} threads, "
               f"{tgt.transaction_bytes}-byte {'segments' if tgt.coalescing_rule != 'sectors' else 'sectors'})")
         header = f"  {'line':>4}  {'access':<34} {'mode':<5} {'kind':<10} {'coalesced':<9} {'per req':>7} " \

@@ -105,7 +105,8 @@ def test_the_report_may_not_be_an_input_of_the_program(tree):
 def test_analyze_and_verify_read_the_kernels_of_included_files(tree):
     code, output = cli("analyze", tree / "app/main.cu")
     assert code == 0, output
-    assert "kernel scale" in output and "naive block 256x1" in output
+    assert f"kernel scale in {tree / 'app/kernels/scale_kernel.cu'}  (target" in output
+    assert "naive block 256x1" in output
     code, output = cli("verify", tree / "app/main.cu", "--size", "n=1000")
     assert code == 0 and "PASS" in output and "FAIL" not in output, output
 
