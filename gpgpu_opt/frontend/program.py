@@ -150,7 +150,9 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
     expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
     typedefs = _c_typedefs(expanded, path)
     gvalues = {k: v for scan in scans for k, v in scan.gvalues.items()}
-    definitions = [(scan.file, d) for scan in scans for d in scan.functions]
+    # In the order of the translation unit (an included header's helpers before the kernels that call them).
+    definitions = sorted(((scan.file, d) for scan in scans for d in scan.functions),
+                         key=lambda fd: expanded_functions[fd[1].name].start if fd[1].name in expanded_functions else -1)
 
     program = Program(path, main.text, [], {}, [s for scan in scans for s in scan.launch_sites], macros, gvalues,
                       [], dict(defines or {}), list(include_dirs or []), [scan.file for scan in scans])
@@ -173,7 +175,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                     known, gvalues)
             except CompileError as err:
                 why = f"{err.message} at {err.location or where}"
-        if why is None and definition.is_kernel:
+        if why is None:  # a kernel or helper calling a helper passed through cannot be analysed either
             calls = sorted(_called_functions(func) & set(unreadable))
             if calls:
                 why = f"it calls '{calls[0]}', which is passed through ({unreadable[calls[0]]})"

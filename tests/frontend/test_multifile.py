@@ -332,3 +332,33 @@ def test_helpers_reach_a_launch_that_comes_before_the_kernels_file_is_included(t
         proc = subprocess.run(["nvcc", "-arch=sm_90", "-c", "main.cu", "-o", "main.o"], cwd=tmp_path / "out",
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_a_kernel_calling_a_broken_helper_of_an_included_header_passes_through(tmp_path):
+    """The header's helpers are read first (translation-unit order), so that the kernel of the main file
+    knows that the helper it calls, through another helper, was passed through."""
+    write_tree(tmp_path, {
+        "main.cu": """\
+            #include "helpers.h"
+            __global__ void k(float *a, int n)
+            {
+                int i = blockIdx.x * blockDim.x + threadIdx.x;
+                if (i < n) a[i] = outer(a[i]);
+            }
+            __global__ void fine(float *a, int n)
+            {
+                int i = blockIdx.x * blockDim.x + threadIdx.x;
+                if (i < n) a[i] = 2.0f * a[i];
+            }
+            """,
+        "helpers.h": """\
+            __device__ float inner(float v) { return v + undeclared_constant; }
+            __device__ float outer(float v) { return inner(v) * 2.0f; }
+            """})
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(tmp_path / "main.cu"), diagnostics=diagnostics)
+    assert [k.name for k in program.kernels] == ["fine"]
+    assert program.passed_through == ["inner", "outer", "k"]
+    notes = {n.kernel: str(n) for n in diagnostics.notes}
+    assert "it calls 'inner', which is passed through (use of undeclared identifier" in notes["outer"]
+    assert "it calls 'outer', which is passed through (it calls 'inner'" in notes["k"]
