@@ -34,6 +34,19 @@ def _param_from_decl(decl: c_ast.Decl) -> Param:
     return Param(decl.name, base, is_pointer, "const" in quals, restrict, is_pointer and "volatile" in quals)
 
 
+@dataclass(frozen=True)
+class TemplateInstance:
+    """One instantiation of a template kernel (`k<float, 256>`): the kernel is named `identifier` (a C name
+    for its launch helpers and notes) and written back as the explicit specialization `template_name<args>`."""
+    template_name: str
+    args: tuple[str, ...]
+    identifier: str
+
+    @property
+    def spelled(self) -> str:
+        return f"{self.template_name}<{', '.join(self.args)}>"
+
+
 @dataclass
 class Kernel:
     name: str
@@ -49,11 +62,14 @@ class Kernel:
     shorthand: list[str] = field(default_factory=list)
     #: Headers the kernel's code needs (`cuda_pipeline.h` for cp.async), included by the output file.
     includes: list[str] = field(default_factory=list)
+    #: The instantiation this kernel is, for a template kernel (None: an ordinary kernel).
+    instance: TemplateInstance | None = None
 
     @classmethod
-    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=()) -> "Kernel":
+    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(),
+                     instance: TemplateInstance | None = None) -> "Kernel":
         return cls(func.decl.name, func, (definition.start, definition.end), definition.line, list(launch_bounds),
-                   shorthand=list(shorthand))
+                   shorthand=list(shorthand), instance=instance)
 
     @property
     def params(self) -> list[Param]:

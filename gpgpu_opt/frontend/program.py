@@ -9,7 +9,7 @@ from pycparser import c_ast, c_parser
 
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
-from gpgpu_opt.frontend import scanner
+from gpgpu_opt.frontend import scanner, templates
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess
@@ -82,36 +82,48 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
     known = set(PRELUDE_NAMES) | {f.name for f in original}
     kernels: list[Kernel] = []
     passed: list[str] = []
+    template_uses = templates.TemplateUses(text, tokens, launch_sites, macros)
     for definition in original:
         where = Location(path, definition.line, definition.column)
-        if definition.cxx_constructs:
-            diagnostics.note(f"'{definition.name}' uses C++ ({', '.join(definition.cxx_constructs)}); "
-                             "passed through unchanged", where, kernel=definition.name)
-            passed.append(definition.name)
-            continue
         pp_def = expanded_functions.get(definition.name)
         if pp_def is None:
             diagnostics.note(f"'{definition.name}' could not be found after preprocessing; passed through",
                              where, kernel=definition.name)
             passed.append(definition.name)
             continue
-        c_text, qualifiers, launch_bounds = cuda_to_c(_with_line_marker(expanded, pp_def, path))
-        # Earlier device helpers are visible to later functions, as in the file.
-        helpers = "\n".join(_helper_prototype(f) for f in device_functions.values())
-        ast = parse_c(typedefs.text + helpers + "\n" + c_text, path)
-        func = ast.ext[-1]
-        if not isinstance(func, c_ast.FuncDef):
-            raise CompileError(f"expected a function definition for '{definition.name}'", where)
-        restore_cuda_storage(func)
-        typedefs.resolve_scalars(func)
-        func.decl.funcspec = qualifiers + [s for s in func.decl.funcspec if s not in qualifiers]
-        shorthand = resolve_names(func, known, gvalues, parse_expression)
-        if definition.is_kernel:
-            kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand))
-        else:
-            device_functions[definition.name] = func
+        # C++ lowered to C, one unit per instantiation of a template kernel (frontend/templates.py)
+        lowered = templates.function_units(definition, expanded[pp_def.start:pp_def.end], template_uses)
+        for why in lowered.notes:
+            diagnostics.note(why, where, kernel=definition.name)
+        if not lowered.units:
+            passed.append(definition.name)
+        for unit in lowered.units:
+            _parse_unit(unit, definition, expanded, pp_def, path, typedefs, known, gvalues, device_functions,
+                        kernels)
     return Program(path, text, kernels, device_functions, launch_sites, macros, gvalues, passed,
                    dict(defines or {}), list(include_dirs or []))
+
+
+def _parse_unit(unit: templates.FunctionUnit, definition: scanner.FunctionDefinition, expanded: str,
+                pp_def: scanner.FunctionDefinition, path: str, typedefs: "_Typedefs", known: set[str],
+                gvalues: dict[str, str], device_functions: dict[str, c_ast.FuncDef], kernels: list[Kernel]) -> None:
+    """Parse one function (or one instantiation of a template kernel) as C, into a kernel or a helper."""
+    where = Location(path, definition.line, definition.column)
+    c_text, qualifiers, launch_bounds = cuda_to_c(_with_line_marker(expanded, pp_def, path, unit.text))
+    # Earlier device helpers are visible to later functions, as in the file.
+    helpers = "\n".join(_helper_prototype(f) for f in device_functions.values())
+    ast = parse_c(typedefs.text + helpers + "\n" + c_text, path)
+    func = ast.ext[-1]
+    if not isinstance(func, c_ast.FuncDef):
+        raise CompileError(f"expected a function definition for '{definition.name}'", where)
+    restore_cuda_storage(func)
+    typedefs.resolve_scalars(func)
+    func.decl.funcspec = qualifiers + [s for s in func.decl.funcspec if s not in qualifiers]
+    shorthand = resolve_names(func, known, gvalues, parse_expression)
+    if definition.is_kernel:
+        kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand, unit.instance))
+    else:
+        device_functions[definition.name] = func
 
 
 @dataclass
@@ -163,8 +175,10 @@ def _helper_prototype(func: c_ast.FuncDef) -> str:
     return f'#line 1 "<helpers>"\n{decl};'
 
 
-def _with_line_marker(expanded: str, definition: scanner.FunctionDefinition, path: str) -> str:
-    """The function's text preceded by a #line marker naming its line in the user's file."""
+def _with_line_marker(expanded: str, definition: scanner.FunctionDefinition, path: str,
+                      text: str | None = None) -> str:
+    """The function's text (`text`: the same lines rewritten) preceded by a #line marker naming its line in
+    the user's file."""
     before = expanded[:definition.start]
     file, line = path, 1
     last = None
@@ -176,7 +190,8 @@ def _with_line_marker(expanded: str, definition: scanner.FunctionDefinition, pat
     else:
         line = before.count("\n") + 1
     column = definition.start - (before.rfind("\n") + 1)
-    return f'#line {line} "{file}"\n' + " " * column + expanded[definition.start:definition.end]
+    body = expanded[definition.start:definition.end] if text is None else text
+    return f'#line {line} "{file}"\n' + " " * column + body
 
 
 def _check_braces(text: str, tokens: list[scanner.Token], path: str) -> None:
