@@ -17,6 +17,7 @@ from gpgpu_opt.checks import SanityError, check_kernel
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
+from gpgpu_opt.frontend.templates import specialization_edits
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.passes import registered_passes
@@ -268,8 +269,11 @@ def assemble(program: Program, results: list[KernelResult]) -> str:
     text = program.text
     edits: list[tuple[int, int, str]] = []
     for r in results:
+        if r.naive.instance is not None:
+            continue  # an instantiation of a template kernel: written as a specialization, below
         start, end = r.naive.source_span
         edits.append((start, end, _kernel_text(program.text[start:end], r)))
+    edits += specialization_edits(results, lambda r: _kernel_text("", r))
     rewritten = [r for r in results if r.rewritten]
     if rewritten:
         first = min(r.naive.source_span[0] for r in rewritten)

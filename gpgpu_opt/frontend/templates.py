@@ -312,3 +312,58 @@ def _substituted(text: str, function: Node, parameters: list[_Parameter], args: 
     for start, end, new in sorted(edits, reverse=True):
         source = source[:start] + new + source[end:]
     return source.decode()
+
+
+# -- writing instantiations back ------------------------------------------------------------------------
+
+
+def specialization_edits(results, kernel_text) -> list[tuple[int, int, str]]:
+    """For each template with transformed instantiations: their explicit specializations, inserted right
+    after the primary template. `kernel_text(result)` prints a kernel (pipeline's printer)."""
+    by_template: dict[tuple[int, int], list[str]] = {}
+    for result in results:
+        instance = result.naive.instance
+        if instance is None or not result.transformed:
+            continue  # an instantiation nothing changed is the primary template's, as written
+        printed = kernel_text(_with_primary_signature(result))
+        by_template.setdefault(result.naive.source_span, []).append(_specialization(printed, instance))
+    return [(end, end, "".join(f"\n\n{text}" for text in texts)) for (_, end), texts in by_template.items()]
+
+
+def _specialization(printed: str, instance: TemplateInstance) -> str:
+    """`template <> __global__ ... k<float, 256>(...)` from the kernel printed under its identifier."""
+    name = re.search(rf"\b{re.escape(instance.identifier)}\s*\(", printed)
+    qualifier = re.search(r"^(?!#).*?\b__global__\b", printed, re.M)
+    if name is None or qualifier is None or qualifier.start() > name.start():
+        raise ValueError(f"cannot find the declaration of '{instance.identifier}' in its printed text")
+    printed = printed[:name.start()] + f"{instance.spelled}(" + printed[name.end():]
+    line_start = printed.rfind("\n", 0, qualifier.start()) + 1
+    return printed[:line_start] + "template <> " + printed[line_start:]
+
+
+def _with_primary_signature(result):
+    """The result, its kernel's parameters typed as the naive instantiation's (the primary template's after
+    substitution): an explicit specialization must match it. A pass may have made a pointee `const` (read
+    only); that is undone, `__restrict__` (a top-level qualifier, not part of the type) is kept."""
+    from dataclasses import replace
+
+    optimized = result.optimized.copy()
+    naive_args = result.naive.funcdef.decl.type.args
+    args = optimized.funcdef.decl.type.args
+    for naive, param in zip(naive_args.params if naive_args else [], args.params if args else []):
+        _pointee_quals_as(naive.type, param.type)
+    return replace(result, optimized=optimized)
+
+
+def _pointee_quals_as(naive, optimized) -> None:
+    """Below a pointer parameter's own (top-level) qualifiers, `optimized`'s types qualified as `naive`'s."""
+    from pycparser import c_ast
+
+    if not (isinstance(naive, c_ast.PtrDecl) and isinstance(optimized, c_ast.PtrDecl)):
+        return
+    naive, optimized = naive.type, optimized.type
+    while isinstance(naive, c_ast.PtrDecl) and isinstance(optimized, c_ast.PtrDecl):
+        optimized.quals = list(naive.quals)
+        naive, optimized = naive.type, optimized.type
+    if isinstance(naive, c_ast.TypeDecl) and isinstance(optimized, c_ast.TypeDecl):
+        optimized.quals = list(naive.quals)
