@@ -342,28 +342,17 @@ def _specialization(printed: str, instance: TemplateInstance) -> str:
 
 
 def _with_primary_signature(result):
-    """The result, its kernel's parameters typed as the naive instantiation's (the primary template's after
-    substitution): an explicit specialization must match it. A pass may have made a pointee `const` (read
-    only); that is undone, `__restrict__` (a top-level qualifier, not part of the type) is kept."""
+    """The result, its kernel's parameters declared as the naive instantiation's (the primary template's after
+    substitution): a specialization must match the primary template, and nvcc's host stubs for it need the
+    same qualifiers too (`__restrict__` included). A pass may have made a read-only pointee `const` or a
+    pointer `__restrict__` (what the program's launches proved); dropping that changes no result."""
+    import copy
     from dataclasses import replace
 
     optimized = result.optimized.copy()
     naive_args = result.naive.funcdef.decl.type.args
     args = optimized.funcdef.decl.type.args
-    for naive, param in zip(naive_args.params if naive_args else [], args.params if args else []):
-        _pointee_quals_as(naive.type, param.type)
+    if naive_args is not None and args is not None and \
+            [p.name for p in naive_args.params] == [p.name for p in args.params]:
+        args.params = copy.deepcopy(naive_args.params)
     return replace(result, optimized=optimized)
-
-
-def _pointee_quals_as(naive, optimized) -> None:
-    """Below a pointer parameter's own (top-level) qualifiers, `optimized`'s types qualified as `naive`'s."""
-    from pycparser import c_ast
-
-    if not (isinstance(naive, c_ast.PtrDecl) and isinstance(optimized, c_ast.PtrDecl)):
-        return
-    naive, optimized = naive.type, optimized.type
-    while isinstance(naive, c_ast.PtrDecl) and isinstance(optimized, c_ast.PtrDecl):
-        optimized.quals = list(naive.quals)
-        naive, optimized = naive.type, optimized.type
-    if isinstance(naive, c_ast.TypeDecl) and isinstance(optimized, c_ast.TypeDecl):
-        optimized.quals = list(naive.quals)
