@@ -11,7 +11,10 @@ user's file:
 - `std::sqrt`, `::fminf`, `std::min` (CUDA math and min/max names) become the unqualified names;
 - C++ attributes `[[...]]` are dropped;
 - `auto x = init;` takes init's type where it is certain (a literal, a cast, a scalar parameter or local,
-  `threadIdx`/`blockIdx`/`blockDim`/`gridDim` arithmetic, which is unsigned int, see `_ExpressionTypes`).
+  `threadIdx`/`blockIdx`/`blockDim`/`gridDim` arithmetic, which is unsigned int, see `cxx_types`);
+- the cooperative-groups block `cg::thread_block b = cg::this_thread_block();`, used only to synchronize
+  (`cg::sync(b)`, `b.sync()`), is the block barrier: the declaration is dropped and each sync becomes
+  `__syncthreads()`.
 
 The check is a whitelist: a node of a type C kernels are made of passes as it is; any other (a reference,
 a lambda, a class, `new`, `this`, a template, a qualified name that is not a math function, an `auto`
@@ -105,13 +108,22 @@ def parse_cxx(text: str) -> tree_sitter.Tree:
     return tree_sitter.Parser(_LANGUAGE).parse(text.encode())
 
 
-def lower_function(text: str) -> Lowering | None:
-    """The function `text` (one definition, C++ allowed) lowered to C. None when the parser could not read
-    it (an ERROR node): the caller then decides as it did without a syntax tree."""
+_GROUPS_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::\s*)?cooperative_groups\s*;")
+
+
+def cooperative_groups_names(file_text: str) -> frozenset[str]:
+    """The names the file gives the `cooperative_groups` namespace (itself and `namespace cg = ...;`)."""
+    return frozenset({"cooperative_groups", *_GROUPS_ALIAS.findall(file_text)})
+
+
+def lower_function(text: str, groups: frozenset[str] = frozenset({"cooperative_groups"})) -> Lowering | None:
+    """The function `text` (one definition, C++ allowed) lowered to C; `groups`: the names of the
+    cooperative_groups namespace. None when the parser could not read it (an ERROR node): the caller then
+    decides as it did without a syntax tree."""
     tree = parse_cxx(text)
     if tree.root_node.has_error:
         return None
-    lowerer = _Lowerer(text.encode(), tree.root_node)
+    lowerer = _Lowerer(text.encode(), tree.root_node, groups)
     try:
         lowered = lowerer.render(tree.root_node)
     except _Refused as refused:
@@ -120,8 +132,10 @@ def lower_function(text: str) -> Lowering | None:
 
 
 class _Lowerer:
-    def __init__(self, source: bytes, root: Node):
+    def __init__(self, source: bytes, root: Node, groups: frozenset[str]):
         self.source = source
+        self.groups = groups
+        self.blocks: set[str] = set()  # cooperative-groups handles of the thread block
         self.std_names, self.global_names = _math_names()
         self.types = ExpressionTypes(self.text_of)
         self.types.declare_function(root)
@@ -151,7 +165,11 @@ class _Lowerer:
     def _lowered(self, node: Node) -> str | None:
         kind = node.type
         if kind == "call_expression":
-            return self._cast_call(node)
+            return self._block_sync(node) or self._cast_call(node)
+        if kind == "declaration" and self._block_declaration(node):
+            return _blank(self.text_of(node))
+        if kind == "identifier" and self.text_of(node) in self.blocks:
+            raise _Refused(f"the thread block '{self.text_of(node)}' used other than to synchronize", node)
         if kind == "null" and self.text_of(node) == "nullptr":
             return "0"
         if kind == "type_qualifier" and self.text_of(node) == "constexpr":
@@ -183,6 +201,43 @@ class _Lowerer:
             if len(values) != 1:
                 raise _Refused(f"functional cast with {len(values)} arguments", call)
             return f"(({self.text_of(function)}){self.render(args)})"
+        return None
+
+    def _groups_name(self, node: Node | None, name: str) -> bool:
+        """Is `node` the qualified name `<cooperative_groups>::name`?"""
+        if node is None or node.type != "qualified_identifier":
+            return False
+        scope = node.child_by_field_name("scope")
+        return scope is not None and self.text_of(scope) in self.groups and \
+            self.text_of(node.child_by_field_name("name")) == name
+
+    def _block_declaration(self, declaration: Node) -> bool:
+        """`cg::thread_block b = cg::this_thread_block();` (then `b` names the block)."""
+        declarators = declaration.children_by_field_name("declarator")
+        if not self._groups_name(declaration.child_by_field_name("type"), "thread_block") or \
+                len(declarators) != 1 or declarators[0].type != "init_declarator" or \
+                any(c.type in ("type_qualifier", "storage_class_specifier") for c in declaration.children):
+            return False
+        name, value = declarators[0].child_by_field_name("declarator"), declarators[0].child_by_field_name("value")
+        if name is None or name.type != "identifier" or value is None or value.type != "call_expression" or \
+                not self._groups_name(value.child_by_field_name("function"), "this_thread_block") or \
+                value.child_by_field_name("arguments").named_children:
+            return False
+        self.blocks.add(self.text_of(name))
+        return True
+
+    def _block_sync(self, call: Node) -> str | None:
+        """`cg::sync(b)` or `b.sync()` of the thread block: `__syncthreads()`."""
+        function, args = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+        values = [a for a in args.named_children if a.type != "comment"] if args is not None else None
+        if self._groups_name(function, "sync") and values is not None and len(values) == 1 and \
+                values[0].type == "identifier" and self.text_of(values[0]) in self.blocks:
+            return "__syncthreads()"
+        if function is not None and function.type == "field_expression" and values == [] and \
+                self.text_of(function.child_by_field_name("operator")) == "." and \
+                self.text_of(function.child_by_field_name("field")) == "sync" and \
+                self.text_of(function.child_by_field_name("argument")) in self.blocks:
+            return "__syncthreads()"
         return None
 
     def _unqualified(self, node: Node) -> str:

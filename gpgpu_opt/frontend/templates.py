@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
-from gpgpu_opt.frontend.cxx_lowering import Node, lower_function, parse_cxx
+from gpgpu_opt.frontend.cxx_lowering import Node, cooperative_groups_names, lower_function, parse_cxx
 from gpgpu_opt.frontend.cxx_types import canonical
 from gpgpu_opt.kernel import TemplateInstance
 
@@ -55,6 +55,7 @@ class TemplateUses:
     def __init__(self, text: str, tokens: list[scanner.Token], launch_sites: list[scanner.LaunchSite],
                  macros: dict[str, str]):
         self.text, self.tokens, self.sites, self.macros = text, tokens, launch_sites, macros
+        self.groups = cooperative_groups_names(text)
         self._declarations = _template_statements(tokens)
 
     def uses(self, name: str, definition: scanner.FunctionDefinition) -> tuple[list[_Use], list[str]]:
@@ -136,15 +137,15 @@ def function_units(definition: scanner.FunctionDefinition, text: str, uses: Temp
     one per instantiation for a template kernel; and a note for each that passes through."""
     if re.match(r"\s*template\b", text):
         return _template_units(definition, text, uses)
-    lowered = _lower(definition, text)
+    lowered = _lower(definition, text, uses.groups)
     if _refused(lowered):
         return Units(notes=[f"'{definition.name}' {lowered}; passed through unchanged"])
     return Units([FunctionUnit(lowered)])
 
 
-def _lower(definition: scanner.FunctionDefinition, text: str) -> str:
+def _lower(definition: scanner.FunctionDefinition, text: str, groups: frozenset[str]) -> str:
     """The lowered text, or (a str too, told apart by `_Refusal`) why the function passes through."""
-    lowering = lower_function(text)
+    lowering = lower_function(text, groups)
     if lowering is None:  # the C++ grammar could not read it: pycparser may (a macro it cannot see)
         if definition.cxx_constructs:
             return _Refusal(f"uses C++ ({', '.join(definition.cxx_constructs)})")
@@ -200,7 +201,7 @@ def _template_units(definition: scanner.FunctionDefinition, text: str, uses: Tem
             if use.site is not None and done[instance] is not None:
                 use.site.kernel = instance.identifier
             continue
-        lowered = _lower(definition, _substituted(text, function, parameters, args, instance))
+        lowered = _lower(definition, _substituted(text, function, parameters, args, instance), uses.groups)
         if _refused(lowered):
             result.notes.append(f"'{instance.spelled}' {lowered}; passed through unchanged")
             done[instance] = None

@@ -196,3 +196,45 @@ def test_a_transformed_cxx_kernel_is_printed_as_c_checked_and_builds(tmp_path):
     out.write_text(result.output)
     subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out), "-o", str(tmp_path / "out.o")], check=True,
                    capture_output=True)
+
+
+GROUPS = """\
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+__global__ void reverse(float *a)
+{
+    // Handle to thread block group
+    cg::thread_block cta = cg::this_thread_block();
+    __shared__ float s[256];
+    s[threadIdx.x] = a[blockIdx.x * 256 + threadIdx.x];
+    cg::sync(cta);
+    a[blockIdx.x * 256 + threadIdx.x] = s[255 - threadIdx.x];
+    cta.sync();
+}
+
+__global__ void rank(float *a)
+{
+    cg::thread_block cta = cg::this_thread_block();
+    a[cta.thread_rank()] = 1.0f;
+}
+"""
+
+
+def test_the_cooperative_groups_block_barrier_is_syncthreads(tmp_path):
+    path = write(tmp_path, GROUPS)
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(path, diagnostics=diagnostics)
+    assert [k.name for k in program.kernels] == ["reverse"]
+    syncs = [n for n in walk(program.kernels[0].body) if isinstance(n, c_ast.FuncCall)]
+    assert [(s.name.name, s.coord.line) for s in syncs] == [("__syncthreads", 10), ("__syncthreads", 12)]
+    assert [str(n) for n in diagnostics.notes] == [
+        f"{path}:15:1: note: 'rank' uses C++ (the thread block 'cta' used other than to synchronize, line 18); "
+        "passed through unchanged"]
+
+
+def test_cooperative_groups_need_the_namespace_or_its_alias():
+    text = "__global__ void k() {\n  other::thread_block b = other::this_thread_block();\n  other::sync(b);\n}"
+    assert lower_function(text, frozenset({"cooperative_groups", "cg"})).unsupported.construct == \
+        "qualified name 'other::thread_block'"
+    assert lower_function(text.replace("other", "cooperative_groups")).unsupported is None
