@@ -41,6 +41,9 @@ class TemplateInstance:
     template_name: str
     args: tuple[str, ...]
     identifier: str
+    #: The user wrote this specialization (`template <> ... k<float, 256>(...) {...}`): it is edited where it
+    #: is, not added after the primary template.
+    written: bool = field(default=False, compare=False)
 
     @property
     def spelled(self) -> str:

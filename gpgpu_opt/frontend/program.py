@@ -82,7 +82,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
     known = set(PRELUDE_NAMES) | {f.name for f in original}
     kernels: list[Kernel] = []
     passed: list[str] = []
-    template_uses = templates.TemplateUses(text, tokens, launch_sites, macros)
+    template_uses = templates.TemplateUses(text, tokens, launch_sites, macros, expanded)
     for definition in original:
         where = Location(path, definition.line, definition.column)
         pp_def = expanded_functions.get(definition.name)
@@ -108,6 +108,7 @@ def _parse_unit(unit: templates.FunctionUnit, definition: scanner.FunctionDefini
                 pp_def: scanner.FunctionDefinition, path: str, typedefs: "_Typedefs", known: set[str],
                 gvalues: dict[str, str], device_functions: dict[str, c_ast.FuncDef], kernels: list[Kernel]) -> None:
     """Parse one function (or one instantiation of a template kernel) as C, into a kernel or a helper."""
+    definition, pp_def = unit.definition or definition, unit.pp_definition or pp_def
     where = Location(path, definition.line, definition.column)
     c_text, qualifiers, launch_bounds = cuda_to_c(_with_line_marker(expanded, pp_def, path, unit.text))
     # Earlier device helpers are visible to later functions, as in the file.

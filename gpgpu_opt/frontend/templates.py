@@ -18,7 +18,7 @@ plain types and integer constants.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
@@ -29,9 +29,12 @@ from gpgpu_opt.kernel import TemplateInstance
 
 @dataclass(frozen=True)
 class FunctionUnit:
-    """A function's text to parse as C (its lines where the user's are) and the instantiation it is."""
+    """A function's text to parse as C (its lines where the user's are) and the instantiation it is; for
+    the user's own specialization, where it is in the file as written and preprocessed."""
     text: str
     instance: TemplateInstance | None = None
+    definition: scanner.FunctionDefinition | None = None
+    pp_definition: scanner.FunctionDefinition | None = None
 
 
 @dataclass
@@ -53,10 +56,22 @@ class TemplateUses:
     """How the file's text (as written) uses each name: launches, explicit instantiations, other mentions."""
 
     def __init__(self, text: str, tokens: list[scanner.Token], launch_sites: list[scanner.LaunchSite],
-                 macros: dict[str, str]):
+                 macros: dict[str, str], expanded: str):
         self.text, self.tokens, self.sites, self.macros = text, tokens, launch_sites, macros
+        self.expanded = expanded
         self.groups = cooperative_groups_names(text)
         self._declarations = _template_statements(tokens)
+        self._specializations = _specializations(tokens)
+        self._pp_specializations = _specializations(scanner.tokenize(expanded))
+
+    def specializations(self, name: str) -> list[tuple[_Specialization, _Specialization]] | str:
+        """The user's explicit specializations `template <> __global__ ... name<args>(...) {...}`, each as
+        written and preprocessed; or why they cannot be paired (an #if keeps some of them out)."""
+        written = [s for s in self._specializations if s.definition.name == name]
+        expanded = [s for s in self._pp_specializations if s.definition.name == name]
+        if len(written) != len(expanded):
+            return "has specializations the preprocessor keeps out"
+        return list(zip(written, expanded))
 
     def uses(self, name: str, definition: scanner.FunctionDefinition) -> tuple[list[_Use], list[str]]:
         """The instantiating uses of template `name`, and why it cannot be instantiated (empty: it can)."""
@@ -79,6 +94,8 @@ class TemplateUses:
             if tok.kind != "ident" or tok.text != name or tok.start in at_sites or \
                     definition.start <= tok.start < definition.end:
                 continue
+            if any(spec.definition.start <= tok.start < spec.definition.end for spec in self._specializations):
+                continue  # the user's own specialization: an instantiation of its own
             if not any(self.tokens[s].start <= tok.start < self.tokens[e].end for s, e, _ in self._declarations):
                 problems.append(f"is a template named at line {tok.line} other than in a launch, a declaration "
                                 f"or an explicit instantiation")
@@ -102,6 +119,39 @@ def _template_statements(tokens: list[scanner.Token]) -> list[tuple[int, int, bo
         if end < len(tokens) and tokens[end].text == ";":
             start = i - 1 if explicit and i and tokens[i - 1].text == "extern" else i
             found.append((start, end, explicit and start == i))
+    return found
+
+
+@dataclass(frozen=True)
+class _Specialization:
+    definition: scanner.FunctionDefinition   # named by the template, spanning `template <> ... }`
+    args: list[str]
+
+
+def _specializations(tokens: list[scanner.Token]) -> list[_Specialization]:
+    """Each definition `template <> ... __global__ ... name<args>(...) {...}` in `tokens`."""
+    found = []
+    for i in range(len(tokens) - 3):
+        if [t.text for t in tokens[i:i + 3]] != ["template", "<", ">"]:
+            continue
+        j, name_at = i + 3, None
+        while j < len(tokens) and tokens[j].text not in ("{", ";"):
+            if tokens[j].text == "<" and tokens[j - 1].kind == "ident" and name_at is None:
+                close = scanner.matching(tokens, j, "<", ">")
+                if close != -1 and close + 1 < len(tokens) and tokens[close + 1].text == "(":
+                    name_at, args_close = j - 1, close
+            j += 1
+        words = {t.text for t in tokens[i:j]}
+        if j >= len(tokens) or tokens[j].text != "{" or name_at is None or "__global__" not in words:
+            continue
+        end = scanner.matching(tokens, j, "{", "}")
+        if end == -1:
+            continue
+        first = tokens[i]
+        definition = scanner.FunctionDefinition(tokens[name_at].text, frozenset({"__global__"}), first.start,
+                                                tokens[j].start, tokens[end].end, first.line, first.column)
+        args = [] if args_close == name_at + 2 else _split(tokens, name_at + 2, args_close)
+        found.append(_Specialization(definition, args))
     return found
 
 
@@ -180,8 +230,12 @@ def _template_units(definition: scanner.FunctionDefinition, text: str, uses: Tem
         return Units(notes=[f"'{name}' is a template with {parsed}; passed through unchanged"])
     parameters, function = parsed
     found, problems = uses.uses(name, definition)
+    specializations = _written_specializations(name, parameters, uses)
+    if isinstance(specializations, str):
+        problems.append(specializations)
     if problems:
         return Units(notes=[f"'{name}' {problems[0]}; passed through unchanged"])
+    found += [_Use(spec.args, spec.definition.line, spec.definition.start) for spec, _ in specializations.values()]
     if not found:
         return Units(notes=[f"'{name}' is a template that no launch or explicit instantiation of this file "
                             f"instantiates; passed through unchanged"])
@@ -192,25 +246,56 @@ def _template_units(definition: scanner.FunctionDefinition, text: str, uses: Tem
             result.notes.append(f"'{name}<{', '.join(use.args)}>' (line {use.line}): {args}; passed through")
             continue
         instance = _instance(name, args)
-        if use.start < definition.end:
-            result.notes.append(f"'{instance.spelled}' is used at line {use.line}, before the template's "
-                                f"definition, where no specialization can follow it; passed through")
-            done[instance] = None
-            continue
-        if instance in done:
-            if use.site is not None and done[instance] is not None:
-                use.site.kernel = instance.identifier
-            continue
-        lowered = _lower(definition, _substituted(text, function, parameters, args, instance), uses.groups)
-        if _refused(lowered):
-            result.notes.append(f"'{instance.spelled}' {lowered}; passed through unchanged")
-            done[instance] = None
-            continue
-        done[instance] = lowered
-        result.units.append(FunctionUnit(lowered, instance))
-        if use.site is not None:
+        if instance not in done:
+            done[instance] = _instance_unit(instance, definition, text, function, parameters, args, uses,
+                                            specializations.get(instance), use, result.notes)
+            if done[instance] is not None:
+                result.units.append(done[instance])
+        if use.site is not None and done[instance] is not None:
             use.site.kernel = instance.identifier
     return result
+
+
+def _instance_unit(instance: TemplateInstance, definition, text, function, parameters, args, uses: TemplateUses,
+                   specialization, use: _Use, notes: list[str]) -> FunctionUnit | None:
+    """The unit of one instantiation: the user's specialization of it if there is one, else the template
+    with its arguments; None (and a note) where it passes through."""
+    if specialization is not None:
+        written, expanded = specialization
+        spec_text = uses.expanded[expanded.definition.start:expanded.definition.end]
+        spec_function = _template_parameters(spec_text)
+        if isinstance(spec_function, str):
+            notes.append(f"'{instance.spelled}' (line {written.definition.line}) is a specialization with "
+                         f"{spec_function}; passed through unchanged")
+            return None
+        lowered = _lower(written.definition, _substituted(spec_text, spec_function[1], [], [], instance), uses.groups)
+        instance = replace(instance, written=True)
+        unit = FunctionUnit(lowered, instance, written.definition, expanded.definition)
+    elif use.start < definition.end:
+        notes.append(f"'{instance.spelled}' is used at line {use.line}, before the template's definition, where "
+                     f"no specialization can follow it; passed through")
+        return None
+    else:
+        lowered = _lower(definition, _substituted(text, function, parameters, args, instance), uses.groups)
+        unit = FunctionUnit(lowered, instance)
+    if _refused(lowered):
+        notes.append(f"'{instance.spelled}' {lowered}; passed through unchanged")
+        return None
+    return unit
+
+
+def _written_specializations(name: str, parameters: list[_Parameter], uses: TemplateUses) -> dict | str:
+    """The user's specializations of template `name`, by the instantiation they are."""
+    pairs = uses.specializations(name)
+    if isinstance(pairs, str):
+        return pairs
+    found = {}
+    for written, expanded in pairs:
+        args = _arguments(parameters, written.args, uses.macros)
+        if isinstance(args, str):
+            return f"has a specialization at line {written.definition.line} whose arguments are not read ({args})"
+        found[_instance(name, args)] = (written, expanded)
+    return found
 
 
 def _template_parameters(text: str) -> tuple[list[_Parameter], Node] | str:
@@ -320,15 +405,20 @@ def _substituted(text: str, function: Node, parameters: list[_Parameter], args: 
 
 def specialization_edits(results, kernel_text) -> list[tuple[int, int, str]]:
     """For each template with transformed instantiations: their explicit specializations, inserted right
-    after the primary template. `kernel_text(result)` prints a kernel (pipeline's printer)."""
+    after the primary template (or in place of the user's specialization of that instantiation).
+    `kernel_text(result)` prints a kernel (pipeline's printer)."""
     by_template: dict[tuple[int, int], list[str]] = {}
+    edits = []
     for result in results:
         instance = result.naive.instance
         if instance is None or not result.transformed:
-            continue  # an instantiation nothing changed is the primary template's, as written
-        printed = kernel_text(_with_primary_signature(result))
-        by_template.setdefault(result.naive.source_span, []).append(_specialization(printed, instance))
-    return [(end, end, "".join(f"\n\n{text}" for text in texts)) for (_, end), texts in by_template.items()]
+            continue  # an instantiation nothing changed is the primary template's (or the user's), as written
+        printed = _specialization(kernel_text(_with_primary_signature(result)), instance)
+        if instance.written:  # the user's own specialization, replaced where it is
+            edits.append((*result.naive.source_span, printed))
+        else:
+            by_template.setdefault(result.naive.source_span, []).append(printed)
+    return edits + [(end, end, "".join(f"\n\n{text}" for text in texts)) for (_, end), texts in by_template.items()]
 
 
 def _specialization(printed: str, instance: TemplateInstance) -> str:

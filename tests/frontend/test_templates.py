@@ -159,7 +159,7 @@ __global__ void fill(T *a, int n)
     ("void h(float *a) { fill<float><<<1, 32>>>(a, 32); void (*f)(float *, int) = fill<float>; }",
      "'fill' is a template named at line 7 other than in a launch, a declaration or an explicit "
      "instantiation; passed through unchanged"),
-    ("template <> __global__ void fill<float>(float *a, int n) {}\nvoid h(float *a) { fill<float><<<1, 1>>>(a, 1); }",
+    ("template <> __global__ void fill<float>(float *a, int n);\nvoid h(float *a) { fill<float><<<1, 1>>>(a, 1); }",
      "'fill' is a template named at line 7 other than in a launch, a declaration or an explicit "
      "instantiation; passed through unchanged"),
     ("struct P { float x; };\nvoid h(P *a) { fill<P><<<1, 32>>>(a, 32); }",
@@ -206,3 +206,47 @@ def test_a_template_device_function_passes_through(tmp_path):
     program, notes = load(tmp_path, text)
     assert [k.name for k in program.kernels] == ["k"]
     assert notes == ["'twice' is a template __device__ function; passed through unchanged"]
+
+
+SPECIALIZED = MATVEC.replace("template __global__ void matvec<double, 2>", """\
+template <> __global__ void matvec<float, 8>(const float *A, const float *x, float *y, int rows, int cols)
+{
+    unsigned int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        float sum = 0.0f;
+        for (int c = 0; c < cols; c++)
+            sum += A[r * cols + c] * x[c] * 8 + 1.0f;
+        y[r] = sum;
+    }
+}
+
+template __global__ void matvec<double, 2>""")
+
+
+def test_the_users_specialization_is_that_instantiation(tmp_path):
+    program, notes = load(tmp_path, SPECIALIZED)
+    assert not notes
+    float8 = program.kernel("matvec__float_8")
+    assert float8.instance.written and float8.source_line == 18 and float8.funcdef.decl.coord.line == 18
+    assert any(isinstance(n, c_ast.Constant) and n.value == "1.0f" for n in walk(float8.body))  # its own body
+
+
+@requires_nvcc
+def test_an_optimized_user_specialization_is_replaced_where_it_is(tmp_path):
+    result = compiled(tmp_path, SPECIALIZED)
+    out = result.output
+    assert out.count("template <> __global__ void matvec<float, 8>(") == 1
+    assert out.index("template <typename T, int SCALE>") < out.index("template <> __global__ void matvec<float, 8>(") \
+        < out.index("template __global__ void matvec<double, 2>")
+    assert "sum += A[r * cols + c] * x[c] * 8 + 1.0f;" not in out  # printed as optimized
+    builds(tmp_path, out)
+
+
+def test_the_optimized_output_is_read_back_as_its_specializations(tmp_path):
+    """An output file names its optimized instantiations as specializations: loading it again finds them
+    (what `verify --against` compares), the primary template's text not substituted for them."""
+    result = compiled(tmp_path, MATVEC)
+    again, notes = load(tmp_path, result.output)
+    float8 = again.kernel("matvec__float_8")
+    assert float8.instance.written and not notes
+    assert any(isinstance(n, c_ast.FuncCall) and n.name.name == "__shfl_down_sync" for n in walk(float8.body))
