@@ -72,6 +72,9 @@ _CONSTRUCT_NAMES = {
 }
 
 _CXX_CASTS = {"static_cast", "reinterpret_cast", "const_cast"}
+#: C++ keywords that may hang from a node C also has (`if constexpr`): not C, wherever they are.
+_CXX_KEYWORDS = frozenset("""constexpr consteval constinit typename template operator :: co_await co_return
+    co_yield noexcept throw mutable virtual explicit friend decltype static_assert requires concept""".split())
 
 
 def _math_names() -> tuple[frozenset[str], frozenset[str]]:
@@ -104,8 +107,13 @@ class _Refused(Exception):
         self.unsupported = Unsupported(construct, node.start_point.row)
 
 
+def to_bytes(text: str) -> bytes:
+    """The text as the parser reads it; bytes that were not UTF-8 (read as surrogates) come back as they were."""
+    return text.encode(errors="surrogateescape")
+
+
 def parse_cxx(text: str) -> tree_sitter.Tree:
-    return tree_sitter.Parser(_LANGUAGE).parse(text.encode())
+    return tree_sitter.Parser(_LANGUAGE).parse(to_bytes(text))
 
 
 _GROUPS_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::\s*)?cooperative_groups\s*;")
@@ -123,7 +131,7 @@ def lower_function(text: str, groups: frozenset[str] = frozenset({"cooperative_g
     tree = parse_cxx(text)
     if tree.root_node.has_error:
         return None
-    lowerer = _Lowerer(text.encode(), tree.root_node, groups)
+    lowerer = _Lowerer(to_bytes(text), tree.root_node, groups)
     try:
         lowered = lowerer.render(tree.root_node)
     except _Refused as refused:
@@ -141,7 +149,7 @@ class _Lowerer:
         self.types.declare_function(root)
 
     def text_of(self, node: Node) -> str:
-        return self.source[node.start_byte:node.end_byte].decode(errors="replace")
+        return self.source[node.start_byte:node.end_byte].decode(errors="surrogateescape")
 
     def render(self, node: Node) -> str:
         """The node's text with its C++ children lowered (the text between children kept as written)."""
@@ -150,14 +158,17 @@ class _Lowerer:
             return special
         if node.is_named and node.type not in C_NODE_TYPES:
             raise _Refused(self._construct(node), node)
+        if not node.is_named and node.type in _CXX_KEYWORDS:  # `if constexpr`, `noexcept` in a C node
+            raise _Refused(f"{node.parent.type.split('_')[0]} {node.type}" if node.type == "constexpr" else node.type,
+                           node)
         if not node.children:
             return self.text_of(node)
         out, at = [], node.start_byte
         for child in node.children:
-            out.append(self.source[at:child.start_byte].decode(errors="replace"))
+            out.append(self.source[at:child.start_byte].decode(errors="surrogateescape"))
             out.append(self.render(child))
             at = child.end_byte
-        out.append(self.source[at:node.end_byte].decode(errors="replace"))
+        out.append(self.source[at:node.end_byte].decode(errors="surrogateescape"))
         return "".join(out)
 
     # -- the rewrites ------------------------------------------------------------------------------------
@@ -208,8 +219,9 @@ class _Lowerer:
         if node is None or node.type != "qualified_identifier":
             return False
         scope = node.child_by_field_name("scope")
-        return scope is not None and self.text_of(scope) in self.groups and \
-            self.text_of(node.child_by_field_name("name")) == name
+        named = node.child_by_field_name("name")
+        return scope is not None and named is not None and self.text_of(scope) in self.groups and \
+            self.text_of(named) == name
 
     def _block_declaration(self, declaration: Node) -> bool:
         """`cg::thread_block b = cg::this_thread_block();` (then `b` names the block)."""
@@ -269,7 +281,7 @@ class _Lowerer:
         self.types.declare(self.text_of(name), found)
         out, at = [], declaration.start_byte
         for child in declaration.children:
-            out.append(self.source[at:child.start_byte].decode(errors="replace"))
+            out.append(self.source[at:child.start_byte].decode(errors="surrogateescape"))
             out.append(found if child == auto else self.render(child))
             at = child.end_byte
         return "".join(out)

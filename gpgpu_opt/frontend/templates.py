@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
-from gpgpu_opt.frontend.cxx_lowering import Node, cooperative_groups_names, lower_function, parse_cxx
+from gpgpu_opt.frontend.cxx_lowering import Node, cooperative_groups_names, lower_function, parse_cxx, to_bytes
 from gpgpu_opt.frontend.cxx_types import canonical
 from gpgpu_opt.kernel import TemplateInstance
 
@@ -308,10 +308,10 @@ def _template_parameters(text: str) -> tuple[list[_Parameter], Node] | str:
     parameter_list = declaration.child_by_field_name("parameters")
     if function is None or parameter_list is None:
         return "no function definition"
-    source = text.encode()
+    source = to_bytes(text)
 
     def text_of(node: Node | None) -> str | None:
-        return None if node is None else source[node.start_byte:node.end_byte].decode()
+        return None if node is None else source[node.start_byte:node.end_byte].decode(errors="surrogateescape")
 
     parameters = []
     for p in parameter_list.named_children:
@@ -379,7 +379,7 @@ def _substituted(text: str, function: Node, parameters: list[_Parameter], args: 
                  instance: TemplateInstance) -> str:
     """The template's text as the instantiation: the `template <...>` header blanked (its lines kept), each
     parameter replaced by its argument, and the function named by the instance's identifier."""
-    source = text.encode()
+    source = to_bytes(text)
     values = {p.name: (a if p.is_type else f"({a})") for p, a in zip(parameters, args)}
     edits = [(0, function.start_byte, re.sub(rb"[^\n]", b" ", source[:function.start_byte]))]
     declarator = function.child_by_field_name("declarator")
@@ -390,14 +390,14 @@ def _substituted(text: str, function: Node, parameters: list[_Parameter], args: 
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        spelled = source[node.start_byte:node.end_byte].decode()
+        spelled = source[node.start_byte:node.end_byte].decode(errors="surrogateescape")
         if node == own_name:
             edits.append((node.start_byte, node.end_byte, instance.identifier.encode()))
         elif node.type in ("identifier", "type_identifier") and spelled in values:
             edits.append((node.start_byte, node.end_byte, values[spelled].encode()))
     for start, end, new in sorted(edits, reverse=True):
         source = source[:start] + new + source[end:]
-    return source.decode()
+    return source.decode(errors="surrogateescape")
 
 
 # -- writing instantiations back ------------------------------------------------------------------------

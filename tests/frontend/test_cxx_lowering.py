@@ -85,6 +85,7 @@ def test_auto_uses_an_earlier_auto_and_keeps_const():
     ("a[0] = std::abs(b[0]);", "qualified name 'std::abs'", 1),
     ("a[0] = tex1Dfetch<float>(t, n);", "template 'tex1Dfetch<float>'", 1),
     ("for (float v : {1.0f, 2.0f}) a[0] += v;", "range-based for", 1),
+    ("if constexpr (sizeof(float) == 4) a[0] = 1;", "if constexpr", 1),
 ])
 def test_cxx_without_a_c_meaning_is_named_with_its_line(body, construct, row):
     result = lower_function(f"__global__ void k(float *a, const float *b, int n) {{\n{body}\n}}")
@@ -96,6 +97,11 @@ def test_a_reference_parameter_and_a_constexpr_function_are_refused():
     assert lower_function("__device__ void f(float &x) { x = 1; }").unsupported.construct == "reference"
     assert lower_function("constexpr __device__ int f(int x) { return x; }").unsupported.construct == \
         "constexpr function"
+
+
+def test_bytes_that_are_not_utf8_pass_through_the_lowering():
+    text = "__global__ void k(float *a) { // caf\udce9\n a[0] = static_cast<float>(1); }"  # read as surrogates
+    assert lower_function(text).text == "__global__ void k(float *a) { // caf\udce9\n a[0] = ((float)(1)); }"
 
 
 def test_text_the_grammar_cannot_read_is_left_to_the_c_parser():
