@@ -239,11 +239,13 @@ def _template_units(definition: scanner.FunctionDefinition, text: str, uses: Tem
     if not found:
         return Units(notes=[f"'{name}' is a template that no launch or explicit instantiation of this file "
                             f"instantiates; passed through unchanged"])
-    result, done = Units(), {}
+    result, done, unread = Units(), {}, set()
     for use in found:
         args = _arguments(parameters, use.args, uses.macros)
         if isinstance(args, str):
-            result.notes.append(f"'{name}<{', '.join(use.args)}>' (line {use.line}): {args}; passed through")
+            if tuple(use.args) not in unread:  # one note for arguments written alike at several launches
+                unread.add(tuple(use.args))
+                result.notes.append(f"'{name}<{', '.join(use.args)}>' (line {use.line}): {args}; passed through")
             continue
         instance = _instance(name, args)
         if instance not in done:

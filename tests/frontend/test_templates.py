@@ -250,3 +250,10 @@ def test_the_optimized_output_is_read_back_as_its_specializations(tmp_path):
     float8 = again.kernel("matvec__float_8")
     assert float8.instance.written and not notes
     assert any(isinstance(n, c_ast.FuncCall) and n.name.name == "__shfl_down_sync" for n in walk(float8.body))
+
+
+def test_arguments_that_are_not_known_are_noted_once(tmp_path):
+    """Launches inside a host template name the kernel's arguments by the host template's parameters."""
+    text = KERNEL + "template <typename V> void h(V *a) { fill<V><<<1, 32>>>(a, 32); fill<V><<<2, 32>>>(a, 64); }\n"
+    assert pass_through(tmp_path, text) == [
+        "'fill<V>' (line 7): the type argument 'V' is not a scalar or vector type; passed through"]
