@@ -17,6 +17,7 @@ from gpgpu_opt.checks import SanityError, check_kernel
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
+from gpgpu_opt.frontend.scanner import outside_namespaces
 from gpgpu_opt.frontend.templates import specialization_edits
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
@@ -280,6 +281,7 @@ def assemble(program: Program, results: list[KernelResult]) -> str:
         sites_before = [s.start for s in program.launch_sites if s.start < first
                         and any(s.kernel == r.naive.name for r in rewritten)]
         at = first if not sites_before else _after_preamble(text)
+        at = outside_namespaces(text, at)  # a launch `ns::k<<<...>>>` outside `ns` calls them unqualified
         contracts = {r.naive.name: launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
                      for r in rewritten}
         helpers = "".join(launch.launch_helper(r.optimized, contracts[r.naive.name]) for r in rewritten)

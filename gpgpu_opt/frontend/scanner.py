@@ -193,6 +193,28 @@ def find_functions(text: str, tokens: list[Token] | None = None) -> list[Functio
     return found
 
 
+def outside_namespaces(text: str, offset: int, tokens: list[Token] | None = None) -> int:
+    """`offset`, or where the outermost `namespace ... {` block around it starts: a place at file scope,
+    whose names a launch anywhere in the file sees unqualified."""
+    tokens = tokenize(text) if tokens is None else tokens
+    stack: list[int | None] = []  # per open brace: the offset its namespace statement starts at, or None
+    statement = 0                 # index of the first token of the current statement
+    for i, tok in enumerate(tokens):
+        if tok.start >= offset:
+            break
+        if tok.kind == "pp":
+            statement = i + 1
+        elif tok.text == "{":
+            words = [t.text for t in tokens[statement:i]]
+            stack.append(tokens[statement].start if "namespace" in words[:2] else None)
+            statement = i + 1
+        elif tok.text in ("}", ";"):
+            if tok.text == "}" and stack:
+                stack.pop()
+            statement = i + 1
+    return next((start for start in stack if start is not None), offset)
+
+
 def _function_name(tokens: list[Token], header: list[int]) -> str | None:
     depth = 0
     for k, j in enumerate(header):

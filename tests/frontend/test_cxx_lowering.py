@@ -244,3 +244,29 @@ def test_cooperative_groups_need_the_namespace_or_its_alias():
     assert lower_function(text, frozenset({"cooperative_groups", "cg"})).unsupported.construct == \
         "qualified name 'other::thread_block'"
     assert lower_function(text.replace("other", "cooperative_groups")).unsupported is None
+
+
+def test_outside_namespaces_is_the_start_of_the_outermost_namespace():
+    from gpgpu_opt.frontend.scanner import outside_namespaces
+
+    text = "int a;\nnamespace outer { namespace inner { struct S { int x; };\n__global__ void k() {} } }\nint b;"
+    assert outside_namespaces(text, text.index("__global__")) == text.index("namespace outer")
+    assert outside_namespaces(text, text.index("int b")) == text.index("int b")
+    using = "using namespace std;\nnamespace cg = cooperative_groups;\n__global__ void k() {}"
+    assert outside_namespaces(using, using.index("__global__")) == using.index("__global__")
+
+
+@requires_nvcc
+def test_a_kernel_in_a_namespace_launched_qualified_gets_helpers_at_file_scope(tmp_path):
+    source = TRANSFORMED.replace("__global__ void mv(", "namespace kernels {\n__global__ void mv(") \
+        .replace("        y[r] = sum;\n    }\n}\n", "        y[r] = sum;\n    }\n}\n}\n").replace("    mv<<<", "    kernels::mv<<<")
+    path = write(tmp_path, source)
+    program = load_program(path, diagnostics=Diagnostics(quiet=True))
+    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
+    assert result.kernels[0].rewritten
+    out = result.output
+    assert out.index("static dim3 mv_grid") < out.index("namespace kernels {")
+    assert "kernels::mv<<<mv_grid((rows + 255) / 256, 256), mv_block((rows + 255) / 256, 256)>>>" in out
+    (tmp_path / "out.cu").write_text(out)
+    subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "out.cu"), "-o", str(tmp_path / "out.o")],
+                   check=True, capture_output=True)
