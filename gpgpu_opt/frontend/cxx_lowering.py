@@ -278,7 +278,7 @@ class _Lowerer:
         found = self.types.of(value)
         if found is None:
             raise _Refused(f"auto (the type of '{_one_line(self.text_of(value))}' is not certain here)", auto)
-        self.types.declare(self.text_of(name), found)
+        self.types.declare(self.text_of(name), found, declaration)
         out, at = [], declaration.start_byte
         for child in declaration.children:
             out.append(self.source[at:child.start_byte].decode(errors="surrogateescape"))

@@ -1,14 +1,16 @@
 """The type of an expression where it is certain, for lowering `auto x = init;` to C.
 
 Only arithmetic scalar types, and only where C++ leaves no doubt: a literal, a cast, a scalar parameter
-or local declared once in the function (a name declared twice, in two scopes, is not certain), an element
-of a pointer parameter, CUDA's index variables (`threadIdx.x`... are unsigned int), and +, -, *, /, %, &,
-|, ^, <<, >>, unary -, +, ~ and ?: over those, with C's usual arithmetic conversions (LP64, as nvcc's
+or local (the declaration the name refers to there: declared before it, in a block around it; a name no
+such declaration has may be a global's), an element of a pointer parameter or local, CUDA's index
+variables (`threadIdx.x`... are unsigned int), and +, -, *, /, %, &, |, ^, <<, >>, unary -, +, ~ and ?: over
+those, with C's usual arithmetic conversions (LP64, as nvcc's
 host). Anything else (a call, a comparison, which is `bool` in C++, a pointer) is not certain: None.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 import tree_sitter
@@ -88,22 +90,37 @@ def literal_type(text: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Declaration:
+    start: int                 # where the name is declared (a use before it names something else)
+    scope: tuple[int, int]     # the block (or for statement, or function) it is visible in
+    type: str | None
+    pointer: bool
+
+
 class ExpressionTypes:
-    """What the function declares, and the types of expressions over it."""
+    """What the function declares, where each name is visible, and the types of expressions over it."""
 
     def __init__(self, text_of: Callable[[Node], str]):
         self.text_of = text_of
-        self.scalars: dict[str, str | None] = {}    # name -> type (None: declared with different types)
-        self.pointers: dict[str, str | None] = {}   # pointer name -> element type
+        self.declarations: dict[str, list[_Declaration]] = {}
 
-    def declare(self, name: str, type_: str | None, pointer: bool = False) -> None:
-        """Record a declaration; a name declared twice with different types is not certain (None)."""
-        table, other = (self.pointers, self.scalars) if pointer else (self.scalars, self.pointers)
-        if name in other or (name in table and table[name] != type_):
-            self.pointers.pop(name, None)
-            self.scalars[name] = None
-            return
-        table[name] = type_
+    def declare(self, name: str, type_: str | None, at: Node, pointer: bool = False) -> None:
+        """`name` declared by the node `at` (its scope: the nearest enclosing block, for statement or
+        function)."""
+        scope = at.parent
+        while scope is not None and scope.type not in ("compound_statement", "for_statement", "function_definition"):
+            scope = scope.parent
+        span = (scope.start_byte, scope.end_byte) if scope is not None else (0, 1 << 62)
+        self.declarations.setdefault(name, []).append(_Declaration(at.start_byte, span, type_, pointer))
+
+    def _visible(self, name: Node) -> _Declaration | None:
+        """The declaration `name` (an identifier) refers to: the innermost visible one declared before it;
+        None where none is (a global, a macro's name: not certain)."""
+        at = name.start_byte
+        visible = [d for d in self.declarations.get(self.text_of(name), [])
+                   if d.start < at and d.scope[0] <= at < d.scope[1]]
+        return max(visible, key=lambda d: (d.scope[0], d.start)) if visible else None
 
     def declare_function(self, root: Node) -> None:
         """Every parameter and declared local of the function (all of them, before any `auto`)."""
@@ -131,12 +148,12 @@ class ExpressionTypes:
             if declarator.type == "identifier":
                 name = self.text_of(declarator)
                 if depth == 0:
-                    self.declare(name, base)
+                    self.declare(name, base, node)
                 else:
-                    self.declare(name, base if depth == 1 else None, pointer=True)
+                    self.declare(name, base if depth == 1 else None, node, pointer=True)
             else:  # an array, a function pointer...: its name's type is not a scalar's
                 for n in _identifiers(declarator)[:1]:
-                    self.declare(self.text_of(n), None)
+                    self.declare(self.text_of(n), None, node)
 
     def of(self, node: Node) -> str | None:
         """The canonical type of the expression `node`, or None when it is not certain."""
@@ -146,7 +163,8 @@ class ExpressionTypes:
         if kind == "char_literal":
             return "char"
         if kind == "identifier":
-            return self.scalars.get(self.text_of(node))
+            found = self._visible(node)
+            return found.type if found is not None and not found.pointer else None
         if kind == "parenthesized_expression":
             inner = [c for c in node.named_children if c.type != "comment"]
             return self.of(inner[0]) if len(inner) == 1 else None
@@ -154,8 +172,8 @@ class ExpressionTypes:
             return self._index_variable(node)
         if kind == "subscript_expression":
             array = node.child_by_field_name("argument")
-            return self.pointers.get(self.text_of(array)) if array is not None and array.type == "identifier" \
-                else None
+            found = self._visible(array) if array is not None and array.type == "identifier" else None
+            return found.type if found is not None and found.pointer else None
         if kind == "cast_expression":
             type_node = node.child_by_field_name("type")
             return canonical(self.text_of(type_node)) if type_node is not None else None

@@ -68,6 +68,21 @@ def test_auto_takes_the_certain_type(init, type_):
     assert lowered(f"auto x = {init};") == f"{type_} x = {init}".replace("static_cast<double>(n)", "((double)(n))") + ";"
 
 
+@pytest.mark.parametrize("body, type_", [
+    ("int v = 1;\n{ float v = 2; auto w = v; }", "float"),   # the innermost declaration
+    ("int v = 1;\n{ float v = 2; }\nauto w = v;", "int"),    # a closed block's is not visible
+    ("for (long v = 0; v < n; v++) { auto w = v; }", "long"),
+])
+def test_auto_takes_the_type_of_the_declaration_in_scope(body, type_):
+    assert f"{type_} w = v;" in lowered(body)
+
+
+def test_auto_of_a_name_declared_only_later_is_not_certain():
+    """`scale` is the file's global here (a local of that name comes later): its type is not known."""
+    result = lower_function("__global__ void k(float *a) {\n  auto s = scale;\n  int scale = 2;\n  a[0] = s;\n}")
+    assert result.unsupported.construct == "auto (the type of 'scale' is not certain here)"
+
+
 def test_auto_uses_an_earlier_auto_and_keeps_const():
     assert lowered("const auto i = threadIdx.x; auto j = i * 2;") == \
         "const unsigned int i = threadIdx.x; unsigned int j = i * 2;"
