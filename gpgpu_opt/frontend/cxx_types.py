@@ -26,6 +26,7 @@ _INTEGERS = {
     "long long": (5, 64, True), "unsigned long long": (5, 64, False),
 }
 _FLOATING = ("float", "double")
+INTEGER_TYPES = frozenset(_INTEGERS)
 _SPELLINGS = {  # how a type may be written -> its canonical name
     "unsigned": "unsigned int", "signed": "int", "signed int": "int", "short int": "short",
     "unsigned short int": "unsigned short", "long int": "long", "unsigned long int": "unsigned long",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
 from gpgpu_opt.frontend.cxx_lowering import Node, cooperative_groups_names, lower_function, parse_cxx, to_bytes
-from gpgpu_opt.frontend.cxx_types import canonical
+from gpgpu_opt.frontend.cxx_types import INTEGER_TYPES as _INTEGER_TYPES, canonical
 from gpgpu_opt.kernel import TemplateInstance
 
 
@@ -219,6 +219,7 @@ class _Parameter:
     name: str
     is_type: bool
     default: str | None
+    type: str | None = None     # a value parameter's integer type, canonical (`unsigned int N`)
 
 
 def _template_units(definition: scanner.FunctionDefinition, text: str, uses: TemplateUses) -> Units:
@@ -324,9 +325,11 @@ def _template_parameters(text: str) -> tuple[list[_Parameter], Node] | str:
             parameters.append(_Parameter(text_of(ident), True, text_of(p.child_by_field_name("default_type"))))
         elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
             declarator = p.child_by_field_name("declarator")
-            if declarator is None or declarator.type != "identifier":
+            type_ = canonical(text_of(p.child_by_field_name("type")) or "")
+            if declarator is None or declarator.type != "identifier" or type_ not in _INTEGER_TYPES:
                 return f"the parameter '{text_of(p)}'"
-            parameters.append(_Parameter(text_of(declarator), False, text_of(p.child_by_field_name("default_value"))))
+            parameters.append(_Parameter(text_of(declarator), False, text_of(p.child_by_field_name("default_value")),
+                                         type_))
         elif p.type != "comment":
             return f"the parameter '{text_of(p)}'"
     return parameters, function
@@ -382,7 +385,8 @@ def _substituted(text: str, function: Node, parameters: list[_Parameter], args: 
     """The template's text as the instantiation: the `template <...>` header blanked (its lines kept), each
     parameter replaced by its argument, and the function named by the instance's identifier."""
     source = to_bytes(text)
-    values = {p.name: (a if p.is_type else f"({a})") for p, a in zip(parameters, args)}
+    # a value is a constant of its parameter's type: `i - N` with `unsigned int N` is unsigned arithmetic
+    values = {p.name: (a if p.is_type else f"(({p.type}){a})") for p, a in zip(parameters, args)}
     edits = [(0, function.start_byte, re.sub(rb"[^\n]", b" ", source[:function.start_byte]))]
     declarator = function.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":

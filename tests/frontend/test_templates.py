@@ -194,8 +194,8 @@ def test_an_instantiation_with_cxx_left_passes_through_alone(tmp_path):
     """
     program, notes = load(tmp_path, text)
     assert [k.name for k in program.kernels] == ["scale__float_m3"]
-    assert "(-3)" in str([n.value for n in walk(program.kernels[0].body) if isinstance(n, c_ast.Constant)]) or \
-        any(isinstance(n, c_ast.UnaryOp) and n.op == "-" for n in walk(program.kernels[0].body))
+    (cast,) = [n for n in walk(program.kernels[0].body) if isinstance(n, c_ast.Cast)]
+    assert cast.to_type.type.type.names == ["int"] and isinstance(cast.expr, c_ast.UnaryOp)  # ((int)-3)
     assert notes == ["'other<int>' uses C++ (reference, line 8); passed through unchanged"]
     assert program.passed_through == ["other"]
 
@@ -257,3 +257,26 @@ def test_arguments_that_are_not_known_are_noted_once(tmp_path):
     text = KERNEL + "template <typename V> void h(V *a) { fill<V><<<1, 32>>>(a, 32); fill<V><<<2, 32>>>(a, 64); }\n"
     assert pass_through(tmp_path, text) == [
         "'fill<V>' (line 7): the type argument 'V' is not a scalar or vector type; passed through"]
+
+
+def test_a_value_argument_keeps_its_parameters_type(tmp_path):
+    """`i - N` with `unsigned int N` is unsigned arithmetic: N becomes `((unsigned int)4)`, not `(4)`."""
+    text = """\
+    template <unsigned int N>
+    __global__ void shift(float *a, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i - N < n) a[i] = 1.0f;
+    }
+    template __global__ void shift<4>(float *, int);
+    """
+    program, _ = load(tmp_path, text)
+    (cast,) = [n for n in walk(program.kernels[0].body) if isinstance(n, c_ast.Cast)]
+    assert cast.to_type.type.type.names == ["unsigned", "int"] and cast.expr.value == "4"
+
+
+def test_a_value_parameter_that_is_not_an_integer_passes_through(tmp_path):
+    text = "template <float F> __global__ void f(float *a) { a[0] = F; }\n" \
+           "template __global__ void f<2>(float *);\n"
+    assert pass_through(tmp_path, text) == [
+        "'f' is a template with the parameter 'float F'; passed through unchanged"]
