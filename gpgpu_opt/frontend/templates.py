@@ -335,7 +335,8 @@ def _template_parameters(text: str) -> tuple[list[_Parameter], Node] | str:
     return parameters, function
 
 
-_VECTOR_TYPES = frozenset(n for n in PRELUDE_NAMES if re.fullmatch(r"u?(float|double|int|uint|char|uchar|short)[234]", n))
+_VECTOR_TYPES = frozenset(n for n in PRELUDE_NAMES
+                          if re.fullmatch(r"u?(float|double|int|uint|char|uchar|short)[234]", n))
 
 
 def _arguments(parameters: list[_Parameter], written: list[str], macros: dict[str, str]) -> list[str] | str:
@@ -380,6 +381,11 @@ def _instance(name: str, args: list[str]) -> TemplateInstance:
     return TemplateInstance(name, tuple(args), f"{name}__{tag}")
 
 
+def _called(node: Node) -> bool:
+    parent = node.parent
+    return parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node
+
+
 def _substituted(text: str, function: Node, parameters: list[_Parameter], args: list[str],
                  instance: TemplateInstance) -> str:
     """The template's text as the instantiation: the `template <...>` header blanked (its lines kept), each
@@ -387,6 +393,7 @@ def _substituted(text: str, function: Node, parameters: list[_Parameter], args: 
     source = to_bytes(text)
     # a value is a constant of its parameter's type: `i - N` with `unsigned int N` is unsigned arithmetic
     values = {p.name: (a if p.is_type else f"(({p.type}){a})") for p, a in zip(parameters, args)}
+    types = {p.name for p in parameters if p.is_type}
     edits = [(0, function.start_byte, re.sub(rb"[^\n]", b" ", source[:function.start_byte]))]
     declarator = function.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
@@ -400,7 +407,10 @@ def _substituted(text: str, function: Node, parameters: list[_Parameter], args: 
         if node == own_name:
             edits.append((node.start_byte, node.end_byte, instance.identifier.encode()))
         elif node.type in ("identifier", "type_identifier") and spelled in values:
-            edits.append((node.start_byte, node.end_byte, values[spelled].encode()))
+            value = values[spelled]
+            if spelled in types and _called(node):  # `T(x)`, a functional cast: `(unsigned int)(x)`, C's
+                value = f"({value})"
+            edits.append((node.start_byte, node.end_byte, value.encode()))
     for start, end, new in sorted(edits, reverse=True):
         source = source[:start] + new + source[end:]
     return source.decode(errors="surrogateescape")

@@ -65,7 +65,8 @@ def test_a_cast_over_several_lines_keeps_them():
     ("-n", "int"), ("n > 0 ? n : 1u", "unsigned int"), ("(n << 2) | 1", "int"),
 ])
 def test_auto_takes_the_certain_type(init, type_):
-    assert lowered(f"auto x = {init};") == f"{type_} x = {init}".replace("static_cast<double>(n)", "((double)(n))") + ";"
+    expected = f"{type_} x = {init};".replace("static_cast<double>(n)", "((double)(n))")
+    assert lowered(f"auto x = {init};") == expected
 
 
 @pytest.mark.parametrize("body, type_", [
@@ -274,7 +275,8 @@ def test_outside_namespaces_is_the_start_of_the_outermost_namespace():
 @requires_nvcc
 def test_a_kernel_in_a_namespace_launched_qualified_gets_helpers_at_file_scope(tmp_path):
     source = TRANSFORMED.replace("__global__ void mv(", "namespace kernels {\n__global__ void mv(") \
-        .replace("        y[r] = sum;\n    }\n}\n", "        y[r] = sum;\n    }\n}\n}\n").replace("    mv<<<", "    kernels::mv<<<")
+        .replace("        y[r] = sum;\n    }\n}\n", "        y[r] = sum;\n    }\n}\n}\n") \
+        .replace("    mv<<<", "    kernels::mv<<<")
     path = write(tmp_path, source)
     program = load_program(path, diagnostics=Diagnostics(quiet=True))
     result = compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))

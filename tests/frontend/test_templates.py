@@ -280,3 +280,12 @@ def test_a_value_parameter_that_is_not_an_integer_passes_through(tmp_path):
            "template __global__ void f<2>(float *);\n"
     assert pass_through(tmp_path, text) == [
         "'f' is a template with the parameter 'float F'; passed through unchanged"]
+
+
+def test_a_functional_cast_to_a_type_parameter_of_two_words_is_a_c_cast(tmp_path):
+    text = "template <typename T> __global__ void f(T *a, float v) { a[threadIdx.x] = T(v) + T(1); }\n" \
+           "template __global__ void f<unsigned int>(unsigned int *, float);\n"
+    program, notes = load(tmp_path, text)
+    assert not notes
+    casts = [n for n in walk(program.kernels[0].body) if isinstance(n, c_ast.Cast)]
+    assert [c.to_type.type.type.names for c in casts] == [["unsigned", "int"]] * 2
