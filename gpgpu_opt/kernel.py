@@ -34,6 +34,22 @@ def _param_from_decl(decl: c_ast.Decl) -> Param:
     return Param(decl.name, base, is_pointer, "const" in quals, restrict, is_pointer and "volatile" in quals)
 
 
+@dataclass(frozen=True)
+class TemplateInstance:
+    """One instantiation of a template kernel (`k<float, 256>`): the kernel is named `identifier` (a C name
+    for its launch helpers and notes) and written back as the explicit specialization `template_name<args>`."""
+    template_name: str
+    args: tuple[str, ...]
+    identifier: str
+    #: The user wrote this specialization (`template <> ... k<float, 256>(...) {...}`): it is edited where it
+    #: is, not added after the primary template.
+    written: bool = field(default=False, compare=False)
+
+    @property
+    def spelled(self) -> str:
+        return f"{self.template_name}<{', '.join(self.args)}>"
+
+
 @dataclass
 class Kernel:
     name: str
@@ -51,12 +67,14 @@ class Kernel:
     includes: list[str] = field(default_factory=list)
     #: The user file the kernel is written in (source_span is in its text); '': the program's main file.
     source_file: str = ""
+    #: The instantiation this kernel is, for a template kernel (None: an ordinary kernel).
+    instance: TemplateInstance | None = None
 
     @classmethod
-    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(),
-                     source_file: str = "") -> "Kernel":
+    def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(), source_file: str = "",
+                     instance: TemplateInstance | None = None) -> "Kernel":
         return cls(func.decl.name, func, (definition.start, definition.end), definition.line, list(launch_bounds),
-                   shorthand=list(shorthand), source_file=source_file)
+                   shorthand=list(shorthand), source_file=source_file, instance=instance)
 
     @property
     def params(self) -> list[Param]:

@@ -17,6 +17,8 @@ from gpgpu_opt.checks import SanityError, check_kernel
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
+from gpgpu_opt.frontend.scanner import outside_namespaces
+from gpgpu_opt.frontend.templates import specialization_edits
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.passes import registered_passes
@@ -291,10 +293,15 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
 
     for r in results:
         file = file_of(r.naive.source_file)
-        start, end = r.naive.source_span
-        edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r)))
         if r.transformed:
             headers[file] |= set(r.optimized.includes)
+        if r.naive.instance is not None:
+            continue  # an instantiation of a template kernel: written as a specialization, below
+        start, end = r.naive.source_span
+        edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r)))
+    for file in edits:
+        edits[file] += specialization_edits([r for r in results if file_of(r.naive.source_file) == file],
+                                            lambda r: _kernel_text("", r))
     rewritten = [r for r in results if r.rewritten]
     names = {r.naive.name for r in rewritten}
     early = _sites_maybe_before_definition(program, rewritten)
@@ -335,6 +342,7 @@ def _insert_helpers(program: Program, file: str, rewritten: list[KernelResult],
     sites_before = [s.start for s in program.launch_sites
                     if (s.file or program.main_file) == file and s.start < first and s.kernel in names]
     at = first if not sites_before else _after_preamble(text)
+    at = outside_namespaces(text, at)  # a launch `ns::k<<<...>>>` outside `ns` calls them unqualified
     edits.append((at, at, _helpers(program, rewritten, headers, early)))
 
 

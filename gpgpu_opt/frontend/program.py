@@ -9,7 +9,7 @@ from pycparser import c_ast, c_parser
 
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
-from gpgpu_opt.frontend import scanner
+from gpgpu_opt.frontend import scanner, templates
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess_program
@@ -112,6 +112,7 @@ class _FileScan:
     functions: list[scanner.FunctionDefinition]
     launch_sites: list[scanner.LaunchSite]
     gvalues: dict[str, str]
+    tokens: list[scanner.Token]
 
 
 def _scan(file: SourceFile, main: bool = False) -> _FileScan:
@@ -131,7 +132,8 @@ def _scan(file: SourceFile, main: bool = False) -> _FileScan:
     sites = scanner.find_launch_sites(file.text, tokens)
     for site in sites:
         site.file = "" if main else file.path
-    return _FileScan(file, scanner.find_functions(file.text, tokens), sites, scanner.find_gvalue_pragmas(tokens))
+    return _FileScan(file, scanner.find_functions(file.text, tokens), sites, scanner.find_gvalue_pragmas(tokens),
+                     tokens)
 
 
 def load_program(path: str, defines: dict[str, str] | None = None, include_dirs: list[str] | None = None,
@@ -164,56 +166,70 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
 
     known = set(PRELUDE_NAMES) | {d.name for _, d in definitions}
     unreadable: dict[str, str] = {}  # device functions passed through -> why
+    template_uses = {scan.file.path: templates.TemplateUses(scan.file.text, scan.tokens, scan.launch_sites,
+                                                            macros, expanded) for scan in scans}
     for file, definition in definitions:
         where = Location(file.path, definition.line, definition.column)
-        why = _why_not_parsed(definition, expanded_functions)
-        func = shorthand = launch_bounds = None
-        if why is None:
-            try:
-                func, launch_bounds, shorthand = _parse_function(
-                    expanded, expanded_functions[definition.name], path, typedefs, program.device_functions,
-                    known, gvalues)
-            except CompileError as err:
-                why = f"{err.message} at {err.location or where}"
-        if why is None:  # a kernel or helper calling a helper passed through cannot be analysed either
-            calls = sorted(_called_functions(func) & set(unreadable))
-            if calls:
-                why = f"it calls '{calls[0]}', which is passed through ({unreadable[calls[0]]})"
-        if why is not None:
-            diagnostics.note(f"'{definition.name}' passed through unchanged: {why}", where, kernel=definition.name)
+        pp_def = expanded_functions.get(definition.name)
+        if pp_def is None:
+            _pass_through(program, diagnostics, definition, "it could not be found after preprocessing", where,
+                          unreadable)
+            continue
+        # C++ lowered to C, one unit per instantiation of a template kernel (frontend/templates.py)
+        lowered = templates.function_units(definition, expanded[pp_def.start:pp_def.end],
+                                           template_uses[file.path])
+        for why in lowered.notes:
+            diagnostics.note(why, where, kernel=definition.name)
+        if not lowered.units:
             program.passed_through.append(definition.name)
             if not definition.is_kernel:
-                unreadable[definition.name] = why
-            continue
-        if definition.is_kernel:
-            program.kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand,
-                                                       source_file="" if file is main else file.path))
-        else:
-            program.device_functions[definition.name] = func
+                unreadable[definition.name] = "it uses C++ that has no C meaning here"
+        for unit in lowered.units:
+            unit_definition = unit.definition or definition
+            try:
+                func, launch_bounds, shorthand = _parse_unit(unit, pp_def, expanded, path, typedefs,
+                                                             program.device_functions, known, gvalues)
+            except CompileError as err:
+                _pass_through(program, diagnostics, unit_definition, f"{err.message} at {err.location or where}",
+                              where, unreadable)
+                continue
+            # a kernel or helper calling a helper passed through cannot be analysed either
+            calls = sorted(_called_functions(func) & set(unreadable))
+            if calls:
+                _pass_through(program, diagnostics, unit_definition, f"it calls '{calls[0]}', which is passed "
+                              f"through ({unreadable[calls[0]]})", where, unreadable)
+                continue
+            if definition.is_kernel:
+                program.kernels.append(Kernel.from_funcdef(func, unit_definition, launch_bounds, shorthand,
+                                                           source_file="" if file is main else file.path,
+                                                           instance=unit.instance))
+            else:
+                program.device_functions[definition.name] = func
     return program
 
 
-def _why_not_parsed(definition: scanner.FunctionDefinition, expanded_functions: dict) -> str | None:
-    """Why a function is passed through before any parse, or None."""
-    if definition.cxx_constructs:
-        return f"it uses C++ ({', '.join(definition.cxx_constructs)})"
-    if definition.name not in expanded_functions:
-        return "it could not be found after preprocessing"
-    return None
+def _pass_through(program: Program, diagnostics: Diagnostics, definition: scanner.FunctionDefinition, why: str,
+                  where: Location, unreadable: dict[str, str]) -> None:
+    diagnostics.note(f"'{definition.name}' passed through unchanged: {why}", where, kernel=definition.name)
+    program.passed_through.append(definition.name)
+    if not definition.is_kernel:
+        unreadable[definition.name] = why
 
 
-def _parse_function(expanded: str, definition: scanner.FunctionDefinition, path: str, typedefs: "_Typedefs",
-                    device_functions: dict[str, c_ast.FuncDef], known: set[str],
-                    gvalues: dict[str, str]) -> tuple[c_ast.FuncDef, list[str], list[str]]:
-    """One function of the preprocessed program as c_ast (the function, its `__launch_bounds__`, the
-    shorthand names it uses). A CompileError says why it cannot be read: the caller passes it through."""
-    c_text, qualifiers, launch_bounds = cuda_to_c(_with_line_marker(expanded, definition, path))
+def _parse_unit(unit: templates.FunctionUnit, pp_def: scanner.FunctionDefinition, expanded: str, path: str,
+                typedefs: "_Typedefs", device_functions: dict[str, c_ast.FuncDef], known: set[str],
+                gvalues: dict[str, str]) -> tuple[c_ast.FuncDef, list[str], list[str]]:
+    """One function (or one instantiation of a template kernel) of the preprocessed program as c_ast (the
+    function, its `__launch_bounds__`, the shorthand names it uses). A CompileError says why it cannot be
+    read: the caller passes it through."""
+    pp_def = unit.pp_definition or pp_def
+    c_text, qualifiers, launch_bounds = cuda_to_c(_with_line_marker(expanded, pp_def, path, unit.text))
     # Earlier device helpers are visible to later functions, as in the file.
     helpers = "\n".join(_helper_prototype(f) for f in device_functions.values())
     ast = parse_c(typedefs.text + helpers + "\n" + c_text, path)
     func = ast.ext[-1]
     if not isinstance(func, c_ast.FuncDef):
-        raise CompileError(f"expected a function definition for '{definition.name}'")
+        raise CompileError(f"expected a function definition for '{pp_def.name}'")
     restore_cuda_storage(func)
     typedefs.resolve_scalars(func)
     func.decl.funcspec = qualifiers + [s for s in func.decl.funcspec if s not in qualifiers]
@@ -274,8 +290,10 @@ def _helper_prototype(func: c_ast.FuncDef) -> str:
     return f'#line 1 "<helpers>"\n{decl};'
 
 
-def _with_line_marker(expanded: str, definition: scanner.FunctionDefinition, path: str) -> str:
-    """The function's text preceded by a #line marker naming its line in the user's file."""
+def _with_line_marker(expanded: str, definition: scanner.FunctionDefinition, path: str,
+                      text: str | None = None) -> str:
+    """The function's text (`text`: the same lines rewritten) preceded by a #line marker naming its line in
+    the user's file."""
     before = expanded[:definition.start]
     file, line = path, 1
     last = None
@@ -287,7 +305,8 @@ def _with_line_marker(expanded: str, definition: scanner.FunctionDefinition, pat
     else:
         line = before.count("\n") + 1
     column = definition.start - (before.rfind("\n") + 1)
-    return f'#line {line} "{file}"\n' + " " * column + expanded[definition.start:definition.end]
+    body = expanded[definition.start:definition.end] if text is None else text
+    return f'#line {line} "{file}"\n' + " " * column + body
 
 
 def _check_braces(text: str, tokens: list[scanner.Token], path: str) -> None:

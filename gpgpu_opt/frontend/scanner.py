@@ -130,6 +130,8 @@ class LaunchSite:
     args_start: int = -1  # offset of the `(` after `>>>` (-1: no argument list found)
     args_end: int = -1    # offset just past its `)`
     file: str = ""        # the user file it is in (offsets and line are in its text); '': the main file
+    #: The template arguments written at the launch (`k<float, 256><<<...>>>`), None where none are.
+    template_args: list[str] | None = None
 
 
 def matching(tokens: list[Token], i: int, open_: str, close: str) -> int:
@@ -192,6 +194,28 @@ def find_functions(text: str, tokens: list[Token] | None = None) -> list[Functio
     return found
 
 
+def outside_namespaces(text: str, offset: int, tokens: list[Token] | None = None) -> int:
+    """`offset`, or where the outermost `namespace ... {` block around it starts: a place at file scope,
+    whose names a launch anywhere in the file sees unqualified."""
+    tokens = tokenize(text) if tokens is None else tokens
+    stack: list[int | None] = []  # per open brace: the offset its namespace statement starts at, or None
+    statement = 0                 # index of the first token of the current statement
+    for i, tok in enumerate(tokens):
+        if tok.start >= offset:
+            break
+        if tok.kind == "pp":
+            statement = i + 1
+        elif tok.text == "{":
+            words = [t.text for t in tokens[statement:i]]
+            stack.append(tokens[statement].start if "namespace" in words[:2] else None)
+            statement = i + 1
+        elif tok.text in ("}", ";"):
+            if tok.text == "}" and stack:
+                stack.pop()
+            statement = i + 1
+    return next((start for start in stack if start is not None), offset)
+
+
 def _function_name(tokens: list[Token], header: list[int]) -> str | None:
     depth = 0
     for k, j in enumerate(header):
@@ -216,13 +240,24 @@ def find_launch_sites(text: str, tokens: list[Token] | None = None) -> list[Laun
     tokens = tokenize(text) if tokens is None else tokens
     sites = []
     for i, tok in enumerate(tokens[:-1]):
-        if tok.kind != "ident" or tokens[i + 1].text != "<<<":
+        if tokens[i + 1].text != "<<<":
+            continue
+        name, template_args = i, None
+        if tok.text in (">", ">>"):  # k<float, 256><<<...>>>
+            opening = _template_argument_list(tokens, i)
+            if opening is None:
+                continue
+            name, template_args = opening - 1, _top_level_parts(text, tokens, opening + 1, i)
+            template_args = [] if opening + 1 == i else template_args
+        if tokens[name].kind != "ident":
             continue
         close = next((j for j in range(i + 2, len(tokens)) if tokens[j].text == ">>>"), -1)
         if close == -1:
             continue
-        site = LaunchSite(tok.text, tok.start, tokens[i + 1].start, tokens[close].end,
-                          _top_level_parts(text, tokens, i + 2, close), tok.line, tok.column)
+        named = tokens[name]
+        site = LaunchSite(named.text, named.start, tokens[i + 1].start, tokens[close].end,
+                          _top_level_parts(text, tokens, i + 2, close), named.line, named.column,
+                          template_args=template_args)
         if close + 1 < len(tokens) and tokens[close + 1].text == "(":
             end = matching(tokens, close + 1, "(", ")")
             if end != -1:
@@ -230,6 +265,25 @@ def find_launch_sites(text: str, tokens: list[Token] | None = None) -> list[Laun
                 site.args_start, site.args_end = tokens[close + 1].start, tokens[end].end
         sites.append(site)
     return sites
+
+
+def _template_argument_list(tokens: list[Token], close: int) -> int | None:
+    """Index of the `<` that opens the template argument list closed at tokens[close] (`>` or `>>`), where
+    an identifier names the template before it; None otherwise."""
+    depth = 0
+    for j in range(close, -1, -1):
+        t = tokens[j].text
+        if t in (">", ">>"):
+            depth += len(t)
+        elif t in ("<", "<<"):
+            depth -= len(t)
+            if depth == 0:
+                return j if t == "<" and j > 0 and tokens[j - 1].kind == "ident" else None
+            if depth < 0:
+                return None
+        elif t in (";", "{", "}", "<<<", ">>>"):
+            return None
+    return None
 
 
 def _top_level_parts(text: str, tokens: list[Token], first: int, close: int) -> list[str]:
