@@ -21,6 +21,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes.context import MergeRequest, PassContext
+from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
 
@@ -201,12 +202,28 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
             from gpgpu_opt.verify import quick_check
 
             checker = quick_check(program, kernel, block)
-        optimized, ran = optimize_kernel(kernel, ctx, [] if races else pass_names, dump_dir, checker, strict)
+        start, names = _z_axis(program, kernel, pass_names, diagnostics)
+        optimized, ran = optimize_kernel(start, ctx, [] if races else names, dump_dir, checker, strict)
         result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
         if validate and result.transformed:
             _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
         results.append(result)
     return CompileResult(program, target, results, assemble(program, results))
+
+
+def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
+            diagnostics: Diagnostics) -> tuple[Kernel, list[str]]:
+    """The kernel the passes start from and the passes that may run, as its blocks' z allows
+    (passes/normalize/three_d.py): blocks of one z make threadIdx.z 0, else no pass may retile."""
+    found = launch.naive_launch(program, kernel, {})
+    z = block_z(kernel, program.device_functions, None if found is None else found.block[2], found is not None)
+    if z.why_not is None:
+        return z.start, pass_names
+    kept = [name for name in pass_names if name in PASSES_FOR_3D_BLOCKS]
+    if kept != list(pass_names):
+        diagnostics.note(f"{kernel.name}: not retiled: {z.why_not}", Location.of(kernel.funcdef.decl),
+                         kernel=kernel.name)
+    return kernel, kept
 
 
 def _validate(program: Program, result: KernelResult, versions: list[tuple[str, Kernel]], block: tuple[int, int],
