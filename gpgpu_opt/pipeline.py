@@ -20,7 +20,8 @@ from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.passes import registered_passes
-from gpgpu_opt.passes.context import MergeRequest, PassContext
+from gpgpu_opt.passes import grid_stride
+from gpgpu_opt.passes.context import Decision, MergeRequest, PassContext
 from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
@@ -183,6 +184,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
     the merge factors asked for with `--merge`; `vector_width`: `--vector-width`. `strict`: a pass's
     internal error raises InternalError instead of rolling the pass back (None: `GPGPU_OPT_STRICT`)."""
     strict = strict_default() if strict is None else strict
+    program, canonical = _grid_stride(program, target, pass_names, diagnostics, assume_restrict)
     results = []
     for kernel in program.kernels:
         block = block_override or default_block(program, kernel)
@@ -196,6 +198,10 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                           launch_covers=launch.covered_parameters(program, kernel),
                           grid_rounds_down=launch.truncating_grids(program, kernel),
                           alignment=base_alignment(kernel, program), vector_width=vector_width)
+        if kernel.name in canonical:
+            ctx.pass_name = grid_stride.PASS_NAME
+            ctx.decisions.append(Decision(ctx.pass_name, "applied", "kernel", canonical[kernel.name].describe(),
+                                          Location.of(kernel.funcdef.decl)))
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
         checker = None
         if self_check:
@@ -209,6 +215,20 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
             _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
         results.append(result)
     return CompileResult(program, target, results, assemble(program, results))
+
+
+def _grid_stride(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
+                 assume_restrict: bool) -> tuple[Program, dict]:
+    """Grid-stride loops canonicalized to one thread per element, their launches re-sized (a form for the
+    passes, like normalize's, so it runs with it): the program re-read from the rewritten text."""
+    if "normalize" not in pass_names:
+        return program, {}
+    from gpgpu_opt.frontend import load_program
+
+    def reload(text: str) -> Program:
+        return load_program(program.path, program.defines, program.include_dirs, Diagnostics(quiet=True),
+                            target=target, text=text)
+    return grid_stride.canonicalize(program, diagnostics, assume_restrict, reload)
 
 
 def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],

@@ -56,11 +56,13 @@ def read_source(path: str) -> str:
 
 
 def load_program(path: str, defines: dict[str, str] | None = None, include_dirs: list[str] | None = None,
-                 diagnostics: Diagnostics | None = None, target: Target | None = None) -> Program:
-    """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a file."""
+                 diagnostics: Diagnostics | None = None, target: Target | None = None,
+                 text: str | None = None) -> Program:
+    """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a file;
+    `text`: the file's text as a pass rewrote it (grid_stride), instead of what is on disk."""
     diagnostics = diagnostics or Diagnostics()
     target = target or get_target(DEFAULT_TARGET)
-    text = read_source(path)
+    text = read_source(path) if text is None else text
     tokens = scanner.tokenize(text)
     bad = next((t for t in tokens if t.kind == "bad"), None)
     if bad is not None:

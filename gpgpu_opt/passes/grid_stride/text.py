@@ -1,0 +1,85 @@
+"""The edits of the user's text that canonicalize a grid-stride loop, so that the kernel keeps its
+formatting, comments and macros: `for (INIT; COND; STEP) BODY` -> `{ INIT; if (COND) BODY }` (the braces keep
+the index's scope as the loop had it), and the declaration of a stride local that only the step read goes.
+The loop is found by its place among the kernel's `for` tokens, which must match the syntax tree's loops
+one to one (a loop made by a macro does not): else nothing is edited."""
+from __future__ import annotations
+
+from pycparser import c_ast
+
+from gpgpu_opt.ast_util import walk
+from gpgpu_opt.frontend import scanner
+from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.passes.grid_stride.loop import GridStride
+
+_STATEMENTS = (c_ast.If, c_ast.For, c_ast.While, c_ast.DoWhile, c_ast.Switch, c_ast.Compound, c_ast.Label)
+
+
+class TextError(Exception):
+    """The kernel's text does not show the loop as the syntax tree does (a macro): the loop is kept."""
+
+
+def canonical_kernel_edits(text: str, kernel: Kernel, found: GridStride) -> list[tuple[int, int, str]]:
+    start, end = kernel.source_span
+    tokens = [t for t in scanner.tokenize(text) if start <= t.start and t.end <= end]
+    fors = [k for k, t in enumerate(tokens) if t.kind == "ident" and t.text == "for"]
+    if len(fors) != sum(isinstance(n, c_ast.For) for n in walk(kernel.body)):
+        raise TextError("a macro in the kernel hides or makes a loop, so its text cannot be edited safely")
+    k = fors[found.ordinal]
+    if k + 1 >= len(tokens) or tokens[k + 1].text != "(":
+        raise TextError("the loop's header is not written out in the kernel's text")
+    close = scanner.matching(tokens, k + 1, "(", ")")
+    semis = _top_level(tokens, k + 2, close, ";")
+    if len(semis) != 2:
+        raise TextError("the loop's header is not written out in the kernel's text")
+    init = text[tokens[k + 1].end:tokens[semis[0]].start].strip()
+    cond = text[tokens[semis[0]].end:tokens[semis[1]].start].strip()
+    body_end = _statement_end(tokens, close + 1, found)
+    edits = [(tokens[k].start, tokens[close].end, f"{{ {init}; if ({cond})"), (body_end, body_end, " }")]
+    if found.stride_local:
+        edits.append(_stride_declaration(text, tokens, k, found.stride_local))
+    return edits
+
+
+def _top_level(tokens, first: int, stop: int, what: str) -> list[int]:
+    depth, found = 0, []
+    for j in range(first, stop):
+        t = tokens[j].text
+        depth += t in "([{" and len(t) == 1
+        depth -= t in ")]}" and len(t) == 1
+        if depth == 0 and t == what:
+            found.append(j)
+    return found
+
+
+def _statement_end(tokens, first: int, found: GridStride) -> int:
+    """Offset just past the loop's body: a block's `}`, or a plain statement's `;`."""
+    if first >= len(tokens):
+        raise TextError("the loop's body is not in the kernel's text")
+    if tokens[first].text == "{":
+        if not isinstance(found.loop.stmt, c_ast.Compound):
+            raise TextError("the loop's body is not written as the syntax tree has it")
+        return tokens[scanner.matching(tokens, first, "{", "}")].end
+    if isinstance(found.loop.stmt, _STATEMENTS):
+        raise TextError("the loop's body is a statement without braces that holds others")
+    semis = _top_level(tokens, first, len(tokens), ";")
+    if not semis:
+        raise TextError("the loop's body has no end in the kernel's text")
+    return tokens[semis[0]].end
+
+
+def _stride_declaration(text: str, tokens, loop_token: int, name: str) -> tuple[int, int, str]:
+    """The edit that deletes `int stride = blockDim.x * gridDim.x;` (its only reader, the step, is gone)."""
+    uses = [j for j, t in enumerate(tokens) if t.kind == "ident" and t.text == name]
+    if len(uses) != 2 or uses[0] > loop_token or tokens[uses[0] + 1].text != "=":
+        raise TextError(f"the stride '{name}' is used or declared other than once each")
+    first = uses[0]
+    while first > 0 and tokens[first - 1].text not in (";", "{", "}"):
+        first -= 1
+    semis = _top_level(tokens, uses[0], loop_token, ";")
+    if not semis or _top_level(tokens, first, semis[0], ","):
+        raise TextError(f"the stride '{name}' is declared with other variables")
+    return tokens[first].start, tokens[semis[0]].end, ""
+
+
+__all__ = ["TextError", "canonical_kernel_edits"]
