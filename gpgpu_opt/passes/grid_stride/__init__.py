@@ -59,11 +59,11 @@ def canonicalize(program: Program, diagnostics: Diagnostics, assume_restrict: bo
         where = Location.of(kernel.funcdef.decl)
         try:
             found = gs.find(kernel.body)
+            launch_edits, resized = _launch_edits(program, kernel, found)
             why = why_dependent(kernel, found, alias_facts(kernel, program, assume_restrict),
                                 program.device_functions)
             if why:
                 raise gs.Declined(f"its iterations may depend on each other: {why}")
-            launch_edits, resized = _launch_edits(program, kernel, found)
             kernel_edits = canonical_kernel_edits(program.text, kernel, found)
         except gs.NotGridStride:
             continue
@@ -106,13 +106,25 @@ def _launch_edits(program: Program, kernel: Kernel, found: gs.GridStride) -> tup
                 raise gs.Declined(f"the launch at line {site.line} computes '{text.strip()}' with side effects, "
                                   "which the re-sized grid would repeat")
         bound = _bound_at_site(found.bound, values)
-        threads = block.strip() if re.fullmatch(r"\s*\d+\s*", block) else f"dim3({block.strip()}).x"
+        threads = _block_x(program, site)
         grid = f"({bound} + {threads} - 1) / {threads}"
         new = "<<<" + ", ".join([grid, *site.config[1:]]) + ">>>"
         old = program.text[site.config_start:site.config_end]
         edits.append((site.config_start, site.config_end, new))
         resized.append(f"line {site.line}: {' '.join(old.split())} -> {new}")
     return edits, resized
+
+
+def _block_x(program: Program, site) -> str:
+    """The block's x at the site: its value where the host code fixes it (`256`, `dim3 threads(128)`), else
+    the expression `dim3(block).x`, which reads it whether the block is a number or a dim3."""
+    from gpgpu_opt.host_expr import HostDeclarations, HostScope
+    from gpgpu_opt.launch import host_text
+
+    shape = HostScope(program.macros, {}, HostDeclarations.at(host_text(program), site.start)).dim3(site.config[1])
+    if shape and isinstance(shape[0], int):
+        return str(shape[0])
+    return f"dim3({site.config[1].strip()}).x"
 
 
 def _only_launches_name_it(program: Program, kernel: Kernel, sites) -> None:
@@ -137,8 +149,27 @@ def _bound_at_site(bound: c_ast.Node, values: dict[str, str]) -> str:
     """The loop's bound written with the launch's arguments for the kernel's parameters."""
     class Printer(CudaGenerator):
         def visit_ID(self, n):
-            return f"({values[n.name].strip()})" if n.name in values else n.name
-    return f"({Printer().visit(bound)})"
+            return _grouped(values[n.name]) if n.name in values else n.name
+    return _grouped(Printer().visit(bound))
+
+
+def _grouped(text: str) -> str:
+    """`text` as one operand: in parentheses unless it is a name or a number."""
+    text = text.strip()
+    return text if re.fullmatch(r"\w+|\(.*\)", text) and _balanced(text) else f"({text})"
+
+
+def _balanced(text: str) -> bool:
+    """For `(a) + (b)`: do the outer parentheses enclose the whole text?"""
+    if not text.startswith("("):
+        return True
+    depth = 0
+    for k, c in enumerate(text):
+        depth += c == "("
+        depth -= c == ")"
+        if depth == 0 and k < len(text) - 1:
+            return False
+    return True
 
 
 def _has_side_effects(text: str) -> bool:

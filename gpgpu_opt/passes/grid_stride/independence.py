@@ -19,6 +19,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.aliasing import AliasFacts
 from gpgpu_opt.analysis.calls import pure_calls
 from gpgpu_opt.ast_util import walk
+from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.grid_stride.loop import GridStride, builtin
 
@@ -129,7 +130,8 @@ def _stores(body: c_ast.Node, var: str, pointers: set[str], declared_inside: set
             continue    # a local array of the iteration
         if isinstance(target, c_ast.ID) and target.name == var:
             return f"the loop's body assigns its index '{var}'"
-        return "the loop's body stores to something other than element i of an array or a local of its own"
+        return f"the loop's body stores to '{CudaGenerator().visit(lvalue)}', not element {var} of an array " \
+               "nor a local of its own"
     return None
 
 
