@@ -1,7 +1,8 @@
 """Grid-stride loops (`for (i = gid; i < n; i += blockDim.x * gridDim.x)`) canonicalized to one thread per
 element, with every launch of the kernel re-sized to cover n; kept, with a note, when the iterations may
-depend on each other or a launch cannot be re-sized. Each canonicalization is emulated: the user's kernel
-under its own (small, fixed) grid against the canonical kernel under the re-sized launch."""
+depend on each other or a launch cannot be re-sized, and when no later pass transforms the canonical form
+(alone it only adds blocks). Each canonicalization is emulated: the user's kernel under its own (small,
+fixed) grid against the canonical kernel under the re-sized launch."""
 from __future__ import annotations
 
 import shutil
@@ -16,7 +17,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch import naive_launch
-from gpgpu_opt.passes import parse_pass_list
+from gpgpu_opt.passes import grid_stride, parse_pass_list
 from gpgpu_opt.pipeline import compile_program
 from gpgpu_opt.targets import get_target
 
@@ -134,6 +135,19 @@ def compile_text(tmp_path: Path, text: str, passes: str | None = None, validate:
     return program, result, diagnostics
 
 
+def canonicalize_text(tmp_path: Path, text: str):
+    """The grid_stride step alone: (the user's program, the canonical one, the notes)."""
+    path = tmp_path / "gs.cu"
+    path.write_text(text)
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(path), diagnostics=diagnostics)
+
+    def reload(new_text: str):
+        return load_program(str(path), diagnostics=Diagnostics(quiet=True), text=new_text)
+    canonical, _ = grid_stride.canonicalize(program, diagnostics, False, reload)
+    return program, canonical, diagnostics
+
+
 def notes(diagnostics: Diagnostics) -> str:
     return "\n".join(n.message for n in diagnostics.notes)
 
@@ -151,12 +165,12 @@ def _arguments(kernel, n: int, rng) -> dict:
     return args
 
 
-def emulate_both(original_program, result, n: int, grid: int, block: int):
+def emulate_both(original_program, canonical_program, n: int, grid: int, block: int):
     """The user's kernel under a grid of `grid` blocks (fewer threads than n: each runs several iterations)
     against the canonical kernel under the launch the rewritten site makes at this n. Returns both outputs."""
     naive = original_program.kernels[0]
-    canonical = result.program.kernels[0]
-    launch = naive_launch(result.program, canonical, {p.name: n for p in canonical.scalars
+    canonical = canonical_program.kernels[0]
+    launch = naive_launch(canonical_program, canonical, {p.name: n for p in canonical.scalars
                                                        if p.base_type != "float"})
     assert launch is not None and launch.block[0] == block
     assert launch.grid[0] * launch.block[0] >= n > grid * block
@@ -169,31 +183,45 @@ def emulate_both(original_program, result, n: int, grid: int, block: int):
     return outputs
 
 
-def test_saxpy_is_canonicalized_and_its_fixed_grid_resized(tmp_path):
+def test_saxpy_is_canonicalized_widened_and_its_fixed_grid_resized(tmp_path):
     original, result, diagnostics = compile_text(tmp_path, program_text(SAXPY, SAXPY_LAUNCH))
     k = result.kernels[0]
     text = kernel_source(k.naive.funcdef)
     assert "gridDim" not in text and "for" not in text and "if (i < n)" in text
-    assert "k<<<(n + 256 - 1) / 256, 256>>>(n, 2.0f, x, y);" in result.output
+    assert "k<<<k_grid((n + 256 - 1) / 256, 256), k_block((n + 256 - 1) / 256, 256)>>>(n, 2.0f, x, y);" \
+        in result.output
     said = notes(diagnostics)
     assert "launch re-sized so the grid covers the loop's range: line" in said
     assert "<<<32 * numSMs, 256>>> -> <<<(n + 256 - 1) / 256, 256>>>" in said
     decision = next(d for d in k.context.decisions if d.pass_name == "grid_stride")
     assert decision.action == "applied" and "re-sized" in decision.reason
+    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.decisions)
     assert k.validation is not None and k.validation.status == "passed"
-    before, after = emulate_both(original, result, n=3000, grid=4, block=256)
+    before, after = emulate_both(original, result.program, n=3000, grid=4, block=256)
     np.testing.assert_array_equal(before["y"], after["y"])
+
+
+def test_a_canonical_form_no_pass_builds_on_is_not_kept(tmp_path):
+    # A copy through a second local is not widened: one thread per element alone only adds blocks (1-3 %
+    # slower than 32 blocks per SM on an H100), so the loop and the launch stay as the user wrote them.
+    kernel, launch = SPELLINGS["stride_local_size_t"]
+    text = program_text(kernel, launch)
+    _, result, diagnostics = compile_text(tmp_path, text)
+    assert "no other pass transformed its one-thread-per-element form" in notes(diagnostics)
+    assert "grid-stride loop canonicalized" not in notes(diagnostics)
+    assert "k<<<1024, 128>>>(y, x, (size_t)n);" in result.output and "i += stride" in result.output
+    assert not any(d.pass_name == "grid_stride" for d in result.kernels[0].context.decisions)
 
 
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_spellings_of_the_idiom_are_canonicalized_and_compute_the_same(tmp_path, name):
     kernel, launch = SPELLINGS[name]
-    original, result, diagnostics = compile_text(tmp_path, program_text(kernel, launch), passes="restrict,normalize")
+    original, canonical, diagnostics = canonicalize_text(tmp_path, program_text(kernel, launch))
     assert "grid-stride loop canonicalized" in notes(diagnostics), notes(diagnostics)
-    text = kernel_source(result.program.kernels[0].funcdef)
+    text = kernel_source(canonical.kernels[0].funcdef)
     assert "gridDim" not in text and "for" not in text, text
     block = 128 if "128" in launch else 256
-    before, after = emulate_both(original, result, n=2 * 20 * block + 77, grid=20 if "blocks(20)" in launch else 3,
+    before, after = emulate_both(original, canonical, n=2 * 20 * block + 77, grid=20 if "blocks(20)" in launch else 3,
                                  block=block)
     for name_, value in before.items():
         if isinstance(value, np.ndarray):
@@ -203,12 +231,11 @@ def test_spellings_of_the_idiom_are_canonicalized_and_compute_the_same(tmp_path,
 @pytest.mark.parametrize("name", sorted(KEPT))
 def test_loops_that_cannot_be_canonicalized_are_kept_with_a_note(tmp_path, name):
     kernel, launch, why = KEPT[name]
-    _, result, diagnostics = compile_text(tmp_path, program_text(kernel, launch), passes="restrict,normalize",
-                                          validate=False)
+    _, canonical, diagnostics = canonicalize_text(tmp_path, program_text(kernel, launch))
     said = notes(diagnostics)
     assert "grid-stride loop kept" in said and why in said, said
-    assert "gridDim.x" in kernel_source(result.program.kernels[0].funcdef)
-    assert launch.split("k<<<")[1].split(">>>")[0] in result.output   # the launch as written
+    assert "gridDim.x" in kernel_source(canonical.kernels[0].funcdef)
+    assert launch.split("k<<<")[1].split(">>>")[0] in canonical.text   # the launch as written
 
 
 def test_a_kernel_the_file_does_not_launch_keeps_its_loop(tmp_path):
@@ -223,9 +250,9 @@ def test_a_kernel_the_file_does_not_launch_keeps_its_loop(tmp_path):
 
 def test_every_launch_site_is_resized(tmp_path):
     launch = "k<<<8, 256>>>(n, 2.0f, x, y);\n    k<<<numSMs, 256>>>(n / 2, 3.0f, y, x);"
-    _, result, _ = compile_text(tmp_path, program_text(SAXPY, launch), passes="restrict,normalize")
-    assert "k<<<(n + 256 - 1) / 256, 256>>>(n, 2.0f, x, y);" in result.output
-    assert "k<<<((n / 2) + 256 - 1) / 256, 256>>>(n / 2, 3.0f, y, x);" in result.output
+    _, canonical, _ = canonicalize_text(tmp_path, program_text(SAXPY, launch))
+    assert "k<<<(n + 256 - 1) / 256, 256>>>(n, 2.0f, x, y);" in canonical.text
+    assert "k<<<((n / 2) + 256 - 1) / 256, 256>>>(n / 2, 3.0f, y, x);" in canonical.text
 
 
 OCCUPANCY = ("int bs, gs;\n    cudaOccupancyMaxPotentialBlockSize(&gs, &bs, k);\n"
@@ -235,9 +262,9 @@ OCCUPANCY = ("int bs, gs;\n    cudaOccupancyMaxPotentialBlockSize(&gs, &bs, k);\
 def test_a_block_the_host_computes_is_read_at_the_launch(tmp_path):
     # An occupancy query names the kernel without launching it; the block it picks is only known at run time.
     kernel = SAXPY.replace("const float *x, float *y", "const float *__restrict__ x, float *__restrict__ y")
-    _, result, diagnostics = compile_text(tmp_path, program_text(kernel, OCCUPANCY), passes="restrict,normalize")
+    _, canonical, diagnostics = canonicalize_text(tmp_path, program_text(kernel, OCCUPANCY))
     assert "grid-stride loop canonicalized" in notes(diagnostics), notes(diagnostics)
-    assert "k<<<(n + dim3(bs).x - 1) / dim3(bs).x, bs>>>(n, 2.0f, x, y);" in result.output
+    assert "k<<<(n + dim3(bs).x - 1) / dim3(bs).x, bs>>>(n, 2.0f, x, y);" in canonical.text
 
 
 def test_passes_none_leaves_the_loop(tmp_path):
@@ -252,9 +279,11 @@ def test_the_canonicalized_program_builds(tmp_path):
         SPELLINGS["dim3_block_and_members"][0].replace("void k(", "void k3(")
     launch = OCCUPANCY + "\n    k2<<<1024, 128>>>(y, x, (size_t)n);\n    " + \
         SPELLINGS["dim3_block_and_members"][1].replace("k<<<", "k3<<<")
-    _, result, diagnostics = compile_text(tmp_path, program_text(kernels, launch))
+    _, canonical, diagnostics = canonicalize_text(tmp_path, program_text(kernels, launch))
     assert notes(diagnostics).count("grid-stride loop canonicalized") == 3
-    out = tmp_path / "out.cu"
-    out.write_text(result.output)
-    subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "a.out"), str(out)], check=True,
-                   capture_output=True)
+    _, result, _ = compile_text(tmp_path, program_text(kernels, launch))   # the whole pipeline
+    assert "k_grid((n + dim3(bs).x - 1) / dim3(bs).x, bs)" in result.output
+    for name, text in (("canonical.cu", canonical.text), ("out.cu", result.output)):
+        (tmp_path / name).write_text(text)
+        subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "a.out"), str(tmp_path / name)], check=True,
+                       capture_output=True)

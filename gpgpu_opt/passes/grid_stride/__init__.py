@@ -50,13 +50,19 @@ class Canonicalized:
 
 
 def canonicalize(program: Program, diagnostics: Diagnostics, assume_restrict: bool,
-                 reload) -> tuple[Program, dict[str, Canonicalized]]:
+                 reload, keep: frozenset[str] = frozenset()) -> tuple[Program, dict[str, Canonicalized]]:
     """The program with its grid-stride kernels canonicalized (re-read with `reload(text)`), and by kernel
-    what was done. Kernels that are not are noted and left as written."""
+    what was done. Kernels that are not are noted and left as written; so are those in `keep`, whose
+    canonical form no other pass transformed (one thread per element alone only adds blocks)."""
     edits: list[tuple[int, int, str]] = []
     done: dict[str, Canonicalized] = {}
     for kernel in program.kernels:
         where = Location.of(kernel.funcdef.decl)
+        if kernel.name in keep:
+            diagnostics.note(f"{PASS_NAME}: {kernel.name}: grid-stride loop kept: no other pass transformed its "
+                             "one-thread-per-element form, which alone is no faster than the loop; the loop and "
+                             "its launch stay as written", where, kernel=kernel.name, pass_name=PASS_NAME)
+            continue
         try:
             found = gs.find(kernel.body)
             launch_edits, resized = _launch_edits(program, kernel, found)

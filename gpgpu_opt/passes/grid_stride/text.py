@@ -1,6 +1,6 @@
 """The edits of the user's text that canonicalize a grid-stride loop, so that the kernel keeps its
-formatting, comments and macros: `for (INIT; COND; STEP) BODY` -> `{ INIT; if (COND) BODY }` (the braces keep
-the index's scope as the loop had it), and the declaration of a stride local that only the step read goes.
+formatting, comments and macros: `for (INIT; COND; STEP) BODY` -> `INIT; if (COND) BODY` (the loop ends
+the kernel; `{ INIT; if (COND) BODY }` where its index shadows a local of the same name), and the declaration of a stride local that only the step read goes.
 The loop is found by its place among the kernel's `for` tokens, which must match the syntax tree's loops
 one to one (a loop made by a macro does not): else nothing is edited."""
 from __future__ import annotations
@@ -35,10 +35,24 @@ def canonical_kernel_edits(text: str, kernel: Kernel, found: GridStride) -> list
     init = text[tokens[k + 1].end:tokens[semis[0]].start].strip()
     cond = text[tokens[semis[0]].end:tokens[semis[1]].start].strip()
     body_end = _statement_end(tokens, close + 1, found)
-    edits = [(tokens[k].start, tokens[close].end, f"{{ {init}; if ({cond})"), (body_end, body_end, " }")]
+    if _declared_before(kernel, found):
+        # The loop's index shadows a local of the same name: braces keep the two apart, as the loop's scope did.
+        edits = [(tokens[k].start, tokens[close].end, f"{{ {init}; if ({cond})"), (body_end, body_end, " }")]
+    else:
+        # The loop ends the kernel, so its index may live to the end: the plain form the passes read.
+        edits = [(tokens[k].start, tokens[close].end, f"{init + ';' if init else ''}\n    if ({cond})")]
     if found.stride_local:
         edits.append(_stride_declaration(text, tokens, k, found.stride_local))
     return edits
+
+
+def _declared_before(kernel: Kernel, found: GridStride) -> bool:
+    """Does the loop's header declare a name that the kernel's preamble declares too?"""
+    if not isinstance(found.loop.init, c_ast.DeclList):
+        return False
+    names = {d.name for d in found.loop.init.decls}
+    return any(isinstance(n, c_ast.Decl) and n.name in names for n in kernel.body.block_items or []
+               if n is not found.loop)
 
 
 def _top_level(tokens, first: int, stop: int, what: str) -> list[int]:
