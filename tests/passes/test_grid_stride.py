@@ -267,6 +267,16 @@ def test_a_block_the_host_computes_is_read_at_the_launch(tmp_path):
     assert "k<<<(n + dim3(bs).x - 1) / dim3(bs).x, bs>>>(n, 2.0f, x, y);" in canonical.text
 
 
+def test_a_prototype_a_comment_and_a_cast_in_a_query_are_not_launches(tmp_path):
+    kernel = SAXPY.replace("const float *x, float *y", "const float *__restrict__ x, float *__restrict__ y")
+    text = program_text(kernel, "// k runs saxpy on x and y\n    int bs, gs;\n    checkCudaErrors("
+                                "cudaOccupancyMaxPotentialBlockSize(&gs, &bs, (void *)k));\n    k<<<gs, bs>>>(n, 2.0f, x, y);")
+    text = text.replace("#include <cuda_runtime.h>\n", "#include <cuda_runtime.h>\n#define checkCudaErrors(e) (e)\n"
+                        "static __global__ void k(int, float, const float *, float *);\n")
+    _, canonical, diagnostics = canonicalize_text(tmp_path, text)
+    assert "grid-stride loop canonicalized" in notes(diagnostics), notes(diagnostics)
+
+
 def test_passes_none_leaves_the_loop(tmp_path):
     _, result, diagnostics = compile_text(tmp_path, program_text(SAXPY, SAXPY_LAUNCH), passes="none")
     assert "blockDim.x * gridDim.x" in result.output and "32 * numSMs" in result.output

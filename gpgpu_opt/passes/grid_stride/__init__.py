@@ -33,8 +33,8 @@ from gpgpu_opt.passes.grid_stride.text import TextError, canonical_kernel_edits
 PASS_NAME = "grid_stride"
 
 #: Host calls that name a kernel without launching it: its occupancy or attributes, not its grid.
-_NAMING_CALLS = re.compile(r"\b(?:cudaOccupancy\w*|cudaFuncSetCacheConfig|cudaFuncGetAttributes|cudaFuncSetAttribute)"
-                           r"\s*\(")
+_NAMING_CALLS = re.compile(r"(?:cudaOccupancy\w*|cudaFuncSetCacheConfig|cudaFuncGetAttributes|cudaFuncSetAttribute)"
+                           r"\(")
 
 
 @dataclass
@@ -135,20 +135,44 @@ def _block_x(program: Program, site) -> str:
 
 def _only_launches_name_it(program: Program, kernel: Kernel, sites) -> None:
     """A kernel named in host code other than at its launches (a function pointer, cudaLaunchKernel) may be
-    launched where the grid is not re-sized: then the loop stays. Occupancy and attribute queries are fine."""
+    launched where the grid is not re-sized: then the loop stays. Its declarations (`__global__ void k(...);`)
+    and occupancy and attribute queries (`cudaOccupancyMaxPotentialBlockSize(&g, &b, k)`) are fine."""
     from gpgpu_opt.launch import host_text
 
-    host = host_text(program)
+    tokens = scanner.tokenize(host_text(program))   # comments and strings are not names
     at_sites = {s.start for s in sites}
-    for m in re.finditer(rf"\b{re.escape(kernel.name)}\b", host):
-        if m.start() in at_sites:
+    for k, token in enumerate(tokens):
+        if token.kind != "ident" or token.text != kernel.name or token.start in at_sites:
             continue
-        line_start = host.rfind("\n", 0, m.start()) + 1
-        if _NAMING_CALLS.search(host[line_start:m.start()]):
+        if _in_declaration(tokens, k) or _in_query(tokens, k):
             continue
-        line = host.count("\n", 0, m.start()) + 1
-        raise gs.Declined(f"line {line} names the kernel outside a launch (it may be launched there with a grid "
-                          "this pass cannot re-size)")
+        raise gs.Declined(f"line {token.line} names the kernel outside a launch (it may be launched there with a "
+                          "grid this pass cannot re-size)")
+
+
+def _statement_start(tokens, k: int) -> int:
+    while k > 0 and tokens[k - 1].text not in (";", "{", "}") and tokens[k - 1].kind != "pp":
+        k -= 1
+    return k
+
+
+def _in_declaration(tokens, k: int) -> bool:
+    """`[static] __global__ void k(...)`: a prototype (the definition is not host text)."""
+    return any(t.text == "__global__" for t in tokens[_statement_start(tokens, k):k]) \
+        and k + 1 < len(tokens) and tokens[k + 1].text == "("
+
+
+def _in_query(tokens, k: int) -> bool:
+    """An argument of a call that asks about the kernel without launching it."""
+    depth = 0
+    for j in range(k - 1, _statement_start(tokens, k) - 1, -1):
+        t = tokens[j].text
+        depth += t == ")"
+        if t == "(":
+            if depth == 0:
+                return j > 0 and bool(_NAMING_CALLS.fullmatch(tokens[j - 1].text + "("))
+            depth -= 1
+    return False
 
 
 def _bound_at_site(bound: c_ast.Node, values: dict[str, str]) -> str:
