@@ -83,6 +83,17 @@ __global__ void k(float4 *dst, const float4 *src, int n)
     }
 }
 """, "dim3 threads(128); dim3 blocks(20); k<<<blocks, threads>>>((float4 *)y, (const float4 *)x, n);"),
+    "members_named_like_pointers": ("""
+__global__ void k(const float a, const float4 *x, const float4 *y, float4 *z, const size_t n)
+{
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float4 x4 = x[i];
+        const float4 y4 = y[i];
+        z[i] = make_float4(a * x4.x + y4.x, a * x4.y + y4.y, a * x4.z + y4.z, a * x4.w + y4.w);
+    }
+}
+""", "float *z; cudaMalloc(&z, n * sizeof(float));\n"
+     "    k<<<2 * numSMs, 256>>>(2.0f, (const float4 *)x, (const float4 *)y, (float4 *)z, (size_t)n);"),
 }
 
 #: Loops whose iterations may depend on each other, or whose launch cannot be re-sized: kept, and why.

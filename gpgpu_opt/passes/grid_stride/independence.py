@@ -90,6 +90,7 @@ def _builtins_only_in_header(kernel: Kernel, found: GridStride) -> str | None:
 
 def _pointers_only_subscripted(body: c_ast.Node, pointers: set[str]) -> str | None:
     bases = {id(n.name) for n in walk(body) if isinstance(n, c_ast.ArrayRef)}
+    bases |= {id(n.field) for n in walk(body) if isinstance(n, c_ast.StructRef)}  # `v.x` names a member
     for n in walk(body):
         if isinstance(n, c_ast.ID) and n.name in pointers and id(n) not in bases:
             return f"the loop's body uses the pointer '{n.name}' other than as '{n.name}[...]'"
