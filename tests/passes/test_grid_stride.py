@@ -278,6 +278,19 @@ def test_a_block_the_host_computes_is_read_at_the_launch(tmp_path):
     assert "k<<<(n + dim3(bs).x - 1) / dim3(bs).x, bs>>>(n, 2.0f, x, y);" in canonical.text
 
 
+def test_a_64_bit_index_starts_at_a_64_bit_global_index(tmp_path):
+    # Past 2^32 elements the 32-bit blockIdx.x * blockDim.x would wrap in the canonical kernel; the loop's
+    # `i += stride` in size_t did not.
+    kernel, launch = SPELLINGS["stride_local_size_t"]
+    _, canonical, _ = canonicalize_text(tmp_path, program_text(kernel, launch))
+    text = canonical.text[canonical.text.index("__global__"):canonical.text.index("int main")]
+    assert "size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;" in text, text
+    assert "stride" not in text
+    kernel, launch = SPELLINGS["declared_before_unsigned"]
+    _, canonical, _ = canonicalize_text(tmp_path, program_text(kernel.replace("unsigned int", "size_t"), launch))
+    assert "idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n    if (idx < n)" in canonical.text
+
+
 def test_a_prototype_a_comment_and_a_cast_in_a_query_are_not_launches(tmp_path):
     kernel = SAXPY.replace("const float *x, float *y", "const float *__restrict__ x, float *__restrict__ y")
     text = program_text(kernel, "// k runs saxpy on x and y\n    int bs, gs;\n    checkCudaErrors("

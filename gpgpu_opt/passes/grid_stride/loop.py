@@ -15,7 +15,11 @@ from pycparser import c_ast
 
 from gpgpu_opt.ast_util import walk
 
-INTEGER_TYPES = {"int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "unsigned long long",
+#: Index types wider than the 32-bit `blockIdx.x * blockDim.x + threadIdx.x`: past 2^32 elements the canonical
+#: index must be computed in the index's type, as the loop's `i += stride` did.
+WIDE_TYPES = {"size_t", "long", "unsigned long", "long long", "unsigned long long", "int64_t", "uint64_t",
+              "long int", "unsigned long int", "ptrdiff_t"}
+INTEGER_TYPES = {"ptrdiff_t", "int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "unsigned long long",
                  "size_t", "uint", "uint32_t", "int64_t", "uint64_t", "long int", "unsigned long int"}
 
 
@@ -35,6 +39,11 @@ class GridStride:
     ordinal: int                # the loop is the kernel's ordinal-th `for` in source order
     locals_used: set[str]       # locals of the preamble the loop's header names (the start, the stride)
     stride_local: str | None    # a local holding blockDim.x * gridDim.x, deleted with the loop's header
+    index_type: str = "int"     # the index's type as written
+
+    @property
+    def wide(self) -> bool:
+        return self.index_type in WIDE_TYPES
 
 
 def builtin(n: c_ast.Node) -> tuple[str, str] | None:
@@ -99,7 +108,7 @@ def find(body: c_ast.Compound) -> GridStride:
         if decl is None:
             raise Declined("before the grid-stride loop the kernel does more than declare scalars")
         decls[decl.name] = decl
-    var, start = _index(loop, decls)
+    var, start, index_type = _index(loop, decls)
     if not (isinstance(loop.cond, c_ast.BinaryOp) and loop.cond.op == "<" and isinstance(loop.cond.left, c_ast.ID)
             and loop.cond.left.name == var):
         raise Declined(f"the grid-stride loop's condition is not '{var} < n'")
@@ -108,7 +117,7 @@ def find(body: c_ast.Compound) -> GridStride:
         raise Declined(f"the grid-stride loop's '{var}' does not start at blockIdx.x * blockDim.x + threadIdx.x")
     used = {n.name for n in walk(loop.init) if isinstance(n, c_ast.ID)} if loop.init is not None else set()
     used |= {step_local} if step_local else set()
-    return GridStride(loop, var, loop.cond.right, fors.index(loop), used & set(decls), step_local)
+    return GridStride(loop, var, loop.cond.right, fors.index(loop), used & set(decls), step_local, index_type)
 
 
 def _locals(items: list) -> dict[str, c_ast.Decl]:
@@ -136,7 +145,7 @@ def _stride_of(step: c_ast.Node) -> c_ast.Node | None:
     return None
 
 
-def _index(loop: c_ast.For, decls: dict) -> tuple[str, c_ast.Node]:
+def _index(loop: c_ast.For, decls: dict) -> tuple[str, c_ast.Node, str]:
     """The loop's index and the expression it starts at (a local's initializer followed through)."""
     init = loop.init
     if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and _scalar_decl(init.decls[0]):
@@ -157,7 +166,7 @@ def _index(loop: c_ast.For, decls: dict) -> tuple[str, c_ast.Node]:
         start = decls[start.name].init
         if isinstance(start, c_ast.Cast):
             start = start.expr
-    return var, start
+    return var, start, kind
 
 
 def _step(step: c_ast.Node, var: str, decls: dict) -> str | None:

@@ -32,7 +32,7 @@ def canonical_kernel_edits(text: str, kernel: Kernel, found: GridStride) -> list
     semis = _top_level(tokens, k + 2, close, ";")
     if len(semis) != 2:
         raise TextError("the loop's header is not written out in the kernel's text")
-    init = text[tokens[k + 1].end:tokens[semis[0]].start].strip()
+    init = _init(text[tokens[k + 1].end:tokens[semis[0]].start].strip(), found)
     cond = text[tokens[semis[0]].end:tokens[semis[1]].start].strip()
     body_end = _statement_end(tokens, close + 1, found)
     if _declared_before(kernel, found):
@@ -44,6 +44,17 @@ def canonical_kernel_edits(text: str, kernel: Kernel, found: GridStride) -> list
     if found.stride_local:
         edits.append(_stride_declaration(text, tokens, k, found.stride_local))
     return edits
+
+
+def _init(written: str, found: GridStride) -> str:
+    """The canonical index's initialization. A 64-bit index (`size_t i`) starts at the global index computed
+    in its own type: with one thread per element the grid may pass 2^32 threads, where the 32-bit
+    `blockIdx.x * blockDim.x` the loop started from would wrap (the loop's `i += stride` did not)."""
+    if not found.wide:
+        return written
+    start = f"({found.index_type})blockIdx.x * blockDim.x + threadIdx.x"
+    return f"{found.index_type} {found.var} = {start}" if isinstance(found.loop.init, c_ast.DeclList) \
+        else f"{found.var} = {start}"
 
 
 def _declared_before(kernel: Kernel, found: GridStride) -> bool:
