@@ -161,6 +161,17 @@ def test_a_transformed_plane_kernel_matches_the_naive_one_on_a_3d_launch(tmp_pat
     assert res.elements == 70 * 19 * 3
 
 
+def test_a_deep_grid_counts_its_planes_in_the_work_of_the_check(tmp_path):
+    # 256 x 256 threads per plane is within the check's budget, 128 planes of them are not: the check samples
+    # the blocks at two corners instead of emulating 8M threads.
+    text = PLANES.replace("int nx, int ny, int nz", "int unused").replace("nx, ny, nz);", "0);")
+    text = "#define nx 256\n#define ny 256\n#define nz 128\n" + text.replace("int nx = 512, ny = 512, nz = 64;", "")
+    result, _ = compile_text(tmp_path, text)
+    k = result.kernels[0]
+    assert k.validation is not None and k.validation.status == "passed", k.validation
+    assert "in the blocks at two corners of the thread space" in k.validation.detail
+
+
 def test_a_device_helper_reading_z_keeps_the_passes_off(tmp_path):
     text = PLANES.replace("__global__ void scale_planes", "__device__ int plane() { return blockIdx.z; }\n"
                           "__global__ void scale_planes").replace("int z = blockIdx.z;", "int z = plane();")
