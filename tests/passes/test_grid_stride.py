@@ -126,6 +126,24 @@ __global__ void k(const float *x, float *y, int n)
                          "names the kernel outside a launch"),
 
     "side_effect_in_launch": (SAXPY, "k<<<64, 256>>>(n++, 2.0f, x, y);", "with side effects"),
+    "two_d_stride": ("""
+__global__ void k(int n, float a, const float *x, float *y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = blockIdx.y * blockDim.y + threadIdx.y; j < n; j += blockDim.y * gridDim.y)
+        if (i < n) y[j * n + i] = a * x[j * n + i];
+}
+""", SAXPY_LAUNCH, "strides by the grid other than"),
+    "while_loop": ("""
+__global__ void k(int n, float a, const float *x, float *y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    while (i < n) {
+        y[i] = a * x[i];
+        i += blockDim.x * gridDim.x;
+    }
+}
+""", SAXPY_LAUNCH, "a while loop that strides by the grid"),
     "accumulator_outside": (SAXPY.replace("{\n    for", "{\n    float t = 0.0f;\n    for")
                             .replace("y[i] = a * x[i] + y[i];", "t = t + x[i]; y[i] = t;"), SAXPY_LAUNCH,
                             "stores to 't', not element i of an array nor a local of its own"),
@@ -245,7 +263,7 @@ def test_loops_that_cannot_be_canonicalized_are_kept_with_a_note(tmp_path, name)
     _, canonical, diagnostics = canonicalize_text(tmp_path, program_text(kernel, launch))
     said = notes(diagnostics)
     assert "grid-stride loop kept" in said and why in said, said
-    assert "gridDim.x" in kernel_source(canonical.kernels[0].funcdef)
+    assert "gridDim." in kernel_source(canonical.kernels[0].funcdef)
     assert launch.split("k<<<")[1].split(">>>")[0] in canonical.text   # the launch as written
 
 

@@ -96,6 +96,7 @@ def find(body: c_ast.Compound) -> GridStride:
     fors = [n for n in walk(body) if isinstance(n, c_ast.For)]
     steps = [f for f in fors if f.next is not None and _strides_by_grid(f.next, _locals(items))]
     if not steps:
+        _other_strides(body)
         raise NotGridStride()
     loop = steps[0]
     if not items or items[-1] is not loop:
@@ -118,6 +119,18 @@ def find(body: c_ast.Compound) -> GridStride:
     used = {n.name for n in walk(loop.init) if isinstance(n, c_ast.ID)} if loop.init is not None else set()
     used |= {step_local} if step_local else set()
     return GridStride(loop, var, loop.cond.right, fors.index(loop), used & set(decls), step_local, index_type)
+
+
+def _other_strides(body: c_ast.Compound) -> None:
+    """Loops that stride by the grid in another way (in y, by whole blocks, a while loop) are kept: a note."""
+    for n in walk(body):
+        if isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile)):
+            advance = n.next if isinstance(n, c_ast.For) else n.stmt
+            if advance is not None and any(builtin(m) and builtin(m)[0] == "gridDim" for m in walk(advance)):
+                kind = "while loop" if not isinstance(n, c_ast.For) else "loop"
+                raise Declined(f"a {kind} that strides by the grid other than `for (i = blockIdx.x * blockDim.x + "
+                               "threadIdx.x; i < n; i += blockDim.x * gridDim.x)` (in y, by whole blocks, or "
+                               "advanced in its body) is not canonicalized")
 
 
 def _locals(items: list) -> dict[str, c_ast.Decl]:
