@@ -231,14 +231,15 @@ def test_saxpy_is_canonicalized_widened_and_its_fixed_grid_resized(tmp_path):
 
 
 def test_a_canonical_form_no_pass_builds_on_is_not_kept(tmp_path):
-    # A copy through a second local is not widened: one thread per element alone only adds blocks (1-3 %
-    # slower than 32 blocks per SM on an H100), so the loop and the launch stay as the user wrote them.
-    kernel, launch = SPELLINGS["stride_local_size_t"]
+    # A body with a branch is not widened: one thread per element alone only adds blocks (1-3 % slower
+    # than 32 blocks per SM on an H100), so the loop and the launch stay as the user wrote them.
+    kernel, launch = SPELLINGS["declared_before_unsigned"]
     text = program_text(kernel, launch)
     _, result, diagnostics = compile_text(tmp_path, text)
     assert "no other pass transformed its one-thread-per-element form" in notes(diagnostics)
     assert "grid-stride loop canonicalized" not in notes(diagnostics)
-    assert "k<<<1024, 128>>>(y, x, (size_t)n);" in result.output and "i += stride" in result.output
+    assert "k<<<64, 256>>>(y, x, n);" in result.output
+    assert "idx = idx + blockDim.x * gridDim.x" in result.output
     assert not any(d.pass_name == "grid_stride" for d in result.kernels[0].context.decisions)
 
 
@@ -296,6 +297,18 @@ def test_a_block_the_host_computes_is_read_at_the_launch(tmp_path):
     assert "k<<<(n + dim3(bs).x - 1) / dim3(bs).x, bs>>>(n, 2.0f, x, y);" in canonical.text
 
 
+def test_a_copy_through_a_thread_index_local_is_canonicalized_and_widened(tmp_path):
+    # `int tid = ...; for (int i = tid; ...)`: i starts at the global index itself and tid's declaration goes,
+    # so the widening pass sees the one-thread-per-element form it reads.
+    kernel = SPELLINGS["stride_local_size_t"][0].replace("size_t", "int")
+    _, result, diagnostics = compile_text(tmp_path, program_text(kernel, "k<<<1024, 128>>>(y, x, n);"))
+    k = result.kernels[0]
+    assert "int i = blockIdx.x * blockDim.x + threadIdx.x;" in result.program.text
+    assert "tid" not in result.program.text and "stride" not in result.program.text
+    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.decisions), notes(diagnostics)
+    assert k.validation is not None and k.validation.status == "passed"
+
+
 def test_a_64_bit_index_starts_at_a_64_bit_global_index(tmp_path):
     # Past 2^32 elements the 32-bit blockIdx.x * blockDim.x would wrap in the canonical kernel; the loop's
     # `i += stride` in size_t did not.
@@ -303,7 +316,7 @@ def test_a_64_bit_index_starts_at_a_64_bit_global_index(tmp_path):
     _, canonical, _ = canonicalize_text(tmp_path, program_text(kernel, launch))
     text = canonical.text[canonical.text.index("__global__"):canonical.text.index("int main")]
     assert "size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;" in text, text
-    assert "stride" not in text
+    assert "stride" not in text and "tid" not in text
     kernel, launch = SPELLINGS["declared_before_unsigned"]
     _, canonical, _ = canonicalize_text(tmp_path, program_text(kernel.replace("unsigned int", "size_t"), launch))
     assert "idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n    if (idx < n)" in canonical.text

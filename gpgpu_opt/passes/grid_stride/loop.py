@@ -40,6 +40,7 @@ class GridStride:
     locals_used: set[str]       # locals of the preamble the loop's header names (the start, the stride)
     stride_local: str | None    # a local holding blockDim.x * gridDim.x, deleted with the loop's header
     index_type: str = "int"     # the index's type as written
+    start_local: str | None = None  # `for (int i = tid; ...)`: the local holding the global index
 
     @property
     def wide(self) -> bool:
@@ -118,7 +119,11 @@ def find(body: c_ast.Compound) -> GridStride:
         raise Declined(f"the grid-stride loop's '{var}' does not start at blockIdx.x * blockDim.x + threadIdx.x")
     used = {n.name for n in walk(loop.init) if isinstance(n, c_ast.ID)} if loop.init is not None else set()
     used |= {step_local} if step_local else set()
-    return GridStride(loop, var, loop.cond.right, fors.index(loop), used & set(decls), step_local, index_type)
+    init = loop.init.decls[0].init if isinstance(loop.init, c_ast.DeclList) else None
+    init = init.expr if isinstance(init, c_ast.Cast) else init
+    start_local = init.name if isinstance(init, c_ast.ID) and init.name in decls else None
+    return GridStride(loop, var, loop.cond.right, fors.index(loop), used & set(decls), step_local, index_type,
+                      start_local)
 
 
 def _other_strides(body: c_ast.Compound) -> None:

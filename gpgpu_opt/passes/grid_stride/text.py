@@ -33,6 +33,11 @@ def canonical_kernel_edits(text: str, kernel: Kernel, found: GridStride) -> list
     if len(semis) != 2:
         raise TextError("the loop's header is not written out in the kernel's text")
     init = _init(text[tokens[k + 1].end:tokens[semis[0]].start].strip(), found)
+    start_local = found.start_local if found.start_local and _uses(tokens, found.start_local) == 2 else None
+    if start_local and not found.wide:
+        # `int i = tid;` with tid read nowhere else: i starts at the global index itself, the form the passes
+        # read (a second local of the thread's index hides the index from them), and tid's declaration goes.
+        init = f"{found.index_type} {found.var} = blockIdx.x * blockDim.x + threadIdx.x"
     cond = text[tokens[semis[0]].end:tokens[semis[1]].start].strip()
     body_end = _statement_end(tokens, close + 1, found)
     if _declared_before(kernel, found):
@@ -41,9 +46,14 @@ def canonical_kernel_edits(text: str, kernel: Kernel, found: GridStride) -> list
     else:
         # The loop ends the kernel, so its index may live to the end: the plain form the passes read.
         edits = [(tokens[k].start, tokens[close].end, f"{init + ';' if init else ''}\n    if ({cond})")]
-    if found.stride_local:
-        edits.append(_stride_declaration(text, tokens, k, found.stride_local))
+    for local in (found.stride_local, start_local if isinstance(found.loop.init, c_ast.DeclList) else None):
+        if local:
+            edits.append(_declaration(tokens, k, local))
     return edits
+
+
+def _uses(tokens, name: str) -> int:
+    return sum(t.kind == "ident" and t.text == name for t in tokens)
 
 
 def _init(written: str, found: GridStride) -> str:
@@ -93,17 +103,18 @@ def _statement_end(tokens, first: int, found: GridStride) -> int:
     return tokens[semis[0]].end
 
 
-def _stride_declaration(text: str, tokens, loop_token: int, name: str) -> tuple[int, int, str]:
-    """The edit that deletes `int stride = blockDim.x * gridDim.x;` (its only reader, the step, is gone)."""
+def _declaration(tokens, loop_token: int, name: str) -> tuple[int, int, str]:
+    """The edit that deletes `int stride = blockDim.x * gridDim.x;` (its only reader, the step, is gone), or
+    the local `tid` the index started from (the index starts at the global index itself now)."""
     uses = [j for j, t in enumerate(tokens) if t.kind == "ident" and t.text == name]
     if len(uses) != 2 or uses[0] > loop_token or tokens[uses[0] + 1].text != "=":
-        raise TextError(f"the stride '{name}' is used or declared other than once each")
+        raise TextError(f"the local '{name}' is used or declared other than once each")
     first = uses[0]
     while first > 0 and tokens[first - 1].text not in (";", "{", "}"):
         first -= 1
     semis = _top_level(tokens, uses[0], loop_token, ";")
     if not semis or _top_level(tokens, first, semis[0], ","):
-        raise TextError(f"the stride '{name}' is declared with other variables")
+        raise TextError(f"the local '{name}' is declared with other variables")
     return tokens[first].start, tokens[semis[0]].end, ""
 
 
