@@ -286,7 +286,10 @@ def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None
     summary = "one thread per output" if outputs == threads else \
         f"{outputs // threads} outputs per thread" if outputs > threads else f"{threads // outputs} threads per output"
     requirements = assumptions.requirements() if assumptions is not None else []
+    from gpgpu_opt.passes.normalize.three_d import uses_grid_z
+
     return render("launch_helper.cu.j2", name=kernel.name, block=config.block, outputs=per, grid=(gx, gy),
+                  keep_grid_z=uses_grid_z(kernel.body),  # blockIdx.z: the naive grid's planes, one block each
                   summary=summary, requirements=[r.condition for r in requirements],
                   axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
                   message=helper_message(assumptions) if requirements else "")

@@ -22,7 +22,9 @@ from gpgpu_opt.frontend.templates import specialization_edits
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.passes import registered_passes
-from gpgpu_opt.passes.context import MergeRequest, PassContext
+from gpgpu_opt.passes import grid_stride
+from gpgpu_opt.passes.context import Decision, MergeRequest, PassContext
+from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
 
@@ -188,38 +190,108 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                     block_override: tuple[int, int] | None = None, self_check: bool = False,
                     assume_restrict: bool = False, validate: bool = False,
                     merge_request: MergeRequest | None = None, vector_width: int | None = None,
-                    strict: bool | None = None) -> CompileResult:
+                    strict: bool | None = None, keep_loops: frozenset[str] = frozenset()) -> CompileResult:
     """Optimize every kernel. `assume_restrict`: no pointer parameters alias (nvcc's --restrict).
     `validate`: emulate each rewritten kernel against the naive one before keeping it. `merge_request`:
     the merge factors asked for with `--merge`; `vector_width`: `--vector-width`. `strict`: a pass's
-    internal error raises InternalError instead of rolling the pass back (None: `GPGPU_OPT_STRICT`)."""
+    internal error raises InternalError instead of rolling the pass back (None: `GPGPU_OPT_STRICT`).
+    `keep_loops`: grid-stride kernels whose loops stay as written (no pass built on their canonical form)."""
     strict = strict_default() if strict is None else strict
-    results = []
-    for kernel in program.kernels:
-        block = block_override or default_block(program, kernel)
-        known = block_override is not None or launch.naive_block(program, kernel) is not None
-        ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
-                          naive_block_known=known,
-                          device_functions=program.device_functions,
-                          aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
-                          requested=getattr(pass_names, "named", frozenset()),
-                          merge_request=merge_request, global_space=_stated_space(program),
-                          launch_covers=launch.covered_parameters(program, kernel),
-                          grid_rounds_down=launch.truncating_grids(program, kernel),
-                          alignment=base_alignment(kernel, program), vector_width=vector_width)
-        races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
-        checker = None
-        if self_check:
-            from gpgpu_opt.verify import quick_check
+    log = Diagnostics(quiet=True)   # the notes of a compile that may be redone, told once it is kept
+    canonical_program, canonical = _grid_stride(program, target, pass_names, log, assume_restrict, keep_loops)
 
-            checker = quick_check(program, kernel, block)
-        optimized, ran = optimize_kernel(kernel, ctx, [] if races else pass_names, dump_dir, checker, strict)
-        result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
-        if validate and result.transformed:
-            _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
-        results.append(result)
-    outputs = assemble_files(program, results)
-    return CompileResult(program, target, results, outputs[program.main_file], outputs)
+    def compile_kernels(program: Program, canonical: dict, diagnostics: Diagnostics) -> CompileResult:
+        results = []
+        for kernel in program.kernels:
+            block = block_override or default_block(program, kernel)
+            known = block_override is not None or launch.naive_block(program, kernel) is not None
+            ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
+                              naive_block_known=known,
+                              device_functions=program.device_functions,
+                              aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
+                              requested=getattr(pass_names, "named", frozenset()),
+                              merge_request=merge_request, global_space=_stated_space(program),
+                              launch_covers=launch.covered_parameters(program, kernel),
+                              grid_rounds_down=launch.truncating_grids(program, kernel),
+                              alignment=base_alignment(kernel, program), vector_width=vector_width)
+            if kernel.name in canonical:
+                ctx.pass_name = grid_stride.PASS_NAME
+                ctx.decisions.append(Decision(ctx.pass_name, "applied", "kernel", canonical[kernel.name].describe(),
+                                              Location.of(kernel.funcdef.decl)))
+            races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
+            checker = None
+            if self_check:
+                from gpgpu_opt.verify import quick_check
+
+                checker = quick_check(program, kernel, block)
+            start, names = _z_axis(program, kernel, pass_names, diagnostics)
+            optimized, ran = optimize_kernel(start, ctx, [] if races else names, dump_dir, checker, strict)
+            result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
+            if validate and result.transformed:
+                _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
+            results.append(result)
+        outputs = assemble_files(program, results)
+        return CompileResult(program, target, results, outputs[program.main_file], outputs)
+
+    if canonical:
+        result = compile_kernels(canonical_program, canonical, log)
+        idle = frozenset(r.naive.name for r in result.kernels if r.naive.name in canonical and not _built_on(r))
+        if idle:    # the form alone is no faster than the user's loop: compile again with those loops kept
+            return compile_program(program, target, pass_names, diagnostics, bindings, dump_dir, block_override,
+                                   self_check, assume_restrict, validate, merge_request, vector_width, strict,
+                                   keep_loops | idle)
+        _replay(log, diagnostics)
+        return result
+    _replay(log, diagnostics)
+    return compile_kernels(program, {}, diagnostics)
+
+
+def _built_on(result: KernelResult) -> bool:
+    """Did a pass transform a canonicalized grid-stride kernel beyond the forms (restrict's qualifiers,
+    normalize's temporaries)? Otherwise its one thread per element only costs blocks: the loop stays."""
+    kept = result.validation.kept_after if result.validation is not None else None
+    if result.validation is not None and (kept or "naive") in FORM_PASSES | {"naive"}:
+        return False    # the check rolled back what the later passes did
+    return result.rewritten or any(d.action == "applied" and d.pass_name not in FORM_PASSES
+                                   for d in result.context.decisions)
+
+
+#: Passes that change a kernel's form, not its speed: a canonicalized loop needs another pass to pay.
+FORM_PASSES = frozenset({"restrict", "normalize", grid_stride.PASS_NAME})
+
+
+def _replay(log: Diagnostics, diagnostics: Diagnostics) -> None:
+    for note in log.notes:
+        diagnostics._emit(note)
+
+
+def _grid_stride(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
+                 assume_restrict: bool, keep_loops: frozenset[str]) -> tuple[Program, dict]:
+    """Grid-stride loops canonicalized to one thread per element, their launches re-sized (a form for the
+    passes, like normalize's, so it runs with it): the program re-read from the rewritten text."""
+    if "normalize" not in pass_names:
+        return program, {}
+    from gpgpu_opt.frontend import load_program
+
+    def reload(text: str) -> Program:
+        return load_program(program.path, program.defines, program.include_dirs, Diagnostics(quiet=True),
+                            target=target, text=text)
+    return grid_stride.canonicalize(program, diagnostics, assume_restrict, reload, keep_loops)
+
+
+def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
+            diagnostics: Diagnostics) -> tuple[Kernel, list[str]]:
+    """The kernel the passes start from and the passes that may run, as its blocks' z allows
+    (passes/normalize/three_d.py): blocks of one z make threadIdx.z 0, else no pass may retile."""
+    found = launch.naive_launch(program, kernel, {})
+    z = block_z(kernel, program.device_functions, None if found is None else found.block[2], found is not None)
+    if z.why_not is None:
+        return z.start, pass_names
+    kept = [name for name in pass_names if name in PASSES_FOR_3D_BLOCKS]
+    if kept != list(pass_names):
+        diagnostics.note(f"{kernel.name}: not retiled: {z.why_not}", Location.of(kernel.funcdef.decl),
+                         kernel=kernel.name)
+    return kernel, kept
 
 
 def _validate(program: Program, result: KernelResult, versions: list[tuple[str, Kernel]], block: tuple[int, int],

@@ -194,7 +194,8 @@ def estimated_work(kernel: Kernel, case: Case) -> float:
             count = count.subs(values) if count is not None else None
             trips *= max(0.0, float(count)) if count is not None and count.is_number else _UNKNOWN_TRIPS
         deepest = max(deepest, trips)
-    return math.prod(case.global_space) * deepest
+    planes = math.prod(shape[2] if shape is not None and len(shape) > 2 else 1 for shape in (case.grid, case.block))
+    return math.prod(case.global_space) * deepest * planes    # a 3-D launch runs the x-y space per z
 
 
 def _describe(case: Case) -> str:

@@ -163,11 +163,12 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
         block = (_largest_divisor(global_space[0], block[0]), _largest_divisor(global_space[1], block[1]))
         grid = (global_space[0] // block[0], global_space[1] // block[1])
     gsym = {a: sympy.Symbol(f"global.{a}", integer=True, nonnegative=True) for a in "xy"}
-    ranges = {TID["x"]: (0, block[0] - 1), TID["y"]: (0, block[1] - 1), TID["z"]: (0, 0),
-              BID["x"]: (0, grid[0] - 1), BID["y"]: (0, grid[1] - 1), BID["z"]: (0, 0),
+    block_z, grid_z = _z_of(block), _z_of(grid)  # a 3-D launch: every plane of threads and of blocks
+    ranges = {TID["x"]: (0, block[0] - 1), TID["y"]: (0, block[1] - 1), TID["z"]: (0, block_z - 1),
+              BID["x"]: (0, grid[0] - 1), BID["y"]: (0, grid[1] - 1), BID["z"]: (0, grid_z - 1),
               gsym["x"]: (0, global_space[0] - 1), gsym["y"]: (0, global_space[1] - 1)}
-    fixed = {BDIM["x"]: block[0], BDIM["y"]: block[1], BDIM["z"]: 1, GDIM["x"]: grid[0], GDIM["y"]: grid[1],
-             GDIM["z"]: 1}
+    fixed = {BDIM["x"]: block[0], BDIM["y"]: block[1], BDIM["z"]: block_z, GDIM["x"]: grid[0],
+             GDIM["y"]: grid[1], GDIM["z"]: grid_z}
     fixed.update({sympy.Symbol(k, integer=True): v for k, v in sizes.items() if isinstance(v, int)})
 
     def in_global_terms(expr):
@@ -199,6 +200,10 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
     for p in kernel.arrays:
         extents.setdefault(p.name, 1)
     return extents
+
+
+def _z_of(shape: tuple[int, ...]) -> int:
+    return shape[2] if len(shape) > 2 else 1
 
 
 def _iterator_range(loop, access, ranges: dict, in_global_terms) -> tuple[int, int]:
@@ -389,6 +394,7 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
         return _finish(result, start, error=f"kernel '{naive.name}' writes no array: nothing to compare")
     if launch is None:
         launch = (block, grid) if optimized.launch is None else optimized_launch(optimized, block[:2], case)
+        launch = launch[0], (*launch[1][:2], _z_of(grid))  # the launch helpers keep the naive grid's planes
     runs, atomics = {}, 0
     for label, kernel, (b, g) in (("naive", naive, (block, grid)), ("optimized", optimized, launch)):
         args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}

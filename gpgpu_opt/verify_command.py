@@ -78,6 +78,7 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
     pass_names = parse_pass_list(passes)
     result = compile_program(program, target, pass_names, diagnostics, bindings, merge_request=merge_request,
                              vector_width=vector_width)
+    program = result.program  # as the passes saw it: grid-stride loops canonicalized, their launches re-sized
     hand = load_program(against, defines, include_dirs, diagnostics, target=target) if against else None
     all_ok, compared = True, 0
     print(f"verify {program.path} (target {target.name}; {'against ' + against if against else 'passes: ' + (', '.join(pass_names) or 'none')})")

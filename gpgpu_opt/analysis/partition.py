@@ -57,7 +57,7 @@ def _first_step_addresses(access: Access, subs: dict, block: tuple[int, int], bl
         extra = start.free_symbols - {TID["x"], TID["y"]}
         first[iterator_symbol(loop.var)] = start if not extra else sympy.Integer(0)
     fixed = {k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])}
-    expr = access.evaluable_index.subs(fixed).subs(first).subs(BID["y"], 0)
+    expr = access.evaluable_index.subs(fixed).subs(first).subs({BID["y"]: 0, TID["z"]: 0, BID["z"]: 0})
     fn = sympy.lambdify([TID["x"], TID["y"], BID["x"]], expr, "numpy")
     tx, ty, bx = np.meshgrid(np.arange(block[0]), np.arange(block[1]), np.arange(blocks), indexing="ij")
     return np.broadcast_to(np.asarray(fn(tx, ty, bx), dtype=np.int64), tx.shape).ravel()

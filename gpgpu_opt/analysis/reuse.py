@@ -20,6 +20,7 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
     loops = access.loops
     syms = [iterator_symbol(l.var) for l in loops]
     expr = access.evaluable_index.subs({k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])})
+    expr = expr.subs({TID["z"]: 0, BID["z"]: 0})  # z is one plane per block: the footprint's shape is x/y
     fn = sympy.lambdify([TID["x"], TID["y"], BID["x"], BID["y"], *syms], expr, "numpy")
     if threads is None:
         threads = [(x, y) for y in range(block[1]) for x in range(block[0])]

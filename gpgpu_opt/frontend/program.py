@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pycparser import c_ast, c_parser
@@ -137,13 +137,17 @@ def _scan(file: SourceFile, main: bool = False) -> _FileScan:
 
 
 def load_program(path: str, defines: dict[str, str] | None = None, include_dirs: list[str] | None = None,
-                 diagnostics: Diagnostics | None = None, target: Target | None = None) -> Program:
+                 diagnostics: Diagnostics | None = None, target: Target | None = None,
+                 text: str | None = None) -> Program:
     """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a
     program: the file and the user files it includes. A function that cannot be read passes through with
-    a note; the others are still parsed."""
+    a note; the others are still parsed. `text`: the main file's text as a pass rewrote it (grid_stride),
+    instead of what is on disk."""
     diagnostics = diagnostics or Diagnostics()
     target = target or get_target(DEFAULT_TARGET)
     main = read_source_file(path)
+    if text is not None:
+        main = replace(main, text=text)
     scans = [_scan(main, main=True)]
     preprocessed = preprocess_program(main.text, path, defines, include_dirs, cuda_arch=target.cuda_arch)
     for real, name in preprocessed.user_files.items():

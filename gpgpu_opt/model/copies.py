@@ -169,7 +169,7 @@ def shared_load_cost(subscripts: list[c_ast.Node], dims: list[int], element_byte
             chunks, lanes = _vector_chunks(index, sym, trips, element_bytes)
             instructions *= chunks / trips
             index = index.subs(sym, 0)
-    rest = {s: 0 for s in index.free_symbols if s not in TID.values()}
+    rest = {s: 0 for s in index.free_symbols if s not in (TID["x"], TID["y"])}  # threadIdx.z: one plane
     words_per_element = max(1, element_bytes // bank_bytes)
     try:
         fn = sympy.lambdify([TID["x"], TID["y"]], index.subs(rest), "math")

@@ -1,0 +1,90 @@
+"""3-D launches: what the passes may assume about the z axis of a kernel's blocks and grid.
+
+The passes tile x and y. Along z they rely on one fact: every thread of a block has the same z, so
+`blockIdx.z` (and `gridDim.z`) are uniform per block, like a scalar parameter; the launch helpers keep the
+naive grid's z. `threadIdx.z` and `blockDim.z` are only uniform when the block's z is 1. Where every launch
+site of the file says so, they are that (`threadIdx.z` is 0, `blockDim.z` is 1) and the passes see a kernel
+that is 2-D per block; a kernel whose blocks may have several threads in z (a launch the file does not make,
+or a block whose z is not known to be 1) is left to the passes that do not retile (restrict), with a note.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycparser import c_ast
+
+from gpgpu_opt.ast_util import transform, walk
+from gpgpu_opt.kernel import Kernel
+
+#: What the passes may run on a kernel whose blocks may be 3-D: none that changes the thread mapping.
+PASSES_FOR_3D_BLOCKS = ("restrict",)
+
+
+@dataclass(frozen=True)
+class BlockZ:
+    """What a kernel's z axis lets the passes do: `start` the kernel they work on (threadIdx.z/blockDim.z
+    replaced by 0/1 where the launch proves blocks of one z), `why_not` why the passes that retile are off."""
+    start: Kernel
+    why_not: str | None = None
+
+
+def _is_thread_z(n: c_ast.Node) -> bool:
+    return isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) \
+        and n.name.name in ("threadIdx", "blockDim") and isinstance(n.field, c_ast.ID) and n.field.name == "z"
+
+
+def _is_z(n: c_ast.Node) -> bool:
+    return isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) \
+        and n.name.name in ("threadIdx", "blockDim", "blockIdx", "gridDim") \
+        and isinstance(n.field, c_ast.ID) and n.field.name == "z"
+
+
+def uses_thread_z(kernel: Kernel) -> bool:
+    """Does the kernel read threadIdx.z or blockDim.z?"""
+    return any(_is_thread_z(n) for n in walk(kernel.body))
+
+
+def uses_grid_z(body: c_ast.Node) -> bool:
+    """Does this code read blockIdx.z or gridDim.z (then the launch helpers keep the naive grid's z)?"""
+    return any(_is_z(n) and n.name.name in ("blockIdx", "gridDim") for n in walk(body))
+
+
+def _helpers_using_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef]) -> list[str]:
+    """The `__device__` helpers the kernel calls that read the z axis (the passes look only at the kernel)."""
+    called = {n.name.name for n in walk(kernel.body) if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID)}
+    return [name for name in sorted(called) if name in device_functions
+            and any(_is_z(n) for n in walk(device_functions[name].body))]
+
+
+def flatten_block_z(kernel: Kernel) -> Kernel:
+    """A copy with `threadIdx.z` -> 0 and `blockDim.z` -> 1: the same kernel under blocks of one z."""
+    flat = kernel.copy()
+
+    def replace(n):
+        if _is_thread_z(n):
+            return c_ast.Constant("int", "0" if n.name.name == "threadIdx" else "1", n.coord)
+        return None
+    transform(flat.body, replace)
+    return flat
+
+
+def block_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef], launch_block_z: int | None,
+            has_launch: bool) -> BlockZ:
+    """`launch_block_z`: the block's z every launch site of the file gives (None: they disagree or it is not
+    known); `has_launch`: the file launches the kernel."""
+    helpers = _helpers_using_z(kernel, device_functions)
+    if helpers:
+        return BlockZ(kernel, f"'{helpers[0]}', a __device__ function it calls, reads the z axis of the launch")
+    if not uses_thread_z(kernel):
+        return BlockZ(kernel)
+    if not has_launch:
+        return BlockZ(kernel, "the kernel uses threadIdx.z/blockDim.z and the file does not launch it, so its "
+                              "blocks may have several threads in z; only x and y are retiled")
+    if launch_block_z != 1:
+        shown = "not known" if launch_block_z is None else str(launch_block_z)
+        return BlockZ(kernel, f"the kernel uses threadIdx.z/blockDim.z and its launch's block z is {shown} "
+                              "(the passes retile x and y of blocks of one z)")
+    return BlockZ(flatten_block_z(kernel))
+
+
+__all__ = ["BlockZ", "PASSES_FOR_3D_BLOCKS", "block_z", "flatten_block_z", "uses_grid_z", "uses_thread_z"]
