@@ -49,6 +49,9 @@ class Kernel:
     shorthand: list[str] = field(default_factory=list)
     #: Headers the kernel's code needs (`cuda_pipeline.h` for cp.async), included by the output file.
     includes: list[str] = field(default_factory=list)
+    #: The file-scope `__constant__`/`__device__` variables it uses, itself or through its helpers, by
+    #: name (frontend.file_scope.FileVariable).
+    file_variables: dict = field(default_factory=dict)
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=()) -> "Kernel":

@@ -10,6 +10,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.writes import param_decls as _param_decls, written_names
 from gpgpu_opt.emulator.errors import EmulationError, UnsupportedConstruct, where
 from gpgpu_opt.emulator.expressions import PtrType, Var
+from gpgpu_opt.emulator.file_scope import bind_file_variables
 from gpgpu_opt.emulator.interpreter import Interpreter
 from gpgpu_opt.emulator.memory import Buffer, Memory, PtrValue
 from gpgpu_opt.emulator.threads import Batch, Geometry
@@ -113,7 +114,7 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
                check_races: bool = True, max_threads_per_batch: int = 1 << 16,
                blocks: list[int] | None = None) -> EmulationStats:
     """Emulate `kernel<<<grid, block>>>(args...)` on the CPU; pointer arguments (numpy arrays) are
-    updated in place. Raises an EmulationError subclass for out-of-bounds or misaligned accesses, races,
+    updated in place. A Kernel's file-scope variables take their contents from `args` too, by name. Raises an EmulationError subclass for out-of-bounds or misaligned accesses, races,
     divergent barriers, undefined behaviour and unsupported constructs. `blocks`: run only these blocks
     (linear ids, x fastest) of the grid, a sample of a launch too large to emulate whole."""
     t0 = time.perf_counter()
@@ -126,8 +127,12 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
     stats = EmulationStats(kernel=name)
     mem = Memory(name, geom, stats, check_races)
     written = written_names(funcdef, device_functions) if check_races else set()
-    params = _bind_args(funcdef, args, mem, geom, check_races, written)
+    file_variables = getattr(kernel_or_funcdef, "file_variables", {})
+    params = _bind_args(funcdef, {k: v for k, v in args.items() if k not in file_variables}, mem, geom,
+                        check_races, written)
     interp = Interpreter(funcdef, device_functions, geom, mem, stats, params)
+    interp.file_scope = bind_file_variables(name, file_variables, args, mem, check_races,
+                                            np.int32 if geom.total_threads < 2**31 else np.int64)
     per_batch = max(1, int(max_threads_per_batch) // geom.tpb)
     with np.errstate(all="ignore"):
         for first, count in _batches(sorted(set(blocks)) if blocks is not None else None, geom.nblocks, per_batch):

@@ -11,6 +11,7 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
+from gpgpu_opt.frontend.file_scope import find_file_variables, variables_used
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess
 from gpgpu_opt.kernel import Kernel
@@ -79,7 +80,8 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
         raise CompileError(f"no __global__ kernel in '{path}'", Location(path, 1, 1))
 
     device_functions: dict[str, c_ast.FuncDef] = {}
-    known = set(PRELUDE_NAMES) | {f.name for f in original}
+    file_variables = find_file_variables(expanded, typedefs.text, path, parse_c)
+    known = set(PRELUDE_NAMES) | {f.name for f in original} | set(file_variables)
     kernels: list[Kernel] = []
     passed: list[str] = []
     for definition in original:
@@ -110,6 +112,8 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
             kernels.append(Kernel.from_funcdef(func, definition, launch_bounds, shorthand))
         else:
             device_functions[definition.name] = func
+    for kernel in kernels:
+        kernel.file_variables = variables_used(kernel.funcdef, file_variables, device_functions)
     return Program(path, text, kernels, device_functions, launch_sites, macros, gvalues, passed,
                    dict(defines or {}), list(include_dirs or []))
 
