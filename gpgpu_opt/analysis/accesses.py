@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
+from gpgpu_opt.analysis.clamps import interior
 from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
                                          is_opaque, is_quasi_affine, iterator_symbol, opaque, param_symbol,
                                          quasi_terms, to_sympy)
+from gpgpu_opt.ast_util import ids_in
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
@@ -32,11 +34,12 @@ class Access:
     element_bytes: int
     location: Location | None
     guarded: bool                   # under an `if`
-    kind: str = ""                  # constant / thread / loop / quasi-affine / volatile / unresolved
+    kind: str = ""                  # constant / thread / loop / quasi-affine / clamped / volatile / unresolved
     why_unresolved: str | None = None
     extra: dict = field(default_factory=dict)
-    #: The subscript of a quasi-affine (`x[i % 7]`, `in[(i - 3) / 2]`) or volatile access, for the analysis
-    #: to evaluate; `index` is None so that no pass takes the access for one it understands.
+    #: The subscript of a quasi-affine (`x[i % 7]`, `in[(i - 3) / 2]`) or volatile access, or the interior
+    #: piece of an edge clamp (`in[max(i - 1, 0)]`: `i - 1`), for the analysis to evaluate; `index` is None
+    #: so that no pass takes the access for one it understands.
     analysis_index: sympy.Expr | None = None
     #: Through a `volatile` pointer: every load and store happens as written, so no pass touches it.
     volatile: bool = False
@@ -53,7 +56,11 @@ class Access:
     @property
     def understood(self) -> bool:
         """An access a pass may transform: an affine subscript, through a pointer that is not volatile."""
-        return self.index is not None and self.kind not in ("unresolved", "quasi-affine", "volatile")
+        return self.index is not None and self.kind not in ("unresolved",) + AS_WRITTEN
+
+
+#: The kinds whose subscript the analysis evaluates but every pass leaves as written.
+AS_WRITTEN = ("quasi-affine", "clamped", "volatile")
 
 
 class AccessCollector(c_ast.NodeVisitor):
@@ -65,6 +72,9 @@ class AccessCollector(c_ast.NodeVisitor):
         #: C types of the integer parameters and locals: how `/`, `%` and `>>` treat their values.
         self.types: dict[str, str] = {p.name: p.base_type for p in kernel.scalars if p.name in self.env}
         self.pointer_aliases: dict[str, tuple[str, sympy.Expr | None]] = {}
+        #: Straight-line integer locals defined by an edge clamp (`int w = max(i - 1, 0);`): their interior
+        #: piece (their value in `env` stays opaque).
+        self.clamped: dict[str, sympy.Expr] = {}
         #: Local pointers to volatile data (`volatile float *p = a + 1;`).
         self.volatile_pointers: set[str] = set()
         self.loops: list[Loop] = []
@@ -87,6 +97,7 @@ class AccessCollector(c_ast.NodeVisitor):
                 if "volatile" in (getattr(node.type.type, "quals", None) or []) + (node.quals or []):
                     self.volatile_pointers.add(node.name)
             return
+        self.clamped.pop(node.name, None)
         if not isinstance(node.type, c_ast.TypeDecl):
             return
         type_name = " ".join(getattr(node.type.type, "names", []))
@@ -100,6 +111,9 @@ class AccessCollector(c_ast.NodeVisitor):
             self.env[node.name] = to_sympy(node.init, self.env, self.types)
         except NotAffine:
             self.env[node.name] = opaque(node.name)
+            clamp = self._clamp_interior(node.init)
+            if clamp is not None:
+                self.clamped[node.name] = clamp
 
     def _pointer_alias(self, init) -> tuple[str, sympy.Expr | None] | None:
         if isinstance(init, c_ast.ID) and init.name in self.arrays:
@@ -208,9 +222,32 @@ class AccessCollector(c_ast.NodeVisitor):
         except NotAffine as why:
             access.why_unresolved = str(why)
         classify(access)
+        if mode == "read" and access.kind == "unresolved" and offset is not None and not self.unanalysable_loops:
+            clamp = self._clamp_interior(node.subscript)
+            if clamp is not None:
+                mark_clamped(access, sympy.expand(offset + clamp))
         if param.is_volatile or base.name in self.volatile_pointers:
             mark_volatile(access)
         self.accesses.append(access)
+
+
+    def _clamp_interior(self, expr: c_ast.Node) -> sympy.Expr | None:
+        """The interior piece of an expression with edge clamps (analysis.clamps), through the clamped
+        locals it uses; None when it has none or is not piecewise affine."""
+        env = dict(self.env)
+        used = [n for n, v in self.clamped.items() if env.get(n) == opaque(n)]
+        env.update({n: self.clamped[n] for n in used})
+        moving = THREAD_SYMBOLS | BLOCK_SYMBOLS | {iterator_symbol(l.var) for l in self.loops}
+        try:
+            value, clamps = interior(expr, env, self.types, moving)
+        except NotAffine:
+            return None
+        if not clamps and not set(used) & ids_in(expr):
+            return None
+        variables = list(THREAD_SYMBOLS | BLOCK_SYMBOLS | {iterator_symbol(l.var) for l in self.loops})
+        if not is_affine(value, variables) or quasi_terms(value, variables):
+            return None
+        return value
 
 
 def classify(access: Access) -> None:
@@ -238,6 +275,14 @@ def classify(access: Access) -> None:
         access.kind = "thread"
     else:
         access.kind = "constant"
+
+
+def mark_clamped(access: Access, interior_index: sympy.Expr) -> None:
+    """An edge clamp read: the analysis sees its interior piece, every pass leaves it as written."""
+    access.analysis_index, access.index = interior_index, None
+    access.kind = "clamped"
+    access.why_unresolved = (f"an edge clamp: `{cuda_text(interior_index)}` inside the edges, another piece at "
+                             "them")
 
 
 def mark_volatile(access: Access) -> None:
