@@ -11,6 +11,7 @@ from gpgpu_opt import launch
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import alias_facts
+from gpgpu_opt.analysis.aggregates import unmodelled_parameter
 from gpgpu_opt.analysis.file_scope import may_write_device_variable
 from gpgpu_opt.analysis.alignment import base_alignment
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
@@ -197,7 +198,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                           grid_rounds_down=launch.truncating_grids(program, kernel),
                           alignment=base_alignment(kernel, program), vector_width=vector_width)
         races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
-        held = bool(pass_names) and not races and _device_variable_writes(program, kernel, diagnostics)
+        held = bool(pass_names) and not races and _left_as_written(program, kernel, diagnostics)
         checker = None
         if self_check:
             from gpgpu_opt.verify import quick_check
@@ -232,17 +233,17 @@ def _validate(program: Program, result: KernelResult, versions: list[tuple[str, 
         diagnostics.note(f"{kernel.name}: {validation.detail}", where, kernel=kernel.name)
 
 
-def _device_variable_writes(program: Program, kernel: Kernel, diagnostics: Diagnostics) -> bool:
-    """A kernel that may store to a file-scope `__device__` variable is left as written (no pass models
-    that memory), with a note saying why."""
-    why = may_write_device_variable(kernel, program.device_functions)
+def _left_as_written(program: Program, kernel: Kernel, diagnostics: Diagnostics) -> bool:
+    """A kernel that may store to a file-scope `__device__` variable, or has a struct or pointer-to-pointers
+    parameter, is left as written (no pass models that memory), with a note saying why."""
+    why = unmodelled_parameter(kernel) or may_write_device_variable(kernel, program.device_functions)
     symbol = next((n for n, v in kernel.file_variables.items() if v.space == "device"
                    and re.search(rf"cudaGetSymbolAddress\s*\([^;]*\b{re.escape(n)}\b", program.text)), None)
     if why is None and symbol is not None:
         why = f"the host takes the address of the __device__ variable '{symbol}' (a pointer argument may alias it)"
     if why is None:
         return False
-    diagnostics.note(f"'{kernel.name}' left as written: {why}, global memory the passes do not model",
+    diagnostics.note(f"'{kernel.name}' left as written: {why}",
                      Location.of(kernel.funcdef.decl), kernel=kernel.name)
     return True
 

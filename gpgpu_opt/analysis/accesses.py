@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
+from gpgpu_opt.analysis.aggregates import is_element_type
 from gpgpu_opt.analysis.clamps import interior
 from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
@@ -60,7 +61,7 @@ class Access:
 
 
 #: The kinds whose subscript the analysis evaluates but every pass leaves as written.
-AS_WRITTEN = ("quasi-affine", "clamped", "volatile")
+AS_WRITTEN = ("quasi-affine", "clamped", "array-of-arrays", "volatile")
 
 
 class AccessCollector(c_ast.NodeVisitor):
@@ -173,19 +174,21 @@ class AccessCollector(c_ast.NodeVisitor):
     # -- accesses -------------------------------------------------------------------------------
     def visit_Assignment(self, node: c_ast.Assignment):
         self.visit(node.rvalue)
-        if isinstance(node.lvalue, c_ast.ArrayRef):
-            self._record(node.lvalue, "write")
+        target = _stored_element(node.lvalue)
+        if target is not None:
+            self._record(target, "write")
             if node.op != "=":
-                self._record(node.lvalue, "read")
-            self._visit_subscripts(node.lvalue)
+                self._record(target, "read")
+            self._visit_subscripts(target)
         else:
             self.visit(node.lvalue)
 
     def visit_UnaryOp(self, node: c_ast.UnaryOp):
-        if node.op in ("++", "--", "p++", "p--") and isinstance(node.expr, c_ast.ArrayRef):
-            self._record(node.expr, "read")
-            self._record(node.expr, "write")
-            self._visit_subscripts(node.expr)
+        target = _stored_element(node.expr) if node.op in ("++", "--", "p++", "p--") else None
+        if target is not None:
+            self._record(target, "read")
+            self._record(target, "write")
+            self._visit_subscripts(target)
         elif node.op == "&" and isinstance(node.expr, c_ast.ArrayRef):
             self._visit_subscripts(node.expr)  # an address, not an access
         else:
@@ -202,6 +205,9 @@ class AccessCollector(c_ast.NodeVisitor):
 
     def _record(self, node: c_ast.ArrayRef, mode: str):
         base = node.name
+        if isinstance(base, c_ast.ArrayRef):
+            self._record_nested(node, mode)
+            return
         if not isinstance(base, c_ast.ID):
             return
         array, offset = base.name, sympy.Integer(0)
@@ -227,6 +233,42 @@ class AccessCollector(c_ast.NodeVisitor):
             if clamp is not None:
                 mark_clamped(access, sympy.expand(offset + clamp))
         if param.is_volatile or base.name in self.volatile_pointers:
+            mark_volatile(access)
+        if param.inner_dims or param.indirect or not is_element_type(param.base_type):
+            mark_aggregate(access, param)
+        self.accesses.append(access)
+
+    def _record_nested(self, node: c_ast.ArrayRef, mode: str) -> None:
+        """`c[z][y][x]` of an array-of-arrays parameter: one access at the flattened subscript
+        `(z * Y + y) * X + x`, which the passes leave as written."""
+        subscripts = []
+        inner = node
+        while isinstance(inner, c_ast.ArrayRef):
+            subscripts.insert(0, inner.subscript)
+            inner = inner.name
+        if not (isinstance(inner, c_ast.ID) and inner.name in self.arrays):
+            return
+        param = self.arrays[inner.name]
+        text = "][".join(self.printer.visit(sub) for sub in subscripts)
+        access = Access(param.name, mode, node, text, None, list(self.loops),
+                        ELEMENT_BYTES.get(param.base_type, 4), Location.of(node), self.guard_depth > 0)
+        if param.indirect or len(subscripts) != len(param.inner_dims) + 1:
+            access.kind = "unresolved"
+            access.why_unresolved = "an element of an array of pointers or a partial subscript"
+        else:
+            flat = None
+            try:
+                if self.unanalysable_loops:
+                    raise NotAffine("inside a loop that is not in canonical form")
+                flat = to_sympy(subscripts[0], self.env, self.types)
+                for sub, dim in zip(subscripts[1:], param.inner_dims):
+                    flat = flat * dim + to_sympy(sub, self.env, self.types)
+                access.index = sympy.expand(flat)
+            except NotAffine as why:
+                access.why_unresolved = str(why)
+            classify(access)
+            mark_aggregate(access, param)
+        if param.is_volatile:
             mark_volatile(access)
         self.accesses.append(access)
 
@@ -283,6 +325,27 @@ def mark_clamped(access: Access, interior_index: sympy.Expr) -> None:
     access.kind = "clamped"
     access.why_unresolved = (f"an edge clamp: `{cuda_text(interior_index)}` inside the edges, another piece at "
                              "them")
+
+
+def mark_aggregate(access: Access, param) -> None:
+    """An element of an array of arrays, or of a struct: the analysis evaluates a flattened affine subscript,
+    the passes leave the access as written (they rewrite flat element accesses only)."""
+    if param.inner_dims and access.index is not None and access.kind not in ("unresolved", "quasi-affine"):
+        access.analysis_index, access.index = access.index, None
+        access.kind = "array-of-arrays"
+        access.why_unresolved = "an element of an array of arrays"
+    elif not param.inner_dims:
+        access.analysis_index = access.index = None
+        access.kind = "unresolved"
+        access.why_unresolved = f"an element of the struct type '{param.base_type}'"
+
+
+def _stored_element(lvalue) -> c_ast.ArrayRef | None:
+    """The array element an assignment stores to: `a[i]`, or `a[i]` of a member store `a[i].x`."""
+    target = lvalue
+    while isinstance(target, c_ast.StructRef) and target.type == ".":
+        target = target.name
+    return target if isinstance(target, c_ast.ArrayRef) else None
 
 
 def mark_volatile(access: Access) -> None:

@@ -27,7 +27,8 @@ def may_write_device_variable(kernel, device_functions: dict[str, c_ast.FuncDef]
     for name, helper in _helpers(kernel.funcdef, device_functions):
         used = ids_in(helper.body) & names
         if used:
-            return f"its helper '{name}' uses the __device__ variable '{sorted(used)[0]}'"
+            return (f"its helper '{name}' uses the __device__ variable '{sorted(used)[0]}', global memory the "
+                    "passes do not model")
     plain_reads: set[int] = set()
     for node in walk(kernel.body):
         if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID):
@@ -42,11 +43,12 @@ def may_write_device_variable(kernel, device_functions: dict[str, c_ast.FuncDef]
             for arg in node.args.exprs:
                 root = _root(arg)
                 if isinstance(root, c_ast.ID) and root.name in names and (root is arg or not _is_scalar_read(arg)):
-                    return f"'{root.name}' is passed to a call"
+                    return f"the __device__ variable '{root.name}' is passed to a call"
         if target is not None:
             root = _root(target)
             if isinstance(root, c_ast.ID) and root.name in names:
-                return f"it stores to (or takes the address of) the __device__ variable '{root.name}'"
+                return (f"it stores to (or takes the address of) the __device__ variable '{root.name}', global "
+                        "memory the passes do not model")
         if isinstance(node, c_ast.ID) and node.name in names and kernel.file_variables[node.name].is_array \
                 and id(node) not in plain_reads:
             return f"it uses the __device__ array '{node.name}' as a pointer"

@@ -47,7 +47,7 @@ def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bo
         t = d.type
         value = args[d.name]
         if isinstance(t, (c_ast.PtrDecl, c_ast.ArrayDecl)):
-            inner = t.type
+            inner, inner_dims = _inner_dims(name, d, t.type)
             if not (isinstance(inner, c_ast.TypeDecl) and isinstance(inner.type, c_ast.IdentifierType)):
                 raise UnsupportedConstruct(f"kernel '{name}': parameter '{d.name}' of this type at {where(d)}")
             view = type_from_names(inner.type.names, d)
@@ -70,7 +70,11 @@ def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bo
                                                    f"overlap without being the same array")
                 buf = Buffer(d.name, "global", flat, scalar, flat.size)
                 buffers.append((value, buf))
-            params[d.name] = Var(d.name, PtrType(view), PtrValue(buf, np.int64(0), view, None))
+            dims = None
+            if inner_dims:  # an array of arrays: as many whole or partial rows as the buffer holds
+                row = int(np.prod(inner_dims)) * (view.n if isinstance(view, VecType) else 1)
+                dims = (max(1, -(-flat.size // row)), *inner_dims)
+            params[d.name] = Var(d.name, PtrType(view), PtrValue(buf, np.int64(0), view, dims))
         else:
             ctype = type_from_names(t.type.names, d) if isinstance(t, c_ast.TypeDecl) and \
                 isinstance(t.type, c_ast.IdentifierType) else None
@@ -86,6 +90,22 @@ def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bo
             else:
                 buf.read_only = True
     return params
+
+
+def _inner_dims(kernel: str, decl: c_ast.Decl, t) -> tuple:
+    """The element type under a pointer parameter and, for an array of arrays (`double c[][Y][X]`), its
+    constant inner dimensions (Y, X)."""
+    from gpgpu_opt.frontend.file_scope import constant_value
+
+    dims = []
+    while isinstance(t, c_ast.ArrayDecl):
+        dim = constant_value(t.dim) if t.dim is not None else None
+        if dim is None or dim <= 0:
+            raise UnsupportedConstruct(f"kernel '{kernel}': parameter '{decl.name}' with an inner dimension that "
+                                       f"is not a positive constant at {where(decl)}")
+        dims.append(dim)
+        t = t.type
+    return t, tuple(dims)
 
 
 def _scalar_arg(kernel: str, pname: str, ctype: CType, value):
