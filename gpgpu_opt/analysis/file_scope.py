@@ -73,3 +73,55 @@ def _helpers(func: c_ast.FuncDef, device_functions: dict[str, c_ast.FuncDef]):
                     seen.add(name)
                     pending.append(device_functions[name])
                     yield name, device_functions[name]
+
+
+def collect_file_scope_reads(kernel) -> list:
+    """The kernel's reads of file-scope arrays (subscripted), as Accesses (kind `const-mem` or
+    `device-mem`) with `extra["uniform"]`: the subscript is the same for every thread of a warp (no
+    threadIdx in it), so constant memory broadcasts it. For the analysis report only; the passes never see
+    these accesses: memory the kernel cannot store to is read like a local table (a kernel that may store
+    to a __device__ variable is left as written)."""
+    from gpgpu_opt.analysis.accesses import AccessCollector
+
+    class _Collector(AccessCollector):
+        def __init__(self, kernel):
+            super().__init__(kernel)
+            self.file_reads = []
+
+        def _record(self, node, mode):
+            subscripts, root = [], node
+            while isinstance(root, c_ast.ArrayRef):
+                subscripts.insert(0, root.subscript)
+                root = root.name
+            name = root.name if isinstance(root, c_ast.ID) else None
+            if mode == "read" and name in self.kernel.file_variables and name not in self.pointer_aliases:
+                self.file_reads.append(_file_access(self, node, self.kernel.file_variables[name], subscripts))
+
+    collector = _Collector(kernel)
+    collector.visit(kernel.body)
+    return collector.file_reads
+
+
+def _file_access(collector, node, variable, subscripts):
+    from gpgpu_opt.analysis.accesses import ELEMENT_BYTES, Access
+    from gpgpu_opt.analysis.symbolic import TID, NotAffine, is_opaque, to_sympy
+    from gpgpu_opt.diagnostics import Location
+
+    text = "][".join(collector.printer.visit(s) for s in subscripts)
+    access = Access(variable.name, "read", node, text, None, list(collector.loops),
+                    ELEMENT_BYTES.get(" ".join(variable.type_names), 4), Location.of(node), collector.guard_depth > 0,
+                    kind="const-mem" if variable.space == "constant" else "device-mem")
+    dims = variable.dims or ()
+    try:
+        if collector.unanalysable_loops or len(subscripts) != len(dims) or not dims:
+            raise NotAffine("not a whole-element subscript")
+        flat = to_sympy(subscripts[0], collector.env, collector.types)
+        for sub, dim in zip(subscripts[1:], dims[1:]):
+            flat = flat * dim + to_sympy(sub, collector.env, collector.types)
+        access.analysis_index = flat
+    except NotAffine as why:
+        access.why_unresolved = str(why)
+    index = access.analysis_index
+    access.extra["uniform"] = index is not None and not any(is_opaque(s) for s in index.free_symbols) \
+        and not index.free_symbols & set(TID.values())
+    return access

@@ -298,3 +298,40 @@ def test_kernel_copies_keep_their_file_variables(tmp_path):
     (conv,) = program.kernels
     assert conv.copy().file_variables.keys() == conv.file_variables.keys()
     assert copy.copy(conv).file_variables is conv.file_variables
+
+
+def test_analyze_reports_file_scope_reads_and_whether_a_warp_reads_one_address(tmp_path):
+    from gpgpu_opt.analysis import analyze_kernel
+    from gpgpu_opt.targets import get_target as target
+
+    program = program_of(tmp_path, CONV + """
+        __global__ void lookup(const int *idx, float *out, int n)
+        {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n)
+                out[i] = d_table[idx[i] % 256] + c_w[1][i % 4] + c_w[blockIdx.x % 2][3];
+        }
+    """)
+    conv, lookup = (analyze_kernel(k, target("sm_90")) for k in program.kernels)
+    reads = {(a.array, a.index_text): a for a in conv.file_scope_reads + lookup.file_scope_reads}
+    assert reads[("c_filter", "k")].extra["uniform"] and reads[("c_filter", "k")].kind == "const-mem"
+    assert not reads[("d_table", "i % 256")].extra["uniform"] and reads[("d_table", "i % 256")].kind == "device-mem"
+    assert not reads[("d_table", "idx[i] % 256")].extra["uniform"]
+    assert not reads[("c_w", "1][i % 4")].extra["uniform"]
+    assert reads[("c_w", "blockIdx.x % 2][3")].extra["uniform"]
+    listed = lookup.as_dict()["file_scope_reads"]
+    assert {"array": "c_w", "index": "blockIdx.x % 2][3", "uniform": True} .items() <= \
+        next(d for d in listed if d["index"] == "blockIdx.x % 2][3").items()
+    assert all(r.access.array in ("idx", "out") for r in lookup.reports)  # the passes never see them
+
+
+def test_the_analyze_command_lists_them(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "k.cu"
+    path.write_text(textwrap.dedent(DECLARATIONS + CONV))
+    out = subprocess.run([sys.executable, "-m", "gpgpu_opt", "analyze", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert any("c_filter[k]" in line and "const-mem" in line and "broadcast" in line for line in out.stdout.splitlines())
+    assert any("d_table[i % 256]" in line and "per-thread" in line for line in out.stdout.splitlines())
