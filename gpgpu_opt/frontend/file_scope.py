@@ -10,6 +10,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
+from gpgpu_opt.frontend.cuda_c import cuda_to_c
 
 #: The storage qualifiers that put a variable in one of the GPU's memories.
 _SPACES = {"__constant__": "constant", "__device__": "device"}
@@ -40,7 +41,7 @@ def find_file_variables(expanded: str, typedef_text: str, path: str, parse_c) ->
     found: dict[str, FileVariable] = {}
     for space, text in _declarations(expanded):
         try:
-            ast = parse_c(typedef_text + "\n" + text, path)
+            ast = parse_c(typedef_text + "\n" + cuda_to_c(text)[0], path)
         except CompileError:
             continue
         decl = ast.ext[-1]
@@ -103,7 +104,7 @@ def _statement_end(tokens, k: int) -> tuple[int, str, bool]:
         if depth == 0 and text == "=":
             seen_init = True
         elif depth == 0 and text == "(" and not seen_init and tokens[j - 1].kind == "ident" \
-                and tokens[j - 1].text not in _SPACES:
+                and tokens[j - 1].text not in _SPACES and tokens[j - 1].text != "__align__":
             is_function = True
         if text in "({[":
             depth += 1

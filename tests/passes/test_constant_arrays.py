@@ -335,3 +335,32 @@ def test_the_analyze_command_lists_them(tmp_path):
     assert out.returncode == 0, out.stderr
     assert any("c_filter[k]" in line and "const-mem" in line and "broadcast" in line for line in out.stdout.splitlines())
     assert any("d_table[i % 256]" in line and "per-thread" in line for line in out.stdout.splitlines())
+
+
+def test_declaration_scanner_forms(tmp_path):
+    """`__align__`, initializers with calls and braces, a pointer variable (not modelled: stays undeclared),
+    template and plain device functions and prototypes (not variables)."""
+    path = tmp_path / "k.cu"
+    path.write_text(textwrap.dedent("""
+        __device__ __align__(16) float d_buf[8];
+        __constant__ int c_n = 4;
+        __constant__ float c_init[3] = {1.0f, 2.0f, 3.0f};
+        __device__ float2 d_p = make_float2(1.0f, 2.0f);
+        __device__ float *d_ptr;
+        __device__ float half_of(float x);
+        template <typename T> __device__ T twice(T x) { return x + x; }
+        __device__ float half_of(float x) { return 0.5f * x; }
+        __global__ void k(float *out, int n)
+        {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) out[i] = half_of(d_buf[i % 8]) + (float) c_n + d_p.y + c_init[i % 3];
+        }
+    """))
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    kernel = program.kernels[0]
+    found = {n: (v.space, v.type_names, v.dims) for n, v in kernel.file_variables.items()}
+    assert found == {"d_buf": ("device", ("float",), (8,)), "c_n": ("constant", ("int",), ()),
+                     "d_p": ("device", ("float2",), ()), "c_init": ("constant", ("float",), (3,))}
+    path.write_text(path.read_text().replace("+ c_init[i % 3]", "+ d_ptr[i]"))
+    with pytest.raises(Exception, match="undeclared identifier 'd_ptr'"):
+        load_program(str(path), diagnostics=Diagnostics(quiet=True))
