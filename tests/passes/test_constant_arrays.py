@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gpgpu_opt.codegen import kernel_source
-from gpgpu_opt.diagnostics import Diagnostics
+from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.emulator import EmulationError, run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.frontend.program import parse_expression
@@ -362,5 +362,5 @@ def test_declaration_scanner_forms(tmp_path):
     assert found == {"d_buf": ("device", ("float",), (8,)), "c_n": ("constant", ("int",), ()),
                      "d_p": ("device", ("float2",), ()), "c_init": ("constant", ("float",), (3,))}
     path.write_text(path.read_text().replace("+ c_init[i % 3]", "+ d_ptr[i]"))
-    with pytest.raises(Exception, match="undeclared identifier 'd_ptr'"):
+    with pytest.raises(CompileError, match="undeclared identifier 'd_ptr'"):
         load_program(str(path), diagnostics=Diagnostics(quiet=True))
