@@ -38,20 +38,46 @@ def find_file_variables(expanded: str, typedef_text: str, path: str, parse_c) ->
     """The `__constant__`/`__device__` variables declared at namespace scope of the preprocessed file
     `expanded`. `parse_c(text, path)` parses C text (with the file's typedefs in `typedef_text`). A
     declaration that does not parse as C is left out: a kernel using it reports the name as before."""
+    declarations = [(space, cuda_to_c(text)[0]) for space, text in _declarations(expanded)]
     found: dict[str, FileVariable] = {}
-    for space, text in _declarations(expanded):
-        try:
-            ast = parse_c(typedef_text + "\n" + cuda_to_c(text)[0], path)
-        except CompileError:
-            continue
-        decl = ast.ext[-1]
-        if not isinstance(decl, c_ast.Decl) or decl.name is None or isinstance(decl.type, c_ast.FuncDecl):
-            continue
+    for decl, space in _parse_halving(declarations, typedef_text, path, parse_c):
         element, dims = _element_and_dims(decl.type)
-        if element is None:
-            continue
-        found[decl.name] = FileVariable(decl.name, space, decl, element, dims)
+        if element is not None:
+            found[decl.name] = FileVariable(decl.name, space, decl, element, dims)
     return found
+
+
+def _parse_halving(batch, typedef_text: str, path: str, parse_c) -> list[tuple[c_ast.Decl, str]]:
+    """The declarations of `batch` parsed all at once; where that fails, each half on its own, down to the
+    single declarations that do not parse (left out)."""
+    if not batch:
+        return []
+    try:
+        return _parsed(batch, typedef_text, path, parse_c)
+    except CompileError:
+        if len(batch) == 1:
+            return []
+    middle = len(batch) // 2
+    return _parse_halving(batch[:middle], typedef_text, path, parse_c) + \
+        _parse_halving(batch[middle:], typedef_text, path, parse_c)
+
+
+_BEGIN = "__gpgpu_opt_file_scope_begin"
+
+
+def _parsed(batch, typedef_text: str, path: str, parse_c) -> list[tuple[c_ast.Decl, str]]:
+    """(Decl, space) of each variable the declarations of `batch` declare (`int a, b;` declares two)."""
+    text = "\n".join(f"int {_BEGIN}{k};\n{c_text}" for k, (_, c_text) in enumerate(batch))
+    ast = parse_c(typedef_text + "\n" + text, path)
+    out, space = [], None
+    for ext in ast.ext:
+        name = getattr(ext, "name", None) or ""
+        if name.startswith(_BEGIN):
+            space = batch[int(name[len(_BEGIN):])][0]
+        elif space is not None and isinstance(ext, c_ast.Decl) and ext.name and \
+                not isinstance(ext.type, c_ast.FuncDecl):
+            out.append((ext, space))
+    return out
 
 
 def _declarations(expanded: str):

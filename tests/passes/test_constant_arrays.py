@@ -364,3 +364,13 @@ def test_declaration_scanner_forms(tmp_path):
     path.write_text(path.read_text().replace("+ c_init[i % 3]", "+ d_ptr[i]"))
     with pytest.raises(CompileError, match="undeclared identifier 'd_ptr'"):
         load_program(str(path), diagnostics=Diagnostics(quiet=True))
+
+
+def test_several_declarators_and_a_declaration_that_is_not_c():
+    from gpgpu_opt.frontend.cuda_c import parse_c
+    from gpgpu_opt.frontend.file_scope import find_file_variables
+
+    text = "__device__ int d_a, d_b[3];\n__device__ unknown_t d_q[2];\n__constant__ float c_z[4];\n"
+    found = find_file_variables(text, "", "k.cu", parse_c)
+    assert {n: (v.space, v.dims) for n, v in found.items()} == {
+        "d_a": ("device", ()), "d_b": ("device", (3,)), "c_z": ("constant", (4,))}
