@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 from gpgpu_opt import launch
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
-from gpgpu_opt.analysis.aliasing import alias_facts
 from gpgpu_opt.analysis.aggregates import unmodelled_parameter
-from gpgpu_opt.analysis.file_scope import may_write_device_variable
+from gpgpu_opt.analysis.aliasing import alias_facts
 from gpgpu_opt.analysis.alignment import base_alignment
+from gpgpu_opt.analysis.file_scope import may_write_device_variable
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
 from gpgpu_opt.checks import SanityError, check_kernel
 from gpgpu_opt.codegen import kernel_source

@@ -35,7 +35,8 @@ class Access:
     element_bytes: int
     location: Location | None
     guarded: bool                   # under an `if`
-    kind: str = ""                  # constant / thread / loop / quasi-affine / clamped / volatile / unresolved
+    kind: str = ""                  # constant / thread / loop / quasi-affine / clamped / array-of-arrays /
+    #                                 volatile / unresolved
     why_unresolved: str | None = None
     extra: dict = field(default_factory=dict)
     #: The subscript of a quasi-affine (`x[i % 7]`, `in[(i - 3) / 2]`) or volatile access, or the interior
@@ -91,6 +92,7 @@ class AccessCollector(c_ast.NodeVisitor):
             self.visit(node.init)
         if node.name is None:
             return
+        self.clamped.pop(node.name, None)
         if isinstance(node.type, c_ast.PtrDecl) and node.init is not None:
             alias = self._pointer_alias(node.init)
             if alias is not None:
@@ -98,7 +100,6 @@ class AccessCollector(c_ast.NodeVisitor):
                 if "volatile" in (getattr(node.type.type, "quals", None) or []) + (node.quals or []):
                     self.volatile_pointers.add(node.name)
             return
-        self.clamped.pop(node.name, None)
         if not isinstance(node.type, c_ast.TypeDecl):
             return
         type_name = " ".join(getattr(node.type.type, "names", []))
