@@ -184,6 +184,11 @@ def analyze(file: str = typer.Argument(..., help="the .cu file"), target: str = 
             shared = r.sharing.label() if r.sharing is not None else ""
             print(f"  {d['line'] or '':>4}  {ref:<34} {d['mode']:<5} {d['kind']:<10} {coal:<9} {per:>7} "
                   f"{eff:>5}  {d.get('load_path') or '':<4}  {shared:<22}  {reuse}{camping}")
+        for read in a.file_scope_reads:  # __constant__/__device__ arrays: one address per warp or not
+            ref = f"{read.array}[{read.index_text}]"
+            ref = ref if len(ref) <= 34 else ref[:31] + "..."
+            how = "broadcast" if read.extra["uniform"] else "per-thread"
+            print(f"  {read.location.line if read.location else '':>4}  {ref:<34} read  {read.kind:<10} {how}")
         print()
 
 

@@ -17,13 +17,26 @@ class Param:
     #: A pointer to volatile data (`volatile float *a`): each access happens as written (never widened,
     #: merged, staged, prefetched or reordered).
     is_volatile: bool = False
+    #: An array of arrays (`double c[][Y][X]`, `float a[N][M]`): the dimensions below the first, in
+    #: elements ((Y, X), (M,)); `c[z][y][x]` is element (z * Y + y) * X + x.
+    inner_dims: tuple[int, ...] = ()
+    #: A pointer to pointers (`float **a`), or arrays whose inner dimensions are not constants.
+    indirect: bool = False
 
 
 def _param_from_decl(decl: c_ast.Decl) -> Param:
+    from gpgpu_opt.frontend.file_scope import constant_value  # the front end imports this module
+
     t = decl.type
     is_pointer = False
     restrict = False
+    inner: list[int] = []
+    indirect = False
     while isinstance(t, (c_ast.PtrDecl, c_ast.ArrayDecl)):
+        if is_pointer:
+            dim = constant_value(t.dim) if isinstance(t, c_ast.ArrayDecl) and t.dim is not None else None
+            indirect = indirect or dim is None or dim <= 0
+            inner.append(dim or 0)
         is_pointer = True
         if isinstance(t, c_ast.PtrDecl) and "restrict" in (t.quals or []):
             restrict = True
@@ -31,7 +44,8 @@ def _param_from_decl(decl: c_ast.Decl) -> Param:
     quals = list(getattr(t, "quals", []) or []) + list(decl.quals or [])
     base = " ".join(t.type.names) if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType) \
         else "struct"
-    return Param(decl.name, base, is_pointer, "const" in quals, restrict, is_pointer and "volatile" in quals)
+    return Param(decl.name, base, is_pointer, "const" in quals, restrict, is_pointer and "volatile" in quals,
+                 () if indirect else tuple(inner), indirect)
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,9 @@ class Kernel:
     source_file: str = ""
     #: The instantiation this kernel is, for a template kernel (None: an ordinary kernel).
     instance: TemplateInstance | None = None
+    #: The file-scope `__constant__`/`__device__` variables it uses, itself or through its helpers, by
+    #: name (frontend.file_scope.FileVariable).
+    file_variables: dict = field(default_factory=dict)
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(), source_file: str = "",

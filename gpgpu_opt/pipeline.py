@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 from gpgpu_opt import launch
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
+from gpgpu_opt.analysis.aggregates import unmodelled_parameter
 from gpgpu_opt.analysis.aliasing import alias_facts
 from gpgpu_opt.analysis.alignment import base_alignment
+from gpgpu_opt.analysis.file_scope import may_write_device_variable
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
 from gpgpu_opt.checks import SanityError, check_kernel
 from gpgpu_opt.codegen import kernel_source
@@ -219,13 +221,15 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                 ctx.decisions.append(Decision(ctx.pass_name, "applied", "kernel", canonical[kernel.name].describe(),
                                               Location.of(kernel.funcdef.decl)))
             races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
+            held = bool(pass_names) and not races and _left_as_written(program, kernel, diagnostics)
             checker = None
             if self_check:
                 from gpgpu_opt.verify import quick_check
 
                 checker = quick_check(program, kernel, block)
             start, names = _z_axis(program, kernel, pass_names, diagnostics)
-            optimized, ran = optimize_kernel(start, ctx, [] if races else names, dump_dir, checker, strict)
+            optimized, ran = optimize_kernel(start, ctx, [] if races or held else names, dump_dir, checker,
+                                          strict)
             result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
             if validate and result.transformed:
                 _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
@@ -313,6 +317,22 @@ def _validate(program: Program, result: KernelResult, versions: list[tuple[str, 
                          f"{_after(validation.kept_after)}", where, kernel=kernel.name)
     elif validation.status == "not checked":
         diagnostics.note(f"{kernel.name}: {validation.detail}", where, kernel=kernel.name)
+
+
+def _left_as_written(program: Program, kernel: Kernel, diagnostics: Diagnostics) -> bool:
+    """A kernel that may store to a file-scope `__device__` variable, or has a struct or pointer-to-pointers
+    parameter, is left as written (no pass models that memory), with a note saying why."""
+    why = unmodelled_parameter(kernel) or may_write_device_variable(kernel, program.device_functions)
+    host_text = "\n".join(f.text for f in program.source_files())
+    symbol = next((n for n, v in kernel.file_variables.items() if v.space == "device"
+                   and re.search(rf"cudaGetSymbolAddress\s*\([^;]*\b{re.escape(n)}\b", host_text)), None)
+    if why is None and symbol is not None:
+        why = f"the host takes the address of the __device__ variable '{symbol}' (a pointer argument may alias it)"
+    if why is None:
+        return False
+    diagnostics.note(f"'{kernel.name}' left as written: {why}",
+                     Location.of(kernel.funcdef.decl), kernel=kernel.name)
+    return True
 
 
 def _stated_space(program: Program) -> tuple[int | None, int | None]:

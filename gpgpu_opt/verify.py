@@ -313,7 +313,33 @@ def make_arguments(kernel: Kernel, sizes: dict[str, int | float], extents: dict[
             args[p.name] = float(rng.uniform(0.5, 1.5))
         else:
             raise CompileError(f"kernel '{kernel.name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
+    args.update(file_variable_contents(kernel, rng))
     return args
+
+
+def file_variable_contents(kernel: Kernel, rng) -> dict:
+    """Random contents of the file-scope `__constant__`/`__device__` variables the kernel uses (the same
+    for the naive and the optimized run). One the emulator cannot hold gets none: its run says so."""
+    from gpgpu_opt.emulator.errors import UnsupportedConstruct
+    from gpgpu_opt.emulator.file_scope import element_dtype, words
+
+    out = {}
+    for name, variable in sorted(kernel.file_variables.items()):
+        try:
+            dtype, n = element_dtype(variable), words(variable)
+        except UnsupportedConstruct:
+            continue
+        if np.issubdtype(dtype, np.floating):
+            out[name] = rng.uniform(0.5, 1.5, n).astype(dtype) * rng.choice([-1, 1], n).astype(dtype)
+        else:
+            out[name] = rng.integers(1, 16, n).astype(dtype)
+    return out
+
+
+def device_variables(kernel: Kernel) -> set[str]:
+    """The file-scope `__device__` variables the kernel uses: global memory it may write, compared like
+    its output arrays."""
+    return {name for name, v in kernel.file_variables.items() if v.space == "device"}
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
@@ -385,8 +411,8 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
     extents = array_extents(naive, case.sizes, block, case.global_space, grid if case.grid else None,
                             case.extents)
     inputs = make_arguments(naive, case.sizes, extents, rng, gather_bounds(naive, extents))
-    outputs = written_arrays(naive)
-    for name in outputs:
+    outputs = written_arrays(naive) | device_variables(naive)
+    for name in outputs - device_variables(naive):
         if inputs[name].dtype.kind == "f":
             if not any(a.array == name and a.mode == "read" for a in accesses):
                 inputs[name][:] = np.nan  # poisoned: an element nobody writes stays NaN in both

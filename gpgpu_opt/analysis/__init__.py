@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from gpgpu_opt.analysis.accesses import Access, collect_accesses
 from gpgpu_opt.analysis.coalescing import Coalescing, analyse_request
+from gpgpu_opt.analysis.file_scope import collect_file_scope_reads
 from gpgpu_opt.analysis.footprint import footprints
 from gpgpu_opt.analysis.partition import partition_camping
 from gpgpu_opt.analysis.reuse import analyse_reuse, footprint_reuse
@@ -30,6 +31,7 @@ class AccessReport:
              "column": a.location.column if a.location else None,
              "affine": cuda_text(a.index) if a.index is not None and a.kind != "unresolved" else None,
              **({"quasi_affine": cuda_text(a.analysis_index)} if a.kind == "quasi-affine" else {}),
+             **({"interior": cuda_text(a.analysis_index)} if a.kind == "clamped" else {}),
              "loops": [l.var for l in a.loops]}
         if self.coalescing is not None:
             d.update(self.coalescing.as_dict())
@@ -54,10 +56,23 @@ class KernelAnalysis:
     target: Target
     block: tuple[int, int]
     reports: list[AccessReport] = field(default_factory=list)
+    #: Reads of file-scope `__constant__`/`__device__` arrays (analysis.file_scope): not global accesses
+    #: the passes see; a warp-uniform constant read is a broadcast.
+    file_scope_reads: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"name": self.kernel.name, "target": self.target.name, "naive_block": list(self.block),
-                "accesses": [r.as_dict() for r in self.reports]}
+        d = {"name": self.kernel.name, "target": self.target.name, "naive_block": list(self.block),
+             "accesses": [r.as_dict() for r in self.reports]}
+        if self.file_scope_reads:
+            d["file_scope_reads"] = [file_scope_read_dict(a) for a in self.file_scope_reads]
+        return d
+
+
+def file_scope_read_dict(a: Access) -> dict:
+    """A read of a file-scope variable: its memory, and whether the threads of a warp read one address."""
+    return {"array": a.array, "mode": a.mode, "index": a.index_text, "kind": a.kind,
+            "line": a.location.line if a.location else None, "uniform": a.extra["uniform"],
+            "subscript": cuda_text(a.analysis_index) if a.analysis_index is not None else None}
 
 
 def uses_y(kernel: Kernel, accesses: list[Access]) -> bool:
@@ -72,7 +87,8 @@ def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None
     if block is None:
         block = (16, 16) if uses_y(kernel, accesses) else (256, 1)
     axes = ("x", "y") if uses_y(kernel, accesses) else ("x",)
-    result = KernelAnalysis(kernel, target, block)
+    result = KernelAnalysis(kernel, target, block,
+                            file_scope_reads=collect_file_scope_reads(kernel) if kernel.file_variables else [])
     shared_footprint = {id(a.node): fp for fp in footprints(accesses, bindings) for a in fp.reads}
     for a in accesses:
         coalescing = analyse_request(a, target, block, bindings)

@@ -6,10 +6,13 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
+from gpgpu_opt.analysis.aggregates import is_element_type
+from gpgpu_opt.analysis.clamps import interior
 from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
                                          is_opaque, is_quasi_affine, iterator_symbol, opaque, param_symbol,
                                          quasi_terms, to_sympy)
+from gpgpu_opt.ast_util import ids_in
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
@@ -32,11 +35,13 @@ class Access:
     element_bytes: int
     location: Location | None
     guarded: bool                   # under an `if`
-    kind: str = ""                  # constant / thread / loop / quasi-affine / volatile / unresolved
+    kind: str = ""                  # constant / thread / loop / quasi-affine / clamped / array-of-arrays /
+    #                                 volatile / unresolved
     why_unresolved: str | None = None
     extra: dict = field(default_factory=dict)
-    #: The subscript of a quasi-affine (`x[i % 7]`, `in[(i - 3) / 2]`) or volatile access, for the analysis
-    #: to evaluate; `index` is None so that no pass takes the access for one it understands.
+    #: The subscript of a quasi-affine (`x[i % 7]`, `in[(i - 3) / 2]`) or volatile access, or the interior
+    #: piece of an edge clamp (`in[max(i - 1, 0)]`: `i - 1`), for the analysis to evaluate; `index` is None
+    #: so that no pass takes the access for one it understands.
     analysis_index: sympy.Expr | None = None
     #: Through a `volatile` pointer: every load and store happens as written, so no pass touches it.
     volatile: bool = False
@@ -53,7 +58,11 @@ class Access:
     @property
     def understood(self) -> bool:
         """An access a pass may transform: an affine subscript, through a pointer that is not volatile."""
-        return self.index is not None and self.kind not in ("unresolved", "quasi-affine", "volatile")
+        return self.index is not None and self.kind not in ("unresolved",) + AS_WRITTEN
+
+
+#: The kinds whose subscript the analysis evaluates but every pass leaves as written.
+AS_WRITTEN = ("quasi-affine", "clamped", "array-of-arrays", "volatile")
 
 
 class AccessCollector(c_ast.NodeVisitor):
@@ -65,6 +74,9 @@ class AccessCollector(c_ast.NodeVisitor):
         #: C types of the integer parameters and locals: how `/`, `%` and `>>` treat their values.
         self.types: dict[str, str] = {p.name: p.base_type for p in kernel.scalars if p.name in self.env}
         self.pointer_aliases: dict[str, tuple[str, sympy.Expr | None]] = {}
+        #: Straight-line integer locals defined by an edge clamp (`int w = max(i - 1, 0);`): their interior
+        #: piece (their value in `env` stays opaque).
+        self.clamped: dict[str, sympy.Expr] = {}
         #: Local pointers to volatile data (`volatile float *p = a + 1;`).
         self.volatile_pointers: set[str] = set()
         self.loops: list[Loop] = []
@@ -80,6 +92,7 @@ class AccessCollector(c_ast.NodeVisitor):
             self.visit(node.init)
         if node.name is None:
             return
+        self.clamped.pop(node.name, None)
         if isinstance(node.type, c_ast.PtrDecl) and node.init is not None:
             alias = self._pointer_alias(node.init)
             if alias is not None:
@@ -100,6 +113,9 @@ class AccessCollector(c_ast.NodeVisitor):
             self.env[node.name] = to_sympy(node.init, self.env, self.types)
         except NotAffine:
             self.env[node.name] = opaque(node.name)
+            clamp = self._clamp_interior(node.init)
+            if clamp is not None:
+                self.clamped[node.name] = clamp
 
     def _pointer_alias(self, init) -> tuple[str, sympy.Expr | None] | None:
         if isinstance(init, c_ast.ID) and init.name in self.arrays:
@@ -159,19 +175,21 @@ class AccessCollector(c_ast.NodeVisitor):
     # -- accesses -------------------------------------------------------------------------------
     def visit_Assignment(self, node: c_ast.Assignment):
         self.visit(node.rvalue)
-        if isinstance(node.lvalue, c_ast.ArrayRef):
-            self._record(node.lvalue, "write")
+        target = _stored_element(node.lvalue)
+        if target is not None:
+            self._record(target, "write")
             if node.op != "=":
-                self._record(node.lvalue, "read")
-            self._visit_subscripts(node.lvalue)
+                self._record(target, "read")
+            self._visit_subscripts(target)
         else:
             self.visit(node.lvalue)
 
     def visit_UnaryOp(self, node: c_ast.UnaryOp):
-        if node.op in ("++", "--", "p++", "p--") and isinstance(node.expr, c_ast.ArrayRef):
-            self._record(node.expr, "read")
-            self._record(node.expr, "write")
-            self._visit_subscripts(node.expr)
+        target = _stored_element(node.expr) if node.op in ("++", "--", "p++", "p--") else None
+        if target is not None:
+            self._record(target, "read")
+            self._record(target, "write")
+            self._visit_subscripts(target)
         elif node.op == "&" and isinstance(node.expr, c_ast.ArrayRef):
             self._visit_subscripts(node.expr)  # an address, not an access
         else:
@@ -188,6 +206,9 @@ class AccessCollector(c_ast.NodeVisitor):
 
     def _record(self, node: c_ast.ArrayRef, mode: str):
         base = node.name
+        if isinstance(base, c_ast.ArrayRef):
+            self._record_nested(node, mode)
+            return
         if not isinstance(base, c_ast.ID):
             return
         array, offset = base.name, sympy.Integer(0)
@@ -208,9 +229,68 @@ class AccessCollector(c_ast.NodeVisitor):
         except NotAffine as why:
             access.why_unresolved = str(why)
         classify(access)
+        if mode == "read" and access.kind == "unresolved" and offset is not None and not self.unanalysable_loops:
+            clamp = self._clamp_interior(node.subscript)
+            if clamp is not None:
+                mark_clamped(access, sympy.expand(offset + clamp))
         if param.is_volatile or base.name in self.volatile_pointers:
             mark_volatile(access)
+        if param.inner_dims or param.indirect or not is_element_type(param.base_type):
+            mark_aggregate(access, param)
         self.accesses.append(access)
+
+    def _record_nested(self, node: c_ast.ArrayRef, mode: str) -> None:
+        """`c[z][y][x]` of an array-of-arrays parameter: one access at the flattened subscript
+        `(z * Y + y) * X + x`, which the passes leave as written."""
+        subscripts = []
+        inner = node
+        while isinstance(inner, c_ast.ArrayRef):
+            subscripts.insert(0, inner.subscript)
+            inner = inner.name
+        if not (isinstance(inner, c_ast.ID) and inner.name in self.arrays):
+            return
+        param = self.arrays[inner.name]
+        text = "][".join(self.printer.visit(sub) for sub in subscripts)
+        access = Access(param.name, mode, node, text, None, list(self.loops),
+                        ELEMENT_BYTES.get(param.base_type, 4), Location.of(node), self.guard_depth > 0)
+        if param.indirect or len(subscripts) != len(param.inner_dims) + 1:
+            access.kind = "unresolved"
+            access.why_unresolved = "an element of an array of pointers or a partial subscript"
+        else:
+            flat = None
+            try:
+                if self.unanalysable_loops:
+                    raise NotAffine("inside a loop that is not in canonical form")
+                flat = to_sympy(subscripts[0], self.env, self.types)
+                for sub, dim in zip(subscripts[1:], param.inner_dims):
+                    flat = flat * dim + to_sympy(sub, self.env, self.types)
+                access.index = sympy.expand(flat)
+            except NotAffine as why:
+                access.why_unresolved = str(why)
+            classify(access)
+            mark_aggregate(access, param)
+        if param.is_volatile:
+            mark_volatile(access)
+        self.accesses.append(access)
+
+
+    def _clamp_interior(self, expr: c_ast.Node) -> sympy.Expr | None:
+        """The interior piece of an expression with edge clamps (analysis.clamps), through the clamped
+        locals it uses; None when it has none or is not piecewise affine."""
+        env = dict(self.env)
+        used = [n for n, v in self.clamped.items() if env.get(n) == opaque(n)]
+        env.update({n: self.clamped[n] for n in used})
+        moving = THREAD_SYMBOLS | BLOCK_SYMBOLS | {iterator_symbol(l.var) for l in self.loops}
+        try:
+            value, clamps = interior(expr, env, self.types, moving)
+        except NotAffine:
+            return None
+        if not clamps and not set(used) & ids_in(expr):
+            return None
+        variables = list(THREAD_SYMBOLS | BLOCK_SYMBOLS | {iterator_symbol(l.var) for l in self.loops})
+        if not is_affine(value, variables) or quasi_terms(value, variables):
+            return None
+        return value
 
 
 def classify(access: Access) -> None:
@@ -238,6 +318,35 @@ def classify(access: Access) -> None:
         access.kind = "thread"
     else:
         access.kind = "constant"
+
+
+def mark_clamped(access: Access, interior_index: sympy.Expr) -> None:
+    """An edge clamp read: the analysis sees its interior piece, every pass leaves it as written."""
+    access.analysis_index, access.index = interior_index, None
+    access.kind = "clamped"
+    access.why_unresolved = (f"an edge clamp: `{cuda_text(interior_index)}` inside the edges, another piece at "
+                             "them")
+
+
+def mark_aggregate(access: Access, param) -> None:
+    """An element of an array of arrays, or of a struct: the analysis evaluates a flattened affine subscript,
+    the passes leave the access as written (they rewrite flat element accesses only)."""
+    if param.inner_dims and access.index is not None and access.kind not in ("unresolved", "quasi-affine"):
+        access.analysis_index, access.index = access.index, None
+        access.kind = "array-of-arrays"
+        access.why_unresolved = "an element of an array of arrays"
+    elif not param.inner_dims:
+        access.analysis_index = access.index = None
+        access.kind = "unresolved"
+        access.why_unresolved = f"an element of the struct type '{param.base_type}'"
+
+
+def _stored_element(lvalue) -> c_ast.ArrayRef | None:
+    """The array element an assignment stores to: `a[i]`, or `a[i]` of a member store `a[i].x`."""
+    target = lvalue
+    while isinstance(target, c_ast.StructRef) and target.type == ".":
+        target = target.name
+    return target if isinstance(target, c_ast.ArrayRef) else None
 
 
 def mark_volatile(access: Access) -> None:

@@ -55,6 +55,8 @@ class Interpreter(Expressions, Builtins):
         self.frames: list[Frame] = []
         self.batch = None
         self.shared: dict[int, Buffer] = {}
+        #: File-scope `__constant__`/`__device__` variables, seen where no local or parameter hides them.
+        self.file_scope: dict[str, Var] = {}
 
     def run_batch(self, batch) -> None:
         self.batch = batch
@@ -70,7 +72,7 @@ class Interpreter(Expressions, Builtins):
             var = scope.get(name)
             if var is not None:
                 return var
-        return None
+        return self.file_scope.get(name)
 
     def push_frame(self, name, bindings, rtype) -> None:
         self.frames.append(Frame(name, bindings, rtype))

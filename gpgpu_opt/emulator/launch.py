@@ -10,6 +10,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.writes import param_decls as _param_decls, written_names
 from gpgpu_opt.emulator.errors import EmulationError, UnsupportedConstruct, where
 from gpgpu_opt.emulator.expressions import PtrType, Var
+from gpgpu_opt.emulator.file_scope import bind_file_variables
 from gpgpu_opt.emulator.interpreter import Interpreter
 from gpgpu_opt.emulator.memory import Buffer, Memory, PtrValue
 from gpgpu_opt.emulator.threads import Batch, Geometry
@@ -46,7 +47,7 @@ def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bo
         t = d.type
         value = args[d.name]
         if isinstance(t, (c_ast.PtrDecl, c_ast.ArrayDecl)):
-            inner = t.type
+            inner, inner_dims = _inner_dims(name, d, t.type)
             if not (isinstance(inner, c_ast.TypeDecl) and isinstance(inner.type, c_ast.IdentifierType)):
                 raise UnsupportedConstruct(f"kernel '{name}': parameter '{d.name}' of this type at {where(d)}")
             view = type_from_names(inner.type.names, d)
@@ -69,7 +70,11 @@ def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bo
                                                    f"overlap without being the same array")
                 buf = Buffer(d.name, "global", flat, scalar, flat.size)
                 buffers.append((value, buf))
-            params[d.name] = Var(d.name, PtrType(view), PtrValue(buf, np.int64(0), view, None))
+            dims = None
+            if inner_dims:  # an array of arrays: as many whole or partial rows as the buffer holds
+                row = int(np.prod(inner_dims)) * (view.n if isinstance(view, VecType) else 1)
+                dims = (max(1, -(-flat.size // row)), *inner_dims)
+            params[d.name] = Var(d.name, PtrType(view), PtrValue(buf, np.int64(0), view, dims))
         else:
             ctype = type_from_names(t.type.names, d) if isinstance(t, c_ast.TypeDecl) and \
                 isinstance(t.type, c_ast.IdentifierType) else None
@@ -85,6 +90,22 @@ def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bo
             else:
                 buf.read_only = True
     return params
+
+
+def _inner_dims(kernel: str, decl: c_ast.Decl, t) -> tuple:
+    """The element type under a pointer parameter and, for an array of arrays (`double c[][Y][X]`), its
+    constant inner dimensions (Y, X)."""
+    from gpgpu_opt.frontend.file_scope import constant_value
+
+    dims = []
+    while isinstance(t, c_ast.ArrayDecl):
+        dim = constant_value(t.dim) if t.dim is not None else None
+        if dim is None or dim <= 0:
+            raise UnsupportedConstruct(f"kernel '{kernel}': parameter '{decl.name}' with an inner dimension that "
+                                       f"is not a positive constant at {where(decl)}")
+        dims.append(dim)
+        t = t.type
+    return t, tuple(dims)
 
 
 def _scalar_arg(kernel: str, pname: str, ctype: CType, value):
@@ -113,7 +134,7 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
                check_races: bool = True, max_threads_per_batch: int = 1 << 16,
                blocks: list[int] | None = None) -> EmulationStats:
     """Emulate `kernel<<<grid, block>>>(args...)` on the CPU; pointer arguments (numpy arrays) are
-    updated in place. Raises an EmulationError subclass for out-of-bounds or misaligned accesses, races,
+    updated in place. A Kernel's file-scope variables take their contents from `args` too, by name. Raises an EmulationError subclass for out-of-bounds or misaligned accesses, races,
     divergent barriers, undefined behaviour and unsupported constructs. `blocks`: run only these blocks
     (linear ids, x fastest) of the grid, a sample of a launch too large to emulate whole."""
     t0 = time.perf_counter()
@@ -126,8 +147,12 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
     stats = EmulationStats(kernel=name)
     mem = Memory(name, geom, stats, check_races)
     written = written_names(funcdef, device_functions) if check_races else set()
-    params = _bind_args(funcdef, args, mem, geom, check_races, written)
+    file_variables = getattr(kernel_or_funcdef, "file_variables", {})
+    params = _bind_args(funcdef, {k: v for k, v in args.items() if k not in file_variables}, mem, geom,
+                        check_races, written)
     interp = Interpreter(funcdef, device_functions, geom, mem, stats, params)
+    interp.file_scope = bind_file_variables(name, file_variables, args, mem, check_races,
+                                            np.int32 if geom.total_threads < 2**31 else np.int64)
     per_batch = max(1, int(max_threads_per_batch) // geom.tpb)
     with np.errstate(all="ignore"):
         for first, count in _batches(sorted(set(blocks)) if blocks is not None else None, geom.nblocks, per_batch):

@@ -11,6 +11,7 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
 from gpgpu_opt.frontend import scanner, templates
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
+from gpgpu_opt.frontend.file_scope import find_file_variables, variables_used
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess_program
 from gpgpu_opt.kernel import Kernel
@@ -168,7 +169,8 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                          Location(path, 1, 1))
         return program
 
-    known = set(PRELUDE_NAMES) | {d.name for _, d in definitions}
+    file_variables = find_file_variables(expanded, typedefs.text, path, parse_c)
+    known = set(PRELUDE_NAMES) | {d.name for _, d in definitions} | set(file_variables)
     unreadable: dict[str, str] = {}  # device functions passed through -> why
     template_uses = {scan.file.path: templates.TemplateUses(scan.file.text, scan.tokens, scan.launch_sites,
                                                             macros, expanded) for scan in scans}
@@ -209,6 +211,8 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                                                            instance=unit.instance))
             else:
                 program.device_functions[definition.name] = func
+    for kernel in program.kernels:
+        kernel.file_variables = variables_used(kernel.funcdef, file_variables, program.device_functions)
     return program
 
 

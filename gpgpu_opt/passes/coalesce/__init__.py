@@ -46,7 +46,7 @@ Tile geometry, another thread's view of an expression and control flow are `gpgp
 from __future__ import annotations
 
 from gpgpu_opt.analysis import AccessReport, analyze_kernel
-from gpgpu_opt.analysis.accesses import Access
+from gpgpu_opt.analysis.accesses import AS_WRITTEN, Access
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
@@ -160,7 +160,7 @@ def _candidates(analysis, ctx: PassContext, in_footprint: set[int]) -> list[Acce
         a = rep.access
         if a.mode != "read" or id(a.node) in in_footprint:
             continue
-        if a.kind in ("volatile", "quasi-affine"):
+        if a.kind in AS_WRITTEN:
             ctx.skip(_subject(a), f"not staged: {a.why_unresolved}; left as written", a.location)
             continue
         if not a.understood or rep.coalescing is None:

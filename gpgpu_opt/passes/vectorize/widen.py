@@ -22,6 +22,7 @@ import copy
 import sympy
 from pycparser import c_ast
 
+from gpgpu_opt.analysis.accesses import AS_WRITTEN
 from gpgpu_opt.analysis.alignment import element_bytes
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID
 from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
@@ -183,7 +184,7 @@ def _accesses(info: g.KernelInfo, stmts: list, idx: str, elem: dict) -> list:
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID)):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
-            if a is not None and a.kind in ("volatile", "quasi-affine"):  # a volatile local pointer too
+            if a is not None and a.kind in AS_WRITTEN:  # a volatile local pointer too
                 raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is left as written ({a.why_unresolved})")
             if n.name.name not in params:
                 continue
