@@ -12,15 +12,16 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
+from gpgpu_opt.frontend.math_api import memory_effect
 
-#: Builtins that touch memory or other threads: atomics, barriers, fences, warp shuffles and votes, and
-#: the read-only-cache load.
-_IMPURE_BUILTINS = ("atomic", "__sync", "__threadfence", "__shfl", "__ballot", "__all_sync", "__any_sync",
-                    "__ldg")
+#: Builtins that touch memory or other threads: atomics, barriers, fences, warp shuffles and votes. The
+#: Math API table says which of its functions touch memory: the cache-hinted loads and stores (`__ldg`,
+#: `__stcs`) and the functions with out-parameters (`sincosf`).
+_IMPURE_BUILTINS = ("atomic", "__sync", "__threadfence", "__shfl", "__ballot", "__all_sync", "__any_sync")
 _INDICES = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 _LOCAL_STORAGE = {"register", "auto"}
 
-PURE_BUILTINS = frozenset(n for n in PRELUDE_NAMES if not n.startswith(_IMPURE_BUILTINS))
+PURE_BUILTINS = frozenset(n for n in PRELUDE_NAMES if not n.startswith(_IMPURE_BUILTINS) and not memory_effect(n))
 
 
 def why_impure(name: str, helpers: dict[str, c_ast.FuncDef]) -> str | None:
@@ -43,6 +44,10 @@ class _Purity:
     def why(self, name: str) -> str | None:
         if name in PURE_BUILTINS:
             return None
+        if memory_effect(name) in ("load", "store"):
+            return f"{name} is a {memory_effect(name)} of global memory"
+        if memory_effect(name):
+            return f"{name} stores through its pointer arguments"
         if name in PRELUDE_NAMES:
             return f"{name} touches memory or other threads"
         if name not in self.helpers:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pcpp import Action, OutputDirective, Preprocessor
 
 from gpgpu_opt.diagnostics import CompileError, Location
+from gpgpu_opt.frontend.environment import define_modelled_macros
 from gpgpu_opt.frontend.scanner import tokenize
 from gpgpu_opt.targets import DEFAULT_TARGET, get_target
 
@@ -50,6 +51,7 @@ class _CudaPreprocessor(Preprocessor):
         self.first_error: CompileError | None = None
         self.modelled_dirs = modelled_include_dirs(tuple(include_dirs or ()))
         self.modelled_found: set[str] = set()  # included names found only in modelled directories
+        define_modelled_macros(self)  # what nvcc's implicit cuda_runtime.h defines (environment.CONSTANTS)
 
     def on_file_open(self, is_system_include, includepath):
         # Refusing to open a modelled header makes pcpp look on, then call on_include_not_found.
@@ -73,6 +75,7 @@ class _CudaPreprocessor(Preprocessor):
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
         if is_system_include or os.path.basename(includepath) in self.modelled_found:
+            define_modelled_macros(self, includepath)  # the header's constants (environment.CONSTANTS)
             raise OutputDirective(Action.IgnoreAndPassThrough)
         what = f"malformed #include {includepath}" if is_malformed else f"'{includepath}' file not found"
         raise CompileError(what, self.location_of(self.lastdirective))
