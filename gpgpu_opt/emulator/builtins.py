@@ -83,7 +83,8 @@ class Builtins:
             return self.hinted_access(entries[0], args, mask, node)
         outs = set(entries[0].out_params)
         vals = {k: self._value_arg(a, mask, node) for k, a in enumerate(args) if k not in outs}
-        fn = max(entries, key=lambda f: sum(_param_type(f.params[k]) is v.ctype for k, v in vals.items()))
+        fn = max(entries, key=lambda f: sum(f.params[k] != "T" and _param_type(f.params[k]) is v.ctype
+                                            for k, v in vals.items()))
         generic = None
         if "T" in fn.params:
             generic = promote(functools.reduce(common_type, [vals[k].ctype for k, p in enumerate(fn.params)

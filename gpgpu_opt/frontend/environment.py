@@ -207,11 +207,13 @@ def implicit_macros() -> dict[str, str]:
 
 def define_modelled_macros(preprocessor, include_name: str | None = None) -> None:
     """Define, in a pcpp Preprocessor, the macros of a modelled header (None: the implicit ones), unless the
-    program defined the name itself first (as a real header guarded by #ifndef would leave it)."""
+    program defined the name itself first (as a real header guarded by #ifndef would leave it). They are
+    marked `modelled`: the macros the preprocessor reports are the program's and -D's."""
     macros = implicit_macros() if include_name is None else header_macros(include_name)
     for name, text in macros.items():
         if name not in preprocessor.macros:
             preprocessor.define(f"{name} {text}")
+            preprocessor.macros[name].modelled = True   # the environment's, not the program's
 
 
 def scalar_type(name: str) -> ScalarType:

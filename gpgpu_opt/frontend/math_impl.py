@@ -222,7 +222,7 @@ def funnel_shift(left: bool, clamp: bool):
 # ---------------------------------------------------------------- special functions
 def _elementwise(fn):
     def apply(*args):
-        return np.frompyfunc(fn, len(args), 1)(*[np.asarray(a, F64) for a in args]).astype(F64)
+        return np.asarray(np.frompyfunc(fn, len(args), 1)(*[np.asarray(a, F64) for a in args]), F64)
     return apply
 
 

@@ -199,7 +199,7 @@ def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
         raise pp.first_error
     macros = {}
     for name, macro in pp.macros.items():
-        if macro.arglist is None and not name.startswith("__"):
+        if macro.arglist is None and not name.startswith("__") and not getattr(macro, "modelled", False):
             macros[name] = "".join(tok.value for tok in macro.value).strip()
     return _normalise_line_markers(out.getvalue(), pp), macros
 
