@@ -221,3 +221,27 @@ def scalar_type(name: str) -> ScalarType:
         if t.name == name:
             return t
     raise KeyError(name)
+
+
+def alias_target(name: str) -> ScalarType | None:
+    """The scalar type an alias (`uint32_t`, `half`) or a scalar's own name stands for."""
+    for a in TYPE_ALIASES:
+        if a.name == name:
+            return scalar_type(a.target)
+    return next((t for t in SCALAR_TYPES if t.name == name), None)
+
+
+def type_sizes() -> dict[str, int]:
+    """Bytes on the device of every type name of the tables: scalars, aliases, vector types."""
+    sizes = {t.name: t.size for t in SCALAR_TYPES}
+    sizes.update({a.name: scalar_type(a.target).size for a in TYPE_ALIASES})
+    sizes.update({v.name: scalar_type(v.base).size * v.n for v in VECTOR_TYPES})
+    sizes.update({alias: sizes[name] for alias, name in VECTOR_ALIASES.items()})
+    return sizes
+
+
+def integer_aliases(kind: str, min_size: int = 1) -> frozenset[str]:
+    """The aliases of integer types of a kind ('i' signed, 'u' unsigned, 'b' bool) and at least min_size
+    bytes: `uint32_t`, `size_t`, `uint`..."""
+    return frozenset(a.name for a in TYPE_ALIASES
+                     if scalar_type(a.target).kind == kind and scalar_type(a.target).size >= min_size)
