@@ -12,6 +12,7 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
+from gpgpu_opt.frontend.environment import BOOL_LITERALS
 from gpgpu_opt.frontend.math_api import memory_effect
 
 #: Builtins that touch memory or other threads: atomics, barriers, fences, warp shuffles and votes. The
@@ -100,7 +101,7 @@ class _Purity:
         if isinstance(node, c_ast.UnaryOp) and node.op == "*" or isinstance(node, c_ast.StructRef) \
                 and node.type == "->":
             return f"{name} dereferences a pointer"
-        if isinstance(node, c_ast.ID) and node.name not in scope:
+        if isinstance(node, c_ast.ID) and node.name not in scope and node.name not in BOOL_LITERALS:
             if node.name in _INDICES:
                 return f"{name} uses {node.name}"
             return f"{name} uses the global variable {node.name}"

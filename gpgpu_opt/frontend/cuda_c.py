@@ -33,6 +33,7 @@ def _type_declarations() -> str:
         if v.make:
             lines.append(f"{v.name} make_{v.name}({', '.join([v.base] * v.n)});")
     lines += [f"typedef {name} {alias};" for alias, name in environment.VECTOR_ALIASES.items()]
+    lines += [f"extern const bool {name};" for name in environment.BOOL_LITERALS]
     return "\n".join(lines)
 
 

@@ -86,6 +86,9 @@ TYPE_ALIASES: tuple[TypeAlias, ...] = (
     TypeAlias("half", "__half", "cuda_fp16.h"), TypeAlias("nv_bfloat16", "__nv_bfloat16", "cuda_bf16.h"),
 )
 
+#: C++'s boolean literals: the C99 parser sees them as names, declared `const bool` by the prelude.
+BOOL_LITERALS: dict[str, int] = {"true": 1, "false": 0}
+
 _VECTOR_BASES = (("char", "char"), ("uchar", "unsigned char"), ("short", "short"), ("ushort", "unsigned short"),
                  ("int", "int"), ("uint", "unsigned int"), ("long", "long"), ("ulong", "unsigned long"),
                  ("longlong", "long long"), ("ulonglong", "unsigned long long"), ("float", "float"),

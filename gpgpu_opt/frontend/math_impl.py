@@ -134,7 +134,10 @@ def to_bfloat16(x):
     x = np.asarray(x)
     if x.dtype == np.float64:
         with np.errstate(all="ignore"):
-            f = _toward_zero_odd(x, x - x.astype(F32).astype(F64)).astype(F32)
+            f = x.astype(F32)
+            inexact = (f.astype(F64) != x) & np.isfinite(x)
+            f = np.where(inexact & (np.abs(f.astype(F64)) > np.abs(x)), np.nextafter(f, F32(0)), f).astype(F32)
+            f = (f.view(np.uint32) | np.where(inexact, np.uint32(1), np.uint32(0))).view(F32)   # round to odd
     else:
         f = x.astype(F32)
     bits = f.view(np.uint32).astype(np.uint64)
@@ -267,19 +270,25 @@ def _bessel_j(n: int, x: float) -> float:
     return float((f[0] / 2 + f[1:-1].sum() + f[-1] / 2) * (math.pi / _NODES) / math.pi)
 
 
+def _simpson(f: np.ndarray, width: float) -> float:
+    """Simpson's rule over an even number of intervals of `width`."""
+    return float((f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()) * width / 3)
+
+
 def _bessel_y(n: int, x: float) -> float:
+    """Y_n(x) = (1/pi) integral_0^pi sin(x sin t - n t) dt
+              - (1/pi) integral_0^inf (e^(n u) + (-1)^n e^(-n u)) e^(-x sinh u) du, by Simpson's rule."""
     if x < 0:
         return math.nan
     if x == 0:
         return -math.inf
-    t = np.linspace(0.0, math.pi, _NODES + 1)
-    f = np.sin(x * np.sin(t) - n * t)
-    first = (f[0] / 2 + f[1:-1].sum() + f[-1] / 2) * (math.pi / _NODES) / math.pi
+    nodes = 8 * _NODES
+    t = np.linspace(0.0, math.pi, nodes + 1)
+    first = _simpson(np.sin(x * np.sin(t) - n * t), math.pi / nodes)
     end = math.asinh(60.0 / x + 1.0) + 1.0
-    u = np.linspace(0.0, end, 4 * _NODES + 1)
-    g = (np.exp(n * u) + (-1) ** n * np.exp(-n * u)) * np.exp(-x * np.sinh(u))
-    second = (g[0] / 2 + g[1:-1].sum() + g[-1] / 2) * (end / (4 * _NODES)) / math.pi
-    return float(first - second)
+    u = np.linspace(0.0, end, nodes + 1)
+    second = _simpson((np.exp(n * u) + (-1) ** n * np.exp(-n * u)) * np.exp(-x * np.sinh(u)), end / nodes)
+    return (first - second) / math.pi
 
 
 remainder = _elementwise(_safe(math.remainder))
