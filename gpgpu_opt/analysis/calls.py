@@ -47,6 +47,8 @@ class _Purity:
             return None
         if memory_effect(name) in ("load", "store"):
             return f"{name} is a {memory_effect(name)} of global memory"
+        if memory_effect(name) == "clock":
+            return f"{name} reads the SM's clock"
         if memory_effect(name):
             return f"{name} stores through its pointer arguments"
         if name in PRELUDE_NAMES:

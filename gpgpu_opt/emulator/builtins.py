@@ -79,6 +79,8 @@ class Builtins:
         entries = [f for f in BY_NAME[name] if len(f.params) == len(args)]
         if not entries:
             raise UnsupportedConstruct(f"{name} with {len(args)} arguments at {where(node)}")
+        if entries[0].memory == "clock":
+            raise UnsupportedConstruct(f"{name}() at {where(node)}: the emulator has no clock")
         if entries[0].memory:
             return self.hinted_access(entries[0], args, mask, node)
         outs = set(entries[0].out_params)

@@ -84,6 +84,8 @@ TYPE_ALIASES: tuple[TypeAlias, ...] = (
     TypeAlias("uint32_t", "unsigned int", "stdint.h"), TypeAlias("uint64_t", "unsigned long", "stdint.h"),
     TypeAlias("intptr_t", "long", "stdint.h"), TypeAlias("uintptr_t", "unsigned long", "stdint.h"),
     TypeAlias("half", "__half", "cuda_fp16.h"), TypeAlias("nv_bfloat16", "__nv_bfloat16", "cuda_bf16.h"),
+    TypeAlias("clock_t", "long", ""), TypeAlias("cufftReal", "float", "cufft.h"),
+    TypeAlias("cufftDoubleReal", "double", "cufft.h"),
 )
 
 #: C++'s boolean literals: the C99 parser sees them as names, declared `const bool` by the prelude.
@@ -98,7 +100,10 @@ VECTOR_TYPES: tuple[VectorType, ...] = tuple(
     VectorType(f"{prefix}{n}", base, n) for prefix, base in _VECTOR_BASES for n in (1, 2, 3, 4)
 ) + (VectorType("__half2", "__half", 2, make=False), VectorType("__nv_bfloat162", "__nv_bfloat16", 2, make=False))
 
-VECTOR_ALIASES: dict[str, str] = {"half2": "__half2", "nv_bfloat162": "__nv_bfloat162"}
+#: Other names of vector types: <cuComplex.h>'s and <cufft.h>'s complex numbers are float2 and double2.
+VECTOR_ALIASES: dict[str, str] = {"half2": "__half2", "nv_bfloat162": "__nv_bfloat162", "cuFloatComplex": "float2",
+                                  "cuComplex": "float2", "cuDoubleComplex": "double2", "cufftComplex": "float2",
+                                  "cufftDoubleComplex": "double2"}
 
 
 def _limits() -> tuple[Constant, ...]:

@@ -18,6 +18,7 @@ That is why the check stays bitwise; `exact` says how far an emulated value may 
 
 `memory`: `load`/`store`, the cache-hinted global accesses (`__ldg`, `__ldcs`, `__stcs`...) through the
 first argument; the analyses treat them as accesses of memory (gpgpu_opt.analysis.calls, .writes).
+`clock`: the clock counters (`clock64()`), impure and not emulated.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class Function:
     returns: str
     impl: Callable | None
     exact: bool = True
-    memory: str = ""          # "load" / "store": a global access through the first parameter
+    memory: str = ""          # "load" / "store": a global access through the first parameter; "clock"
     header: str = ""          # "" visible in all device code; else the header that declares it
 
     @property
@@ -271,7 +272,43 @@ def _hints() -> list[Function]:
     return loads + stores
 
 
-FUNCTIONS: tuple[Function, ...] = tuple(_math_functions() + _intrinsics() + _integer_functions() + _hints())
+def _complex_functions() -> list[Function]:
+    """<cuComplex.h>: complex numbers as float2 / double2 (x real, y imaginary). nvcc may contract the
+    products of cuCmul into fma, so those are not bit-exact."""
+    out = []
+    for t, v, f, kind in (("float", "float2", "f", "Float"), ("double", "double2", "", "Double")):
+        h = "cuComplex.h"
+        out += [
+            Function(f"cuCreal{f}", (v,), t, lambda a: a[0], header=h),
+            Function(f"cuCimag{f}", (v,), t, lambda a: a[1], header=h),
+            Function(f"make_cu{kind}Complex", (t, t), v, lambda r, i: (r, i), header=h),
+            Function(f"cuConj{f}", (v,), v, lambda a: (a[0], -a[1]), header=h),
+            Function(f"cuCadd{f}", (v, v), v, lambda a, b: (a[0] + b[0], a[1] + b[1]), header=h),
+            Function(f"cuCsub{f}", (v, v), v, lambda a, b: (a[0] - b[0], a[1] - b[1]), header=h),
+            Function(f"cuCmul{f}", (v, v), v, lambda a, b: (a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]),
+                     False, header=h),
+            Function(f"cuCdiv{f}", (v, v), v, _complex_divide, False, header=h),
+            Function(f"cuCabs{f}", (v,), t, lambda a: np.hypot(a[0], a[1]), False, header=h),
+        ]
+    out.append(Function("make_cuComplex", ("float", "float"), "float2", lambda r, i: (r, i), header="cuComplex.h"))
+    return out
+
+
+def _complex_divide(a, b):
+    with np.errstate(all="ignore"):
+        den = b[0] * b[0] + b[1] * b[1]
+        return (a[0] * b[0] + a[1] * b[1]) / den, (a[1] * b[0] - a[0] * b[1]) / den
+
+
+def _timers() -> list[Function]:
+    """The SM's clock counters: no value the emulator could give them (a kernel using one is not emulated),
+    and never pure (each read differs)."""
+    return [Function("clock", (), "long", None, memory="clock"),
+            Function("clock64", (), "long long", None, memory="clock")]
+
+
+FUNCTIONS: tuple[Function, ...] = tuple(_math_functions() + _intrinsics() + _integer_functions() + _hints()
+                                        + _complex_functions() + _timers())
 
 
 def _by_name() -> dict[str, tuple[Function, ...]]:

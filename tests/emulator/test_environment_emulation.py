@@ -326,3 +326,38 @@ def test_unknown_function_is_named(cu):
         cu("""
 __global__ void k(float *o) { o[threadIdx.x] = no_such_fn(1.0f); }
 """)
+
+
+def test_complex_numbers_of_cucomplex_and_cufft(cu):
+    prog = cu("""
+#include <cuComplex.h>
+#include <cufft.h>
+__global__ void cmul(cufftComplex *o, const cuFloatComplex *a, const cufftComplex *b, cufftReal *re, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        o[i] = cuCaddf(cuCmulf(a[i], b[i]), make_cuFloatComplex(1.0f, -1.0f));
+        re[i] = cuCrealf(cuConjf(o[i])) + cuCimagf(o[i]);
+    }
+}
+""")
+    n = 30
+    a = RNG.uniform(-1, 1, 2 * n).astype(np.float32)
+    b = RNG.uniform(-1, 1, 2 * n).astype(np.float32)
+    o, re = np.zeros(2 * n, np.float32), np.zeros(n, np.float32)
+    run(prog, n, o=o, a=a, b=b, re=re, n=n)
+    ar, ai, br, bi = a[0::2], a[1::2], b[0::2], b[1::2]
+    assert np.array_equal(o[0::2], (ar * br - ai * bi) + np.float32(1))
+    assert np.array_equal(o[1::2], (ar * bi + ai * br) - np.float32(1))
+    assert np.array_equal(re, o[0::2] + o[1::2])
+
+
+def test_the_clock_is_not_emulated(cu):
+    prog = cu("""
+__global__ void timed(clock_t *t, long long *t64) {
+    clock_t start = clock();
+    t[threadIdx.x] = start;
+    t64[threadIdx.x] = clock64();
+}
+""")
+    with pytest.raises(UnsupportedConstruct, match="clock"):
+        run_kernel(prog.kernels[0], (1,), (2,), dict(t=np.zeros(2, np.int64), t64=np.zeros(2, np.int64)))
