@@ -33,7 +33,7 @@ def why_impure(name: str, helpers: dict[str, c_ast.FuncDef]) -> str | None:
 def pure_calls(helpers: dict[str, c_ast.FuncDef]) -> frozenset[str]:
     """The builtins and the helpers of `helpers` that are pure."""
     purity = _Purity(helpers)
-    return PURE_BUILTINS | {name for name in helpers if purity.why(name) is None}
+    return (PURE_BUILTINS - set(helpers)) | {name for name in helpers if purity.why(name) is None}
 
 
 class _Purity:
@@ -43,8 +43,10 @@ class _Purity:
         self.in_progress: list[str] = []
 
     def why(self, name: str) -> str | None:
-        if name in PURE_BUILTINS:
+        if name in PURE_BUILTINS and name not in self.helpers:   # the program's own `y0` is its function
             return None
+        if name in self.helpers:
+            return self._helper_verdict(name)
         if memory_effect(name) in ("load", "store"):
             return f"{name} is a {memory_effect(name)} of global memory"
         if memory_effect(name) == "clock":
@@ -53,8 +55,9 @@ class _Purity:
             return f"{name} stores through its pointer arguments"
         if name in PRELUDE_NAMES:
             return f"{name} touches memory or other threads"
-        if name not in self.helpers:
-            return f"{name} is not a function gpgpu-opt can look into"
+        return f"{name} is not a function gpgpu-opt can look into"
+
+    def _helper_verdict(self, name: str) -> str | None:
         if name not in self.verdicts:
             self.in_progress.append(name)
             self.verdicts[name] = self._helper(name, self.helpers[name])

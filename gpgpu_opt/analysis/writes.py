@@ -45,7 +45,7 @@ def written_names(func: c_ast.FuncDef, device_functions: dict, _stack=()) -> set
             args = n.args.exprs if n.args else []
             if name.startswith("atomic") and args:
                 stores.update(_ids(args[0]))
-            elif written_arguments(name):     # __stcs(&a[i], v), sincosf(x, &s[i], &c[i])
+            elif written_arguments(name) and name not in device_functions:  # __stcs(&a[i], v), sincosf
                 for k in written_arguments(name) & set(range(len(args))):
                     stores.update(_ids(args[k]))
             elif name in device_functions and name not in _stack:

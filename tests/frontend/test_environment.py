@@ -201,6 +201,16 @@ def test_purity_of_library_calls():
     assert "pointer arguments" in why_impure("modff", {})
 
 
+def test_a_programs_function_named_like_a_library_one_is_its_own():
+    from pycparser import c_parser
+    helpers = {f.decl.name: f for f in c_parser.CParser().parse(
+        "float y0(float *p) { p[0] = 1.0f; return 0.0f; } float j1(float v) { return v * 2.0f; }").ext}
+    assert "pointer parameter" in why_impure("y0", helpers)
+    assert why_impure("j1", helpers) is None and why_impure("y0", {}) is None
+    from gpgpu_opt.analysis.calls import pure_calls
+    assert "y0" not in pure_calls(helpers) and "j1" in pure_calls(helpers)
+
+
 def test_an_address_taken_local_counts_as_assigned():
     from pycparser import c_parser
     body = c_parser.CParser().parse("void f(float x) { int e = 0; float m = frexpf(x, &e); }").ext[0].body
