@@ -194,11 +194,9 @@ def _conversions() -> list[Function]:
             c = _C_INT[short]
             out += [Function(f"__float2{short}_{mode}", ("float",), c, mi.float_to_int(mode, dtype)),
                     Function(f"__double2{short}_{mode}", ("double",), c, mi.float_to_int(mode, dtype)),
-                    Function(f"__{short}2float_{mode}", (c,), "float", mi.convert_rounded(mode, np.float32),
-                             exact=short in ("int", "uint") or mode == "rn")]
+                    Function(f"__{short}2float_{mode}", (c,), "float", mi.convert_rounded(mode, np.float32))]
             if short in ("ll", "ull"):
-                out.append(Function(f"__{short}2double_{mode}", (c,), "double", mi.convert_rounded(mode, np.float64),
-                                    exact=mode == "rn"))
+                out.append(Function(f"__{short}2double_{mode}", (c,), "double", mi.convert_rounded(mode, np.float64)))
         out.append(Function(f"__double2float_{mode}", ("double",), "float", mi.convert_rounded(mode, np.float32)))
     out += [Function("__int2double_rn", ("int",), "double", lambda x: x.astype(np.float64)),
             Function("__uint2double_rn", ("unsigned int",), "double", lambda x: x.astype(np.float64))]

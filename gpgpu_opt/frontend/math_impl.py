@@ -104,10 +104,16 @@ def rounded(op: str, mode: str, dtype):
 
 
 def convert_rounded(mode: str, dtype):
-    """An exact value (an int or a float narrower than double) converted to a float type in `mode`."""
+    """An integer or a float converted to a float type in `mode`. A 64-bit integer may not fit a double:
+    its rest (x - double(x)) is computed in Python's integers."""
     def fn(x):
-        x64 = np.asarray(x).astype(F64)
-        out = round_pair(x64, np.zeros_like(x64), mode, dtype)
+        x = np.asarray(x)
+        x64 = x.astype(F64)
+        if x.dtype.kind in "iu" and x.dtype.itemsize == 8:
+            err = np.asarray(np.frompyfunc(lambda v, f: float(int(v) - int(f)), 2, 1)(x, x64), F64)
+        else:
+            err = np.zeros_like(x64)
+        out = round_pair(x64, err, mode, dtype)
         return out[()] if np.ndim(out) == 0 else out
     return fn
 
@@ -117,12 +123,12 @@ def float_to_int(mode: str, dtype):
     info = np.iinfo(dtype)
     rnd = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}[mode]
 
+    def one(v: float) -> int:
+        return 0 if math.isnan(v) else min(max(int(v) if math.isfinite(v) else (info.max if v > 0 else info.min),
+                                               info.min), info.max)
+
     def fn(x):
-        r = rnd(np.asarray(x, F64))
-        r = np.where(np.isnan(r), 0, np.clip(r, info.min, info.max))
-        # float64 cannot hold 2**63 - 1: clip in Python ints where it matters
-        out = np.where(r >= 2.0 ** 63, info.max, r).astype(object).astype(dtype) if info.bits == 64 \
-            else r.astype(dtype)
+        out = np.asarray(np.frompyfunc(one, 1, 1)(rnd(np.asarray(x, F64)))).astype(dtype)
         return out[()] if np.ndim(out) == 0 else out
     return fn
 
