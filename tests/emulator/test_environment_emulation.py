@@ -361,3 +361,18 @@ __global__ void timed(clock_t *t, long long *t64) {
 """)
     with pytest.raises(UnsupportedConstruct, match="clock"):
         run_kernel(prog.kernels[0], (1,), (2,), dict(t=np.zeros(2, np.int64), t64=np.zeros(2, np.int64)))
+
+
+def test_64_bit_conversions_round_and_saturate_exactly():
+    x = np.array([2 ** 62 + 1, -(2 ** 62 + 1), 2 ** 53 + 1, 2 ** 63 - 1, -2 ** 63, 2 ** 62 + 2 ** 38 + 1], np.int64)
+    for mode in ("rn", "rz", "ru", "rd"):
+        for name in (f"__ll2float_{mode}", f"__ll2double_{mode}"):
+            for v, r in zip(x, BY_NAME[name][0].impl(x)):
+                exact, got = Fraction(int(v)), Fraction(float(r))
+                assert {"rz": abs(got) <= abs(exact), "ru": got >= exact, "rd": got <= exact,
+                        "rn": True}[mode], (name, v)
+    # one rounding to nearest: through a double first, 2**62 + 2**38 + 1 would land on a tie and go down
+    assert BY_NAME["__ll2float_rn"][0].impl(x[5:]) == np.float32(2 ** 62 + 2 ** 39)
+    big = np.array([1e30, -1e30, np.nan, 2.5, -3.5], np.float32)
+    assert list(BY_NAME["__float2ll_rn"][0].impl(big)) == [2 ** 63 - 1, -2 ** 63, 0, 2, -4]
+    assert list(BY_NAME["__float2ull_rz"][0].impl(np.array([1e30, -5, 7.9], np.float32))) == [2 ** 64 - 1, 0, 7]
