@@ -51,6 +51,8 @@ class _Purity:
             return f"{name} is a {memory_effect(name)} of global memory"
         if memory_effect(name) == "clock":
             return f"{name} reads the SM's clock"
+        if memory_effect(name) == "trap":
+            return f"{name} stops the kernel where it fails"
         if memory_effect(name):
             return f"{name} stores through its pointer arguments"
         if name in PRELUDE_NAMES:

@@ -14,7 +14,7 @@ from gpgpu_opt.emulator.memory import PtrValue
 from gpgpu_opt.emulator.threads import WARP
 from gpgpu_opt.emulator.expressions import MemLV
 from gpgpu_opt.emulator.values import (INT, UINT, VECTOR_TYPES, CType, Value, VecType, cast_data, cast_to,
-                                       common_type, convert, promote, type_from_names)
+                                       common_type, convert, promote, truth, type_from_names)
 from gpgpu_opt.frontend.math_api import BY_NAME
 
 
@@ -81,6 +81,8 @@ class Builtins:
             raise UnsupportedConstruct(f"{name} with {len(args)} arguments at {where(node)}")
         if entries[0].memory == "clock":
             raise UnsupportedConstruct(f"{name}() at {where(node)}: the emulator has no clock")
+        if entries[0].memory == "trap":
+            return self.assertion(args, mask, node)
         if entries[0].memory:
             return self.hinted_access(entries[0], args, mask, node)
         outs = set(entries[0].out_params)
@@ -119,6 +121,15 @@ class Builtins:
         if not isinstance(p, PtrValue):
             raise UnsupportedConstruct(f"out-parameter that is not a pointer at {where(node)}")
         return MemLV(self.mem, p.buffer, p.offset, p.view, node)
+
+    def assertion(self, args, mask, node):
+        """`assert(c)`: the kernel stops where a running thread's c is false."""
+        failed = np.broadcast_to(~truth(self._value_arg(args[0], mask, node).data), (self.batch.N,)) \
+            & m_bits(mask, self.batch.N)
+        if failed.any():
+            raise UndefinedBehaviorError(f"kernel '{self.kernel_name}': assertion failed at {where(node)} "
+                                         f"({self.batch.describe_lane(int(np.argmax(failed)))})")
+        return None
 
     def hinted_access(self, fn, args, mask, node):
         """`__ldg(p)`, `__ldcs(p)`...: a load through p; `__stcs(p, v)`...: a store of v through p."""

@@ -18,7 +18,8 @@ That is why the check stays bitwise; `exact` says how far an emulated value may 
 
 `memory`: `load`/`store`, the cache-hinted global accesses (`__ldg`, `__ldcs`, `__stcs`...) through the
 first argument; the analyses treat them as accesses of memory (gpgpu_opt.analysis.calls, .writes).
-`clock`: the clock counters (`clock64()`), impure and not emulated.
+`clock`: the clock counters (`clock64()`), impure and not emulated; `trap`: `assert`, impure (it stops the
+kernel), emulated as a failure of the run where a thread's condition is false.
 """
 from __future__ import annotations
 
@@ -302,7 +303,9 @@ def _timers() -> list[Function]:
     """The SM's clock counters: no value the emulator could give them (a kernel using one is not emulated),
     and never pure (each read differs)."""
     return [Function("clock", (), "long", None, memory="clock"),
-            Function("clock64", (), "long long", None, memory="clock")]
+            Function("clock64", (), "long long", None, memory="clock"),
+            # <cassert>, visible in device code without an include: stops the kernel where it fails
+            Function("assert", ("int",), "void", None, memory="trap")]
 
 
 FUNCTIONS: tuple[Function, ...] = tuple(_math_functions() + _intrinsics() + _integer_functions() + _hints()

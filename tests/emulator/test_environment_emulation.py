@@ -376,3 +376,21 @@ def test_64_bit_conversions_round_and_saturate_exactly():
     big = np.array([1e30, -1e30, np.nan, 2.5, -3.5], np.float32)
     assert list(BY_NAME["__float2ll_rn"][0].impl(big)) == [2 ** 63 - 1, -2 ** 63, 0, 2, -4]
     assert list(BY_NAME["__float2ull_rz"][0].impl(np.array([1e30, -5, 7.9], np.float32))) == [2 ** 64 - 1, 0, 7]
+
+
+def test_assert_stops_the_run_where_a_thread_fails_it(cu):
+    prog = cu("""
+__global__ void checked(const int *a, int *o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        assert(a[i] >= 0);
+        o[i] = a[i] + 1;
+    }
+}
+""")
+    a, o = np.arange(10, dtype=np.int32), np.zeros(10, np.int32)
+    run(prog, 10, a=a, o=o, n=10)
+    assert np.array_equal(o, a + 1)
+    a[7] = -1
+    with pytest.raises(Exception, match=r"assertion failed.*thread \(7"):
+        run(prog, 10, a=a, o=o, n=10)
