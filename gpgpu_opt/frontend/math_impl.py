@@ -235,12 +235,27 @@ def _elementwise(fn):
     return apply
 
 
+def _gamma_pole(fn):
+    """math.lgamma/math.gamma raise at poles and on overflow, where C returns a value: lgamma +inf at the
+    poles; tgamma +-inf at zero, NaN at the negative integers, +inf on overflow."""
+    def wrapped(x):
+        try:
+            return fn(x)
+        except OverflowError:
+            return math.inf
+        except ValueError:
+            if fn is math.lgamma:
+                return math.inf
+            return math.copysign(math.inf, x) if x == 0 else math.nan
+    return wrapped
+
+
 def _safe(fn):
     def wrapped(*args):
         try:
             return fn(*args)
         except (ValueError, OverflowError):
-            return math.nan if not math.isinf(args[0]) else math.inf
+            return math.nan
     return wrapped
 
 
@@ -304,8 +319,8 @@ erfcx = _elementwise(_erfcx)
 normcdfinv = _elementwise(lambda p: -math.sqrt(2.0) * _erfinv(1.0 - 2.0 * p))
 erf = _elementwise(math.erf)
 erfc = _elementwise(math.erfc)
-lgamma = _elementwise(_safe(math.lgamma))
-tgamma = _elementwise(_safe(math.gamma))
+lgamma = _elementwise(_gamma_pole(math.lgamma))
+tgamma = _elementwise(_gamma_pole(math.gamma))
 j0, j1 = _elementwise(lambda x: _bessel_j(0, x)), _elementwise(lambda x: _bessel_j(1, x))
 y0, y1 = _elementwise(lambda x: _bessel_y(0, x)), _elementwise(lambda x: _bessel_y(1, x))
 jn = _elementwise(lambda n, x: _bessel_j(int(n), x))
