@@ -222,3 +222,12 @@ def test_integer_aliases_in_the_subscript_analysis():
     assert is_unsigned_type("uint32_t") and is_unsigned_type("ulong") and not is_unsigned_type("int64_t")
     assert is_wide_type("size_t") and is_wide_type("ulong") and not is_wide_type("uint")
     assert is_integer_type("ushort") and not is_integer_type("__half")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on the PATH")
+def test_every_constants_definition_compiles_in_device_code(tmp_path):
+    """A transformed kernel prints the macros' expansions: each must be device code nvcc accepts."""
+    body = "\n".join(f"    out[{k}] = (double)({c.text});" for k, c in enumerate(environment.CONSTANTS))
+    src = tmp_path / "constants.cu"
+    src.write_text(f"__global__ void constants(double *out) {{\n{body}\n}}\n")
+    subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-o", str(src) + ".cubin", str(src)], check=True)
