@@ -231,3 +231,36 @@ def test_every_constants_definition_compiles_in_device_code(tmp_path):
     src = tmp_path / "constants.cu"
     src.write_text(f"__global__ void constants(double *out) {{\n{body}\n}}\n")
     subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-o", str(src) + ".cubin", str(src)], check=True)
+
+
+_SCALARS = {"int", "float", "double", "unsigned int", "long", "long long", "unsigned long long", "short",
+            "unsigned short", "bool"}
+
+
+def _call_every_function() -> str:
+    """Device code calling every entry of the Math API table with arguments of its parameter types."""
+    lines, k = [], 0
+    for name, entries in BY_NAME.items():
+        for f in (f for f in entries if f.memory not in ("load", "store")):
+            args = []
+            for p in ("int" if p == "T" else p for p in f.params):
+                if p.endswith("*"):
+                    lines.append(f"    {p[:-1].strip()} o{k};")
+                    args.append(f"&o{k}")
+                else:
+                    lines.append(f"    {p} a{k} = ({p})in[{k % 7}];" if p in _SCALARS else f"    {p} a{k} = {p}();")
+                    args.append(f"a{k}")
+                k += 1
+            call = f"{name}({', '.join(args)})"
+            result = "int" if f.returns == "T" else f.returns
+            use = f"    {call};" if f.returns == "void" else f"    {{ {result} r = {call}; out[0] += sizeof(r); }}"
+            lines.append(use)
+    return "\n".join(lines)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on the PATH")
+def test_every_function_of_the_table_is_cudas(tmp_path):
+    src = tmp_path / "functions.cu"
+    src.write_text("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cuComplex.h>\n"
+                   f"__global__ void functions(const int *in, int *out) {{\n{_call_every_function()}\n}}\n")
+    subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-o", str(src) + ".cubin", str(src)], check=True)
