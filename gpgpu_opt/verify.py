@@ -13,11 +13,46 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.accesses import AccessCollector, collect_accesses
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, QUASI_FUNCTIONS, TID, NotAffine, c_div, iterator_symbol,
                                          to_sympy)
+from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 
 _DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "unsigned int": np.uint32,
            "unsigned": np.uint32, "long": np.int64, "char": np.int8, "unsigned char": np.uint8}
+
+
+def _element(base_type: str):
+    """The emulator's type of an array element (None: not one it knows), for the environment's types too
+    (`__half`, `half2`, `uint32_t`)."""
+    from gpgpu_opt.emulator.values import type_from_names
+    try:
+        return type_from_names(base_type.split())
+    except Exception:  # noqa: BLE001 - not a type the emulator knows: it reports that when it runs
+        return None
+
+
+def _dtype(base_type: str):
+    """The numpy dtype of an array of `base_type` (a vector type's: its components')."""
+    if base_type in _DTYPES:
+        return _DTYPES[base_type]
+    t = _element(base_type)
+    t = getattr(t, "base", t)
+    return t.dtype.type if t is not None else np.float32
+
+
+def _words(base_type: str) -> int:
+    """Scalar words per element: a vector type's components (`half2`: 2)."""
+    return getattr(_element(base_type), "n", 1) if base_type not in _DTYPES else 1
+
+
+def _representable(values: np.ndarray, base_type: str) -> np.ndarray:
+    """Values of the element type: bfloat16 (held in float32) rounded to its 8 bits."""
+    t = _element(base_type)
+    t = getattr(t, "base", t)
+    if t is not None and getattr(t, "is_bfloat16", False):
+        from gpgpu_opt.frontend.math_impl import to_bfloat16
+        return to_bfloat16(values)
+    return values
 
 
 @dataclass
@@ -109,7 +144,7 @@ class _AllAccesses(AccessCollector):
             target = first.expr if isinstance(first, c_ast.UnaryOp) and first.op == "&" and \
                 isinstance(first.expr, c_ast.ArrayRef) else _pointee(first)
         if target is None:
-            self.generic_visit(node)
+            super().visit_FuncCall(node)   # cache-hinted accesses and out-parameters
             return
         count = len(self.accesses)
         self._record(target, "read")
@@ -245,7 +280,7 @@ def gather_bounds(kernel: Kernel, extents: dict[str, int]) -> dict[str, int]:
 
 
 def _is_integer(base_type: str) -> bool:
-    return np.issubdtype(_DTYPES.get(base_type, np.float32), np.integer)
+    return np.issubdtype(_dtype(base_type), np.integer)
 
 
 def _bound(expr: sympy.Expr, ranges: dict, max_: bool) -> int:
@@ -299,12 +334,13 @@ def make_arguments(kernel: Kernel, sizes: dict[str, int | float], extents: dict[
     index_bounds = index_bounds or {}
     for p in kernel.params:
         if p.is_pointer:
-            dtype = _DTYPES.get(p.base_type, np.float32)
-            n = extents[p.name]
+            dtype = _dtype(p.base_type)
+            n = extents[p.name] * _words(p.base_type)
             if p.name in index_bounds:
                 args[p.name] = rng.integers(0, index_bounds[p.name], n).astype(dtype)
             elif np.issubdtype(dtype, np.floating):
-                args[p.name] = rng.uniform(0.5, 1.5, n).astype(dtype) * rng.choice([-1, 1], n).astype(dtype)
+                values = rng.uniform(0.5, 1.5, n).astype(dtype) * rng.choice([-1, 1], n).astype(dtype)
+                args[p.name] = _representable(values, p.base_type)
             else:
                 args[p.name] = rng.integers(1, 16, n).astype(dtype)
         elif p.name in sizes:
@@ -347,8 +383,14 @@ def _largest_divisor(n: int, at_most: int) -> int:
 
 
 def written_arrays(kernel: Kernel) -> set[str]:
-    """Every array the kernel stores into, through subscripts, dereferences or atomics."""
-    return {a.array for a in all_accesses(kernel) if a.mode == "write"}
+    """Every array the kernel stores into, through subscripts, dereferences or atomics, and through the
+    library calls that store (`__stcs(&a[i], v)`, `sincosf(x, &s[i], &c[i])`)."""
+    from gpgpu_opt.frontend.math_api import written_arguments
+    stored = {name for node in walk(kernel.body) if isinstance(node, c_ast.FuncCall)
+              and isinstance(node.name, c_ast.ID) and node.args is not None
+              for k in written_arguments(node.name.name) if k < len(node.args.exprs)
+              for name in ids_in(node.args.exprs[k])}
+    return {a.array for a in all_accesses(kernel) if a.mode == "write"} | (stored & {p.name for p in kernel.arrays})
 
 
 def optimized_launch(optimized: Kernel, naive_block: tuple[int, int], case: Case):

@@ -15,13 +15,15 @@ from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, B
 from gpgpu_opt.ast_util import ids_in
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
+from gpgpu_opt.frontend import environment, math_api
 from gpgpu_opt.kernel import Kernel
 
 ELEMENT_BYTES = {"float": 4, "int": 4, "unsigned int": 4, "unsigned": 4, "double": 8, "char": 1,
                  "unsigned char": 1, "short": 2, "float2": 8, "float4": 16, "int2": 8, "int4": 16,
-                 "double2": 16, "long": 8, "long long": 8, "bool": 1}
+                 "double2": 16, "long": 8, "long long": 8, "bool": 1, **environment.type_sizes()}
 _INTEGER_TYPES = {"int", "unsigned int", "unsigned", "long", "long int", "unsigned long", "long long",
-                  "size_t", "short", "char", "unsigned char", "bool", "signed", "signed int"}
+                  "size_t", "short", "char", "unsigned char", "bool", "signed", "signed int",
+                  *environment.integer_aliases("i", 4), *environment.integer_aliases("u", 4)}
 
 
 @dataclass
@@ -194,6 +196,23 @@ class AccessCollector(c_ast.NodeVisitor):
             self._visit_subscripts(node.expr)  # an address, not an access
         else:
             self.generic_visit(node)
+
+    def visit_FuncCall(self, node: c_ast.FuncCall):
+        """A cache-hinted load or store (`__ldcs(&a[i])`, `__stcs(&a[i], v)`) and an out-parameter
+        (`sincosf(x, &s[i], &c[i])`) are accesses of a[i]; they stay as written (like a volatile one:
+        moving the subscript into shared memory would put a global hint on a shared address)."""
+        name = node.name.name if isinstance(node.name, c_ast.ID) else ""
+        effect, written = math_api.memory_effect(name), math_api.written_arguments(name)
+        for k, arg in enumerate(node.args.exprs if node.args is not None else []):
+            if effect and isinstance(arg, c_ast.UnaryOp) and arg.op == "&" and isinstance(arg.expr, c_ast.ArrayRef):
+                before = len(self.accesses)
+                self._record(arg.expr, "write" if k in written else "read")
+                for access in self.accesses[before:]:
+                    mark_volatile(access)
+                    access.why_unresolved = f"an access by {name}: it happens as written"
+                self._visit_subscripts(arg.expr)
+            else:
+                self.visit(arg)
 
     def visit_ArrayRef(self, node: c_ast.ArrayRef):
         self._record(node, "read")

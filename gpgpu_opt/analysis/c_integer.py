@@ -25,11 +25,13 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import _BUILTIN, NotAffine
+from gpgpu_opt.frontend import environment
 
-_WIDE_WORDS = ("long", "size_t", "int64_t", "uint64_t", "ptrdiff_t", "intptr_t", "uintptr_t")
-_UNSIGNED_NAMES = {"size_t", "uint", "uint32_t", "uint64_t", "uintptr_t", "unsigned", "uint16_t", "uint8_t"}
-_SIGNED_NAMES = {"int", "long", "short", "char", "signed", "bool", "int32_t", "int64_t", "int16_t", "int8_t",
-                 "ptrdiff_t", "intptr_t"}
+# The aliases (`uint32_t`, `size_t`, `ulong`...) come from the environment's table.
+_WIDE_WORDS = ("long", *sorted(environment.integer_aliases("i", 8) | environment.integer_aliases("u", 8)))
+_UNSIGNED_NAMES = {"unsigned"} | environment.integer_aliases("u")
+_SIGNED_NAMES = {"int", "long", "short", "char", "signed", "bool"} | environment.integer_aliases("i") \
+    | environment.integer_aliases("b")
 _INTEGER_CONSTANTS = ("int", "unsigned int", "long int", "unsigned long int", "long long int",
                       "unsigned long long int")
 #: Masks up to 31 bits keep the low bits of an int or an unsigned int alike.

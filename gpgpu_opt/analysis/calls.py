@@ -12,15 +12,17 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
+from gpgpu_opt.frontend.environment import BOOL_LITERALS
+from gpgpu_opt.frontend.math_api import memory_effect
 
-#: Builtins that touch memory or other threads: atomics, barriers, fences, warp shuffles and votes, and
-#: the read-only-cache load.
-_IMPURE_BUILTINS = ("atomic", "__sync", "__threadfence", "__shfl", "__ballot", "__all_sync", "__any_sync",
-                    "__ldg")
+#: Builtins that touch memory or other threads: atomics, barriers, fences, warp shuffles and votes. The
+#: Math API table says which of its functions touch memory: the cache-hinted loads and stores (`__ldg`,
+#: `__stcs`) and the functions with out-parameters (`sincosf`).
+_IMPURE_BUILTINS = ("atomic", "__sync", "__threadfence", "__shfl", "__ballot", "__all_sync", "__any_sync")
 _INDICES = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 _LOCAL_STORAGE = {"register", "auto"}
 
-PURE_BUILTINS = frozenset(n for n in PRELUDE_NAMES if not n.startswith(_IMPURE_BUILTINS))
+PURE_BUILTINS = frozenset(n for n in PRELUDE_NAMES if not n.startswith(_IMPURE_BUILTINS) and not memory_effect(n))
 
 
 def why_impure(name: str, helpers: dict[str, c_ast.FuncDef]) -> str | None:
@@ -31,7 +33,7 @@ def why_impure(name: str, helpers: dict[str, c_ast.FuncDef]) -> str | None:
 def pure_calls(helpers: dict[str, c_ast.FuncDef]) -> frozenset[str]:
     """The builtins and the helpers of `helpers` that are pure."""
     purity = _Purity(helpers)
-    return PURE_BUILTINS | {name for name in helpers if purity.why(name) is None}
+    return (PURE_BUILTINS - set(helpers)) | {name for name in helpers if purity.why(name) is None}
 
 
 class _Purity:
@@ -41,12 +43,23 @@ class _Purity:
         self.in_progress: list[str] = []
 
     def why(self, name: str) -> str | None:
-        if name in PURE_BUILTINS:
+        if name in PURE_BUILTINS and name not in self.helpers:   # the program's own `y0` is its function
             return None
+        if name in self.helpers:
+            return self._helper_verdict(name)
+        if memory_effect(name) in ("load", "store"):
+            return f"{name} is a {memory_effect(name)} of global memory"
+        if memory_effect(name) == "clock":
+            return f"{name} reads the SM's clock"
+        if memory_effect(name) == "trap":
+            return f"{name} stops the kernel where it fails"
+        if memory_effect(name):
+            return f"{name} stores through its pointer arguments"
         if name in PRELUDE_NAMES:
             return f"{name} touches memory or other threads"
-        if name not in self.helpers:
-            return f"{name} is not a function gpgpu-opt can look into"
+        return f"{name} is not a function gpgpu-opt can look into"
+
+    def _helper_verdict(self, name: str) -> str | None:
         if name not in self.verdicts:
             self.in_progress.append(name)
             self.verdicts[name] = self._helper(name, self.helpers[name])
@@ -95,7 +108,7 @@ class _Purity:
         if isinstance(node, c_ast.UnaryOp) and node.op == "*" or isinstance(node, c_ast.StructRef) \
                 and node.type == "->":
             return f"{name} dereferences a pointer"
-        if isinstance(node, c_ast.ID) and node.name not in scope:
+        if isinstance(node, c_ast.ID) and node.name not in scope and node.name not in BOOL_LITERALS:
             if node.name in _INDICES:
                 return f"{name} uses {node.name}"
             return f"{name} uses the global variable {node.name}"

@@ -66,13 +66,14 @@ class Loop:
 
 
 def assigned_names(node: c_ast.Node) -> set[str]:
-    """Variables a statement assigns or increments."""
+    """Variables a statement assigns, increments, or takes the address of."""
     names = set()
     for n in walk(node):
         if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
             names.add(n.lvalue.name)
-        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--") and isinstance(n.expr, c_ast.ID):
-            names.add(n.expr.name)
+        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--", "&") \
+                and isinstance(n.expr, c_ast.ID):
+            names.add(n.expr.name)   # `&x`: a call may store through it (`frexpf(v, &x)`)
     return names
 
 

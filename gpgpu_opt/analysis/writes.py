@@ -5,6 +5,7 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import ids_in
+from gpgpu_opt.frontend.math_api import written_arguments
 
 
 def param_decls(funcdef: c_ast.FuncDef) -> list[c_ast.Decl]:
@@ -44,6 +45,9 @@ def written_names(func: c_ast.FuncDef, device_functions: dict, _stack=()) -> set
             args = n.args.exprs if n.args else []
             if name.startswith("atomic") and args:
                 stores.update(_ids(args[0]))
+            elif written_arguments(name) and name not in device_functions:  # __stcs(&a[i], v), sincosf
+                for k in written_arguments(name) & set(range(len(args))):
+                    stores.update(_ids(args[k]))
             elif name in device_functions and name not in _stack:
                 callee = device_functions[name]
                 inner = written_names(callee, device_functions, _stack + (name,))

@@ -3,7 +3,7 @@
 `__device__` helpers."""
 from __future__ import annotations
 
-import math
+import functools
 
 import numpy as np
 from pycparser import c_ast
@@ -12,55 +12,17 @@ from gpgpu_opt.emulator.errors import DivergentBarrierError, UndefinedBehaviorEr
 from gpgpu_opt.emulator.masks import m_and, m_bits
 from gpgpu_opt.emulator.memory import PtrValue
 from gpgpu_opt.emulator.threads import WARP
-from gpgpu_opt.emulator.values import (BOOL, DOUBLE, FLOAT, INT, UINT, VECTOR_TYPES, CType, Value, cast_data,
-                                       common_type, convert, promote)
+from gpgpu_opt.emulator.expressions import MemLV
+from gpgpu_opt.emulator.values import (INT, UINT, VECTOR_TYPES, CType, Value, VecType, cast_data, cast_to,
+                                       common_type, convert, promote, truth, type_from_names)
+from gpgpu_opt.frontend.math_api import BY_NAME
 
 
-def _round_half_away(x):
-    r = np.trunc(x)
-    frac = x - r
-    return (r + np.where(np.abs(frac) >= 0.5, np.sign(x), 0)).astype(x.dtype if isinstance(x, np.ndarray)
-                                                                     else type(x))
-
-
-_erf = np.frompyfunc(math.erf, 1, 1)
-_erfc = np.frompyfunc(math.erfc, 1, 1)
-
-#: name (without the float 'f' suffix) -> (numpy function, number of arguments)
-_MATH = {
-    "sqrt": (np.sqrt, 1), "rsqrt": (lambda x: x.dtype.type(1) / np.sqrt(x) if isinstance(x, np.ndarray)
-                                     else type(x)(1) / np.sqrt(x), 1),
-    "cbrt": (np.cbrt, 1), "exp": (np.exp, 1), "exp2": (np.exp2, 1), "expm1": (np.expm1, 1),
-    "exp10": (lambda x: np.power(np.asarray(10, x.dtype), x), 1), "log": (np.log, 1), "log2": (np.log2, 1),
-    "log10": (np.log10, 1), "log1p": (np.log1p, 1), "sin": (np.sin, 1), "cos": (np.cos, 1), "tan": (np.tan, 1),
-    "asin": (np.arcsin, 1), "acos": (np.arccos, 1), "atan": (np.arctan, 1), "sinh": (np.sinh, 1),
-    "cosh": (np.cosh, 1), "tanh": (np.tanh, 1), "fabs": (np.abs, 1), "floor": (np.floor, 1),
-    "ceil": (np.ceil, 1), "trunc": (np.trunc, 1), "round": (_round_half_away, 1), "rint": (np.rint, 1),
-    "nearbyint": (np.rint, 1), "erf": (lambda x: _erf(x).astype(x.dtype), 1),
-    "erfc": (lambda x: _erfc(x).astype(x.dtype), 1),
-    "fmin": (np.fmin, 2), "fmax": (np.fmax, 2), "pow": (np.power, 2), "fmod": (np.fmod, 2),
-    "atan2": (np.arctan2, 2), "hypot": (np.hypot, 2), "copysign": (np.copysign, 2),
-    "fdim": (lambda x, y: np.maximum(x - y, x.dtype.type(0)), 2),
-}
-_FLOAT_ALIASES = {"__expf": "exp", "__logf": "log", "__sinf": "sin", "__cosf": "cos", "__tanf": "tan",
-                  "__exp10f": "exp10", "__log2f": "log2", "__log10f": "log10", "__powf": "pow",
-                  "__fsqrt_rn": "sqrt"}
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicMax": "max", "atomicMin": "min", "atomicAnd": "and",
             "atomicOr": "or", "atomicXor": "xor", "atomicExch": "exch", "atomicCAS": "cas", "atomicInc": "inc",
             "atomicDec": "dec"}
 _NOOPS = {"__threadfence", "__threadfence_block", "__threadfence_system"}
 _PIPELINE = {"__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"}
-
-
-def _math_name(name: str):
-    """(base math name, forced float version?) or None."""
-    if name in _FLOAT_ALIASES:
-        return _FLOAT_ALIASES[name], True
-    if name in _MATH:
-        return name, False
-    if name.endswith("f") and name[:-1] in _MATH:
-        return name[:-1], True
-    return None
 
 
 class Builtins:
@@ -89,11 +51,6 @@ class Builtins:
             return self.shuffle(name, args, mask, node)
         if name in ("__ballot_sync", "__all_sync", "__any_sync"):
             return self.vote(name, args, mask, node)
-        if name == "__ldg":
-            p = self.ev(args[0], mask)
-            if not isinstance(p, PtrValue):
-                raise UnsupportedConstruct(f"__ldg of a non-pointer at {where(node)}")
-            return self.mem.load(p.buffer, p.offset, p.view, mask, node)
         if name in _ATOMICS:
             return self.atomic(name, args, mask, node)
         if name in _PIPELINE:
@@ -104,8 +61,10 @@ class Builtins:
                 raise UnsupportedConstruct(f"{name} with {len(args)} arguments at {where(node)}")
             vals = [convert(self._scalar_arg(a, mask, node), t.base, node) for a in args]
             return Value(t, tuple(v.data for v in vals))
-        vals = [self._scalar_arg(a, mask, node) for a in args]
-        return self.math(name, vals, node)
+        if name in BY_NAME:
+            return self.library_call(name, args, mask, node)
+        raise UnsupportedConstruct(f"call of '{name}' (not a CUDA builtin the emulator knows, nor a __device__ "
+                                   f"function of the program) at {where(node)}")
 
     def _scalar_arg(self, a, mask, node) -> Value:
         v = self.ev(a, mask)
@@ -113,78 +72,78 @@ class Builtins:
             raise UnsupportedConstruct(f"non-scalar argument at {where(node)}")
         return v
 
-    # ---------------------------------------------------------------- math
-    def math(self, name: str, vals: list[Value], node) -> Value:
-        m = _math_name(name)
-        if m is not None:
-            base, force_float = m
-            fn, nargs = _MATH[base]
-            if len(vals) != nargs:
-                raise UnsupportedConstruct(f"{name} with {len(vals)} arguments at {where(node)}")
-            use_float = force_float or (any(v.ctype is FLOAT for v in vals)
-                                        and not any(v.ctype is DOUBLE for v in vals))
-            t = FLOAT if use_float else DOUBLE
-            data = [cast_data(v.data, t.dtype) for v in vals]
-            return Value(t, cast_data(fn(*data), t.dtype))
-        if name in ("fmaf", "__fmaf_rn", "fma", "__fma_rn"):
-            if len(vals) != 3:
-                raise UnsupportedConstruct(f"{name} with {len(vals)} arguments at {where(node)}")
-            as_float = name in ("fmaf", "__fmaf_rn") or (any(v.ctype is FLOAT for v in vals)
-                                                          and not any(v.ctype is DOUBLE for v in vals))
-            if as_float:   # exact product in double, one rounding of the sum to double, then to float
-                a, b, c = (cast_data(cast_data(v.data, FLOAT.dtype), DOUBLE.dtype) for v in vals)
-                return Value(FLOAT, cast_data(a * b + c, FLOAT.dtype))
-            a, b, c = (cast_data(v.data, DOUBLE.dtype) for v in vals)
-            return Value(DOUBLE, a * b + c)
-        if name in ("__fdividef", "__fdiv_rn", "__fadd_rn", "__fmul_rn", "__fsub_rn"):
-            a, b = (cast_data(v.data, FLOAT.dtype) for v in vals)
-            op = {"__fdividef": np.divide, "__fdiv_rn": np.divide, "__fadd_rn": np.add, "__fmul_rn": np.multiply,
-                  "__fsub_rn": np.subtract}[name]
-            return Value(FLOAT, cast_data(op(a, b), FLOAT.dtype))
-        if name in ("__frcp_rn",):
-            return Value(FLOAT, cast_data(np.float32(1) / cast_data(vals[0].data, FLOAT.dtype), FLOAT.dtype))
-        if name == "__saturatef":
-            return Value(FLOAT, cast_data(np.clip(cast_data(vals[0].data, FLOAT.dtype), 0, 1), FLOAT.dtype))
-        if name in ("min", "max", "umin", "umax", "llmin", "llmax"):
-            t = common_type(vals[0].ctype, vals[1].ctype)
-            if name.startswith("u"):
-                t = UINT
-            a, b = (cast_data(v.data, t.dtype) for v in vals)
-            fn = np.minimum if "min" in name else np.maximum
-            if t.is_float:
-                fn = np.fmin if "min" in name else np.fmax
-            return Value(t, fn(a, b))
-        if name in ("abs", "labs", "llabs"):
-            t = promote(vals[0].ctype)
-            return Value(t, np.abs(cast_data(vals[0].data, t.dtype)))
-        if name in ("__mul24", "__umul24"):
-            t = INT if name == "__mul24" else UINT
-            a, b = (cast_data(v.data, t.dtype) for v in vals)
-            return Value(t, a * b)
-        if name in ("__popc", "__popcll"):
-            x = cast_data(vals[0].data, UINT.dtype if name == "__popc" else np.dtype(np.uint64))
-            return Value(INT, cast_data(_popcount(np.asarray(x, np.uint64)), INT.dtype))
-        if name == "__clz":
-            x = cast_data(vals[0].data, UINT.dtype).astype(np.uint64)
-            bits = np.where(x == 0, 0, np.floor(np.log2(np.maximum(x, 1).astype(np.float64))) + 1)
-            return Value(INT, cast_data(32 - bits, INT.dtype))
-        if name in ("__float_as_int", "__float_as_uint", "__int_as_float", "__uint_as_float"):
-            src = FLOAT if name.startswith("__float") else (INT if "__int" in name else UINT)
-            dst = {"__float_as_int": INT, "__float_as_uint": UINT}.get(name, FLOAT)
-            x = np.asarray(cast_data(vals[0].data, src.dtype))
-            return Value(dst, x.view(dst.dtype)[()] if x.ndim == 0 else x.view(dst.dtype))
-        if name in ("__float2int_rn", "__float2int_rz", "__float2int_rd", "__float2int_ru"):
-            x = cast_data(vals[0].data, FLOAT.dtype)
-            f = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}[name[-2:]]
-            return Value(INT, cast_data(f(x), INT.dtype))
-        if name in ("__int2float_rn", "__uint2float_rn"):
-            return Value(FLOAT, cast_data(vals[0].data, FLOAT.dtype))
-        if name in ("isnan", "isinf", "isfinite", "signbit", "__isnanf", "__isinff"):
-            fn = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit,
-                  "__isnanf": np.isnan, "__isinff": np.isinf}[name]
-            return Value(BOOL, fn(vals[0].data))
-        raise UnsupportedConstruct(f"call of '{name}' (not a CUDA builtin the emulator knows, nor a __device__ "
-                                   f"function of the program) at {where(node)}")
+    # ---------------------------------------------------------------- the Math API table
+    def library_call(self, name, args, mask, node):
+        """A call of gpgpu_opt.frontend.math_api's table: the overload its arguments match best, arguments
+        converted to its parameter types, results rounded to its return type, out-parameters stored."""
+        entries = [f for f in BY_NAME[name] if len(f.params) == len(args)]
+        if not entries:
+            raise UnsupportedConstruct(f"{name} with {len(args)} arguments at {where(node)}")
+        if entries[0].memory == "clock":
+            raise UnsupportedConstruct(f"{name}() at {where(node)}: the emulator has no clock")
+        if entries[0].memory == "trap":
+            return self.assertion(args, mask, node)
+        if entries[0].memory:
+            return self.hinted_access(entries[0], args, mask, node)
+        outs = set(entries[0].out_params)
+        vals = {k: self._value_arg(a, mask, node) for k, a in enumerate(args) if k not in outs}
+        fn = max(entries, key=lambda f: sum(f.params[k] != "T" and _param_type(f.params[k]) is v.ctype
+                                            for k, v in vals.items()))
+        generic = None
+        if "T" in fn.params:
+            generic = promote(functools.reduce(common_type, [vals[k].ctype for k, p in enumerate(fn.params)
+                                                              if p == "T"]))
+        data = [convert(vals[k], generic if p == "T" else _param_type(p), node).data
+                for k, p in enumerate(fn.params) if k not in outs]
+        with np.errstate(all="ignore"):
+            result = fn.impl(*data)
+        if outs:
+            result, *stored = result
+            for k, value in zip(sorted(outs), stored):
+                t = _param_type(fn.params[k][:-1])
+                self._out_lvalue(args[k], mask, node).store(Value(t, _cast(value, t)), mask)
+        if fn.returns == "void":
+            return None
+        rtype = generic if fn.returns == "T" else _param_type(fn.returns)
+        return Value(rtype, _cast(result, rtype))
+
+    def _value_arg(self, a, mask, node) -> Value:
+        v = self.ev(a, mask)
+        if not isinstance(v, Value):
+            raise UnsupportedConstruct(f"pointer argument at {where(node)}")
+        return v
+
+    def _out_lvalue(self, arg, mask, node):
+        """Where an out-parameter's value goes: `&x` (a local too) or a pointer into memory."""
+        if isinstance(arg, c_ast.UnaryOp) and arg.op == "&":
+            return self.lv(arg.expr, mask)
+        p = self.ev(arg, mask)
+        if not isinstance(p, PtrValue):
+            raise UnsupportedConstruct(f"out-parameter that is not a pointer at {where(node)}")
+        return MemLV(self.mem, p.buffer, p.offset, p.view, node)
+
+    def assertion(self, args, mask, node):
+        """`assert(c)`: the kernel stops where a running thread's c is false."""
+        failed = np.broadcast_to(~truth(self._value_arg(args[0], mask, node).data), (self.batch.N,)) \
+            & m_bits(mask, self.batch.N)
+        if failed.any():
+            raise UndefinedBehaviorError(f"kernel '{self.kernel_name}': assertion failed at {where(node)} "
+                                         f"({self.batch.describe_lane(int(np.argmax(failed)))})")
+        return None
+
+    def hinted_access(self, fn, args, mask, node):
+        """`__ldg(p)`, `__ldcs(p)`...: a load through p; `__stcs(p, v)`...: a store of v through p."""
+        p = self.ev(args[0], mask)
+        if not isinstance(p, PtrValue):
+            raise UnsupportedConstruct(f"{fn.name} of a non-pointer at {where(node)}")
+        if fn.memory == "load":
+            return self.mem.load(p.buffer, p.offset, p.view, mask, node)
+        value = self.ev(args[1], mask)
+        if isinstance(value, PtrValue):
+            raise UnsupportedConstruct(f"{fn.name} of a pointer value at {where(node)}")
+        if mask is not False:
+            self.mem.store(p.buffer, p.offset, p.view, convert(value, p.view, node), mask, node)
+        return None
 
     # ---------------------------------------------------------------- barriers
     def barrier(self, mask, node) -> None:
@@ -401,11 +360,19 @@ class Builtins:
         return frame.retval
 
 
-def _popcount(x: np.ndarray) -> np.ndarray:
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+@functools.lru_cache(maxsize=None)
+def _param_type(text: str):
+    """The emulator's type of a C type spelled in the table (`unsigned int`, `__half2`)."""
+    return type_from_names(text.split())
+
+
+def _cast(data, t):
+    """An implementation's result as values of type t (a tuple of components for a vector)."""
+    if isinstance(t, VecType):
+        return tuple(cast_to(np.asarray(c), t.base)[()] if np.ndim(c) == 0 else cast_to(np.asarray(c), t.base)
+                     for c in data)
+    out = cast_to(np.asarray(data), t)
+    return out[()] if np.ndim(out) == 0 else out
 
 
 def _is_void(p) -> bool:

@@ -14,6 +14,7 @@ from gpgpu_opt.emulator.memory import PtrValue, width
 from gpgpu_opt.emulator.values import (BOOL, COMPONENTS, INT, LONG, UINT, ULONG, CType, Value, VecType, arith,
                                        cast_data, common_type, convert, parse_constant, select, select_value,
                                        truth, type_from_names, unary)
+from gpgpu_opt.frontend.environment import BOOL_LITERALS
 
 BUILTIN_VECTORS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 UINT3 = VecType("uint3", UINT, 3)
@@ -198,6 +199,8 @@ class Expressions:
             return Value(INT, np.int32(32))
         if node.name in BUILTIN_VECTORS:
             return Value(UINT3, tuple(self.builtin(node.name, c) for c in range(3)))
+        if node.name in BOOL_LITERALS:
+            return Value(BOOL, np.bool_(BOOL_LITERALS[node.name]))
         raise UnsupportedConstruct(f"identifier '{node.name}' (not a local, parameter or CUDA builtin) "
                                    f"at {where(node)}")
 

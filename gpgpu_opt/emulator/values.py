@@ -12,6 +12,8 @@ import numpy as np
 from pycparser import c_ast
 
 from gpgpu_opt.emulator.errors import UndefinedBehaviorError, UnsupportedConstruct, where
+from gpgpu_opt.frontend import environment
+from gpgpu_opt.frontend.math_impl import to_bfloat16
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,15 +22,19 @@ class CType:
     dtype: np.dtype
     kind: str          # 'b' bool, 'i' signed, 'u' unsigned, 'f' floating
     rank: int
+    nbytes: int = 0    # the size on the device where it differs from the dtype's (bfloat16 held in float32)
 
     @property
     def size(self) -> int:
-        return self.dtype.itemsize
+        return self.nbytes or self.dtype.itemsize
 
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
 
+    @property
+    def is_bfloat16(self) -> bool:
+        return self.nbytes == 2 and self.dtype == np.float32
 
     def __repr__(self) -> str:
         return self.name
@@ -54,30 +60,33 @@ class VecType:
         return self.name
 
 
-BOOL = CType("bool", np.dtype(np.bool_), "b", 0)
-CHAR = CType("char", np.dtype(np.int8), "i", 1)
-UCHAR = CType("unsigned char", np.dtype(np.uint8), "u", 1)
-SHORT = CType("short", np.dtype(np.int16), "i", 2)
-USHORT = CType("unsigned short", np.dtype(np.uint16), "u", 2)
-INT = CType("int", np.dtype(np.int32), "i", 3)
-UINT = CType("unsigned int", np.dtype(np.uint32), "u", 3)
-LONG = CType("long", np.dtype(np.int64), "i", 4)
-ULONG = CType("unsigned long", np.dtype(np.uint64), "u", 4)
-LLONG = CType("long long", np.dtype(np.int64), "i", 5)
-ULLONG = CType("unsigned long long", np.dtype(np.uint64), "u", 5)
-FLOAT = CType("float", np.dtype(np.float32), "f", 10)
-DOUBLE = CType("double", np.dtype(np.float64), "f", 11)
+def _scalar_types() -> dict[str, CType]:
+    """The emulator's types, from the environment's table."""
+    out = {}
+    for t in environment.SCALAR_TYPES:
+        if t.dtype == "bfloat16":   # numpy has no bfloat16: float32 values rounded to 8 bits (convert)
+            out[t.name] = CType(t.name, np.dtype(np.float32), t.kind, t.rank, t.size)
+        else:
+            out[t.name] = CType(t.name, np.dtype(t.dtype), t.kind, t.rank)
+    return out
+
+
+SCALARS = _scalar_types()
+BOOL, CHAR, UCHAR = SCALARS["bool"], SCALARS["char"], SCALARS["unsigned char"]
+SHORT, USHORT = SCALARS["short"], SCALARS["unsigned short"]
+INT, UINT, LONG, ULONG = SCALARS["int"], SCALARS["unsigned int"], SCALARS["long"], SCALARS["unsigned long"]
+LLONG, ULLONG = SCALARS["long long"], SCALARS["unsigned long long"]
+FLOAT, DOUBLE = SCALARS["float"], SCALARS["double"]
+HALF, BFLOAT16 = SCALARS["__half"], SCALARS["__nv_bfloat16"]
+HALF_TYPES = (HALF, BFLOAT16)
 
 _UNSIGNED_OF = {CHAR: UCHAR, SHORT: USHORT, INT: UINT, LONG: ULONG, LLONG: ULLONG}
 
-_TYPEDEFS = {"size_t": ULONG, "ptrdiff_t": LONG, "uint": UINT, "uint32_t": UINT, "int32_t": INT,
-             "int64_t": LLONG, "uint64_t": ULLONG, "bool": BOOL, "_Bool": BOOL}
+_TYPEDEFS = {**{a.name: SCALARS[a.target] for a in environment.TYPE_ALIASES}, "bool": BOOL, "__half": HALF,
+             "__nv_bfloat16": BFLOAT16}
 
-VECTOR_TYPES: dict[str, VecType] = {}
-for _base, _prefix in [(FLOAT, "float"), (DOUBLE, "double"), (INT, "int"), (UINT, "uint"), (CHAR, "char"),
-                       (UCHAR, "uchar"), (SHORT, "short"), (USHORT, "ushort"), (LLONG, "longlong")]:
-    for _n in (2, 3, 4):
-        VECTOR_TYPES[f"{_prefix}{_n}"] = VecType(f"{_prefix}{_n}", _base, _n)
+VECTOR_TYPES: dict[str, VecType] = {v.name: VecType(v.name, SCALARS[v.base], v.n) for v in environment.VECTOR_TYPES}
+VECTOR_TYPES.update({alias: VECTOR_TYPES[name] for alias, name in environment.VECTOR_ALIASES.items()})
 VECTOR_TYPES["dim3"] = VecType("dim3", UINT, 3)
 COMPONENTS = "xyzw"
 
@@ -172,13 +181,20 @@ def convert(v: Value, t, node=None) -> Value:
         return v
     if isinstance(t, VecType) or isinstance(v.ctype, VecType):
         if isinstance(t, VecType) and isinstance(v.ctype, VecType) and t.n == v.ctype.n:
-            return Value(t, tuple(cast_data(c, t.base.dtype) for c in v.data))
+            return Value(t, tuple(cast_to(c, t.base) for c in v.data))
         raise UnsupportedConstruct(f"conversion from {v.ctype} to {t} at {where(node)}")
     if not isinstance(t, CType) or not isinstance(v.ctype, CType):
         raise UnsupportedConstruct(f"conversion from {v.ctype} to {t} at {where(node)}")
     if t is BOOL:
         return Value(BOOL, truth(v.data))
-    return Value(t, cast_data(v.data, t.dtype))
+    return Value(t, cast_to(v.data, t))
+
+
+def cast_to(data, t: CType):
+    """Data as values of type t: cast_data, and rounded to 8 bits of mantissa for bfloat16."""
+    if t.is_bfloat16:
+        return to_bfloat16(data)
+    return cast_data(data, t.dtype)
 
 
 def uniform(t: CType, x) -> Value:
@@ -251,9 +267,14 @@ def arith(op: str, a: Value, b: Value, mask, node) -> Value:
         x = cast_data(a.data, t.dtype)
         y = cast_data(b.data, t.dtype)
         return Value(t, np.left_shift(x, y) if op == "<<" else np.right_shift(x, y))
+    if (a.ctype in HALF_TYPES or b.ctype in HALF_TYPES) and a.ctype is not b.ctype:
+        raise UnsupportedConstruct(f"operator '{op}' on {a.ctype} and {b.ctype} at {where(node)} (ambiguous in "
+                                   "CUDA C++: convert one operand)")
     t = common_type(a.ctype, b.ctype)
     x = cast_data(a.data, t.dtype)
     y = cast_data(b.data, t.dtype)
+    if op in ("+", "-", "*", "/") and t.is_bfloat16:
+        return Value(t, to_bfloat16(arith(op, Value(FLOAT, x), Value(FLOAT, y), mask, node).data))
     if op == "+":
         return Value(t, x + y)
     if op == "-":

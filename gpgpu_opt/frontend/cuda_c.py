@@ -6,7 +6,8 @@ pycparser parses C99. A kernel is C plus CUDA's qualifiers and builtins, so befo
 - `__shared__` becomes `_Thread_local` (a C storage class nobody writes in a kernel) and is turned back
   into the storage `__shared__` on the Decl; `__restrict__` becomes C99's `restrict` and `__align__(N)`
   C11's `_Alignas(N)`;
-- a prelude declares CUDA's builtin variables, vector types and device functions.
+- a prelude declares CUDA's builtin variables, and the types and functions of the environment's tables
+  (gpgpu_opt.frontend.environment, .math_api): `bool`, `uint32_t`, `__half`, the vector types, the Math API.
 The printer (gpgpu_opt.codegen) restores the CUDA spellings.
 """
 from __future__ import annotations
@@ -16,42 +17,47 @@ import re
 from pycparser import c_ast, c_parser
 
 from gpgpu_opt.diagnostics import CompileError, Location
+from gpgpu_opt.frontend import environment
+from gpgpu_opt.frontend.math_api import BY_NAME
 from gpgpu_opt.frontend.scanner import tokenize
 
 PRELUDE_FILE = "<cuda-prelude>"
 
-_VECTOR_TYPES = "".join(
-    f"typedef struct {{ {base} x, y; }} {name}2; typedef struct {{ {base} x, y, z; }} {name}3; "
-    f"typedef struct {{ {base} x, y, z, w; }} {name}4;\n"
-    f"{name}2 make_{name}2({base}, {base}); {name}3 make_{name}3({base}, {base}, {base}); "
-    f"{name}4 make_{name}4({base}, {base}, {base}, {base});\n"
-    for base, name in [("float", "float"), ("double", "double"), ("int", "int"), ("unsigned int", "uint"),
-                       ("char", "char"), ("unsigned char", "uchar"), ("short", "short")]
-)
+def _type_declarations() -> str:
+    """C99 declarations of the environment's types (gpgpu_opt.frontend.environment)."""
+    lines = [t.declaration for t in environment.SCALAR_TYPES if t.declaration]
+    lines += [f"typedef {a.target} {a.name};" for a in environment.TYPE_ALIASES if a.name != "_Bool"]
+    fields = "xyzw"
+    for v in environment.VECTOR_TYPES:
+        lines.append(f"typedef struct {{ {v.base} {', '.join(fields[:v.n])}; }} {v.name};")
+        if v.make:
+            lines.append(f"{v.name} make_{v.name}({', '.join([v.base] * v.n)});")
+    lines += [f"typedef {name} {alias};" for alias, name in environment.VECTOR_ALIASES.items()]
+    lines += [f"extern const bool {name};" for name in environment.BOOL_LITERALS]
+    return "\n".join(lines)
 
-_MATH_FLOAT = ("sqrtf rsqrtf cbrtf expf exp2f exp10f logf log2f log10f sinf cosf tanf asinf acosf atanf "
-               "sinhf coshf tanhf fabsf floorf ceilf truncf roundf rintf __expf __logf __sinf __cosf "
-               "__frcp_rn __fsqrt_rn __saturatef").split()
-_MATH_FLOAT2 = "fminf fmaxf powf fmodf atan2f hypotf __fdividef __powf copysignf __fadd_rn __fmul_rn".split()
-_MATH_DOUBLE = "sqrt rsqrt exp exp2 log log2 log10 sin cos tan tanh fabs floor ceil trunc round".split()
-_MATH_DOUBLE2 = "fmin fmax pow fmod atan2 hypot".split()
+
+def _c_type(text: str) -> str:
+    """A parameter or return type of the Math API table as C (generic `T`: any declaration parses)."""
+    return {"T": "int", "T *": "void *"}.get(text, text)
+
+
+def _function_declarations() -> str:
+    """One prototype per name of the Math API table (pycparser checks no types: the emulator does)."""
+    lines = []
+    for name, entries in BY_NAME.items():
+        f = entries[0]
+        lines.append(f"{_c_type(f.returns)} {name}({', '.join(_c_type(p) for p in f.params) or 'void'});")
+    return "\n".join(lines)
+
 
 PRELUDE = f"""
-typedef unsigned long size_t;
-typedef struct {{ unsigned int x, y, z; }} uint3;
+{_type_declarations()}
 typedef struct {{ unsigned int x, y, z; }} dim3;
-{_VECTOR_TYPES}
 extern uint3 threadIdx; extern uint3 blockIdx; extern dim3 blockDim; extern dim3 gridDim; extern int warpSize;
 void __syncthreads(void); void __syncwarp(unsigned int); void __threadfence(void);
 int __syncthreads_count(int); int __syncthreads_and(int); int __syncthreads_or(int);
-{''.join(f'float {f}(float); ' for f in _MATH_FLOAT)}
-{''.join(f'float {f}(float, float); ' for f in _MATH_FLOAT2)}
-{''.join(f'double {f}(double); ' for f in _MATH_DOUBLE)}
-{''.join(f'double {f}(double, double); ' for f in _MATH_DOUBLE2)}
-float fmaf(float, float, float); double fma(double, double, double); float __fmaf_rn(float, float, float);
-int min(int, int); int max(int, int); int abs(int); unsigned int umin(unsigned int, unsigned int);
-unsigned int umax(unsigned int, unsigned int); int __mul24(int, int); int __popc(unsigned int); int __clz(int);
-float __int_as_float(int); int __float_as_int(float); float __ldg(const float *);
+{_function_declarations()}
 float atomicAdd(float *, float); int atomicMax(int *, int); int atomicMin(int *, int);
 float __shfl_down_sync(unsigned int, float, int); float __shfl_xor_sync(unsigned int, float, int);
 float __shfl_sync(unsigned int, float, int); float __shfl_up_sync(unsigned int, float, int);
@@ -59,7 +65,6 @@ unsigned int __ballot_sync(unsigned int, int); int __all_sync(unsigned int, int)
 int atomicSub(int *, int); int atomicExch(int *, int); int atomicCAS(int *, int, int); int atomicAnd(int *, int);
 int atomicOr(int *, int); int atomicXor(int *, int); unsigned int atomicInc(unsigned int *, unsigned int);
 unsigned int atomicDec(unsigned int *, unsigned int); void __threadfence_block(void);
-float erff(float); float erfcf(float); int isnan(double); int isinf(double); float ldexpf(float, int);
 """
 
 _BLANKED = {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "__inline__"}

@@ -81,9 +81,9 @@ def _math_names() -> tuple[frozenset[str], frozenset[str]]:
     """(names `std::` may qualify, names `::` may qualify): CUDA's math functions and min/max, as the
     prelude declares them. `abs` stays qualified: `std::abs(float)` is not the prelude's `int abs(int)`."""
     from gpgpu_opt.frontend import cuda_c
+    from gpgpu_opt.frontend.math_api import CMATH_NAMES
 
-    std = set(cuda_c._MATH_FLOAT + cuda_c._MATH_FLOAT2 + cuda_c._MATH_DOUBLE + cuda_c._MATH_DOUBLE2)
-    std = {n for n in std if not n.startswith("_")} | {"fma", "fmaf", "min", "max"}
+    std = {n for n in CMATH_NAMES if not n.startswith("_")} | {"fma", "fmaf", "min", "max"}
     return frozenset(std), frozenset((std | set(cuda_c.PRELUDE_NAMES)) - {"abs"})
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from pcpp import Action, OutputDirective, Preprocessor
 
 from gpgpu_opt.diagnostics import CompileError, Location
+from gpgpu_opt.frontend.environment import define_modelled_macros
 from gpgpu_opt.frontend.scanner import tokenize
 from gpgpu_opt.targets import DEFAULT_TARGET, get_target
 
@@ -56,6 +57,7 @@ class _CudaPreprocessor(Preprocessor):
         self.modelled_dirs = modelled_include_dirs(tuple(include_dirs or ()))
         self.modelled_found: set[str] = set()  # included names found only in modelled directories
         self.user_files: dict[str, str] = {}  # real path -> the name the user would give it, in opening order
+        define_modelled_macros(self)  # what nvcc's implicit cuda_runtime.h defines (environment.CONSTANTS)
 
     def on_file_open(self, is_system_include, includepath):
         # Refusing to open a modelled header makes pcpp look on, then call on_include_not_found.
@@ -92,6 +94,7 @@ class _CudaPreprocessor(Preprocessor):
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
         if is_system_include or os.path.basename(includepath) in self.modelled_found \
                 or is_system_header(includepath, self.modelled_dirs):
+            define_modelled_macros(self, includepath)  # the header's constants (environment.CONSTANTS)
             raise OutputDirective(Action.IgnoreAndPassThrough)
         what = f"malformed #include {includepath}" if is_malformed else f"'{includepath}' file not found"
         raise CompileError(what, self.location_of(self.lastdirective))
@@ -255,7 +258,7 @@ def preprocess_program(text: str, filename: str, defines: dict[str, str] | None 
         raise pp.first_error
     macros = {}
     for name, macro in pp.macros.items():
-        if macro.arglist is None and not name.startswith("__"):
+        if macro.arglist is None and not name.startswith("__") and not getattr(macro, "modelled", False):
             macros[name] = "".join(tok.value for tok in macro.value).strip()
     return Preprocessed(_normalise_line_markers(out.getvalue(), pp), macros, dict(pp.user_files))
 
