@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Compile every program of a fetched CUDA suite with its own build flags and print what gpgpu-opt made of it.
+
+    python bench/corpus.py SUITE_DIR [--suite rodinia|cuda-samples] [--json OUT] [--out DIR] [--nvcc]
+                                     [--only NAME ...] [--timeout S] [--target T] [--no-strict]
+
+SUITE_DIR is a Rodinia checkout (its `cuda/<program>/` directories, or the `cuda/` directory itself) or
+NVIDIA's cuda-samples (its `Samples/<category>/<program>/`). For each program the build files are read as text
+(bench/corpus_kit/buildfiles.py says what is understood) for the `.cu` files nvcc compiles and their `-I`/`-D`
+flags; each main file (one no other compiled file includes) goes through `gpgpu-opt compile` in a subprocess,
+strict (an internal error is exit 3, not a rollback), with a timeout. The kernels are counted from the source
+text: those in the main file and the user files it includes, naive-style ones (no `__shared__`, no
+`__syncthreads`) apart.
+
+Output: a markdown table (program, files, kernels found, naive-style, transformed, passed through, result),
+then the totals by cause: the first error line of each rejected file and the notes of each passed-through
+kernel, sorted into causes (bench/corpus_kit/causes.py). A traceback or an internal error is never counted as
+ok: they are listed loudly at the end, and the exit status is 1 when any occurred. `--nvcc` also builds each
+output (and its input, to tell the compiler's failures from the program's) with `nvcc -arch=sm_90 -c` and the
+same flags; no GPU is needed. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT`
+writes every row and the totals.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from corpus_kit import table                                     # noqa: E402
+from corpus_kit.buildfiles import build_units                    # noqa: E402
+from corpus_kit.runner import nvcc_builds, run_compile           # noqa: E402
+from corpus_kit.sources import main_files, program_kernels       # noqa: E402
+
+SKIPPED_DIRS = {"util", "common", "Common", "data", "bin"}
+
+
+def detect_suite(suite_dir: str) -> str:
+    return "cuda-samples" if os.path.isdir(os.path.join(suite_dir, "Samples")) else "rodinia"
+
+
+def programs(suite_dir: str, suite: str) -> list[tuple[str, str]]:
+    """(name, directory) of every program of the suite that has a `.cu` file."""
+    found = []
+    if suite == "cuda-samples":
+        root = os.path.join(suite_dir, "Samples") if os.path.isdir(os.path.join(suite_dir, "Samples")) else suite_dir
+        for category in sorted(os.listdir(root)):
+            cat_dir = os.path.join(root, category)
+            if os.path.isdir(cat_dir):
+                found += [(f"{category}/{p}", os.path.join(cat_dir, p)) for p in sorted(os.listdir(cat_dir))]
+    else:
+        root = os.path.join(suite_dir, "cuda") if os.path.isdir(os.path.join(suite_dir, "cuda")) else suite_dir
+        found = [(p, os.path.join(root, p)) for p in sorted(os.listdir(root))]
+    return [(name, d) for name, d in found
+            if os.path.isdir(d) and os.path.basename(d) not in SKIPPED_DIRS and _has_cu(d)]
+
+
+def _has_cu(directory: str) -> bool:
+    return any(f.endswith(".cu") for _, _, files in os.walk(directory) for f in files)
+
+
+def run_program(name: str, directory: str, out_dir: str, args) -> dict:
+    """One row: every main file of every build unit compiled, kernels counted, outcomes kept."""
+    row = {"program": name, "files": [], "build_files": []}
+    for unit in build_units(directory):
+        row["build_files"].append(os.path.relpath(unit.build_file, directory) if unit.build_file else None)
+        for source in main_files(unit.cu_files, unit.include_dirs):
+            row["files"].append(run_file(source, unit, os.path.join(out_dir, name.replace("/", "_")), args))
+    return row
+
+
+def run_file(source: str, unit, out_dir: str, args) -> dict:
+    kernels = program_kernels(source, unit.include_dirs)
+    outcome = run_compile(source, out_dir, unit.include_dirs, unit.defines, args.target, args.timeout,
+                          strict=not args.no_strict)
+    entry = {"file": os.path.relpath(source, unit.directory), "path": source, "include_dirs": unit.include_dirs,
+             "defines": unit.defines, "missing_include_dirs": unit.missing_include_dirs,
+             "kernels": [{"name": k.name, "file": os.path.relpath(k.file, unit.directory), "line": k.line,
+                          "naive_style": k.naive_style, "template": k.template} for k in kernels],
+             "result": outcome.result, "first_line": outcome.first_line, "exit_status": outcome.exit_status,
+             "reported": outcome.reported, "transformed": outcome.transformed,
+             "passed_through": outcome.passed_through, "notes": outcome.notes,
+             "seconds": round(outcome.seconds, 1), "output": outcome.output}
+    if args.nvcc:
+        entry["nvcc_input"] = nvcc_builds(source, unit.include_dirs, unit.defines, os.path.dirname(source))
+        if outcome.output:
+            entry["nvcc_output"] = nvcc_builds(outcome.output, unit.include_dirs, unit.defines,
+                                               os.path.dirname(source))
+    print(f"  {entry['file']}: {outcome.result} {outcome.first_line[:100]}", file=sys.stderr, flush=True)
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("suite_dir")
+    parser.add_argument("--suite", choices=("rodinia", "cuda-samples"))
+    parser.add_argument("--json", help="write the rows and totals here")
+    parser.add_argument("--out", help="keep outputs, reports and logs here (default: a temporary directory)")
+    parser.add_argument("--nvcc", action="store_true", help="build each input and output with nvcc -c")
+    parser.add_argument("--only", action="append", default=[], help="program name or prefix (repeatable)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per compile (default 300)")
+    parser.add_argument("--target", default="sm_90")
+    parser.add_argument("--no-strict", action="store_true", help="let internal errors roll back (not strict)")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.suite_dir):
+        parser.error(f"{args.suite_dir}: not a directory")
+    suite = args.suite or detect_suite(args.suite_dir)
+    out_dir = args.out or tempfile.mkdtemp(prefix="gpgpu-opt-corpus-")
+    rows = []
+    for name, directory in programs(args.suite_dir, suite):
+        if args.only and not any(name == o or name.startswith(o) for o in args.only):
+            continue
+        print(f"{name}", file=sys.stderr, flush=True)
+        rows.append(run_program(name, directory, out_dir, args))
+    summary = table.summarize(rows)
+    print(table.markdown(rows, summary, suite, nvcc=args.nvcc))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"suite": suite, "target": args.target, "strict": not args.no_strict, "rows": rows,
+                       "summary": summary}, f, indent=1)
+    return 1 if summary["crashes"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
