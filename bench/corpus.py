@@ -17,7 +17,9 @@ then the totals by cause: the first error line of each rejected file and the not
 kernel, sorted into causes (bench/corpus_kit/causes.py). A traceback or an internal error is never counted as
 ok: they are listed loudly at the end, and the exit status is 1 when any occurred. `--nvcc` also builds each
 output (and its input, to tell the compiler's failures from the program's) with `nvcc -arch=sm_90 -c` and the
-same flags; no GPU is needed. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT`
+same flags, corpus_kit/nvcc13_compat.h force-included in both (renames of calls CUDA 13 removed, such as
+cudaThreadSynchronize; `--no-compat` leaves it out); no GPU is needed. An output that does not build counts as
+the compiler's failure only where its input builds. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT`
 writes every row and the totals.
 """
 from __future__ import annotations
@@ -32,8 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from corpus_kit import table                                     # noqa: E402
 from corpus_kit.buildfiles import build_units                    # noqa: E402
+from corpus_kit.causes import error_context                      # noqa: E402
 from corpus_kit.runner import nvcc_builds, run_compile           # noqa: E402
-from corpus_kit.sources import main_files, program_kernels       # noqa: E402
+from corpus_kit.sources import include_closure, main_files, program_kernels  # noqa: E402
 
 SKIPPED_DIRS = {"util", "common", "Common", "data", "bin"}
 
@@ -78,17 +81,21 @@ def run_file(source: str, unit, out_dir: str, args) -> dict:
                           strict=not args.no_strict)
     entry = {"file": os.path.relpath(source, unit.directory), "path": source, "include_dirs": unit.include_dirs,
              "defines": unit.defines, "missing_include_dirs": unit.missing_include_dirs,
-             "kernels": [{"name": k.name, "file": os.path.relpath(k.file, unit.directory), "line": k.line,
-                          "naive_style": k.naive_style, "template": k.template} for k in kernels],
-             "result": outcome.result, "first_line": outcome.first_line, "exit_status": outcome.exit_status,
+             "kernels": [{"name": k.name, "file": os.path.relpath(k.file, unit.directory), "path": k.file,
+                          "line": k.line, "end_line": k.end_line, "naive_style": k.naive_style,
+                          "template": k.template} for k in kernels],
+             "result": outcome.result, "first_line": outcome.first_line.replace(args.suite_root + os.sep, ""),
+             "context": error_context(outcome.first_line, include_closure(source, unit.include_dirs)), "exit_status": outcome.exit_status,
              "reported": outcome.reported, "transformed": outcome.transformed,
              "passed_through": outcome.passed_through, "notes": outcome.notes,
              "seconds": round(outcome.seconds, 1), "output": outcome.output}
     if args.nvcc:
-        entry["nvcc_input"] = nvcc_builds(source, unit.include_dirs, unit.defines, os.path.dirname(source))
+        compat = not args.no_compat
+        entry["nvcc_input"] = nvcc_builds(source, unit.include_dirs, unit.defines, os.path.dirname(source),
+                                          compat=compat)
         if outcome.output:
             entry["nvcc_output"] = nvcc_builds(outcome.output, unit.include_dirs, unit.defines,
-                                               os.path.dirname(source))
+                                               os.path.dirname(source), compat=compat)
     print(f"  {entry['file']}: {outcome.result} {outcome.first_line[:100]}", file=sys.stderr, flush=True)
     return entry
 
@@ -100,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the rows and totals here")
     parser.add_argument("--out", help="keep outputs, reports and logs here (default: a temporary directory)")
     parser.add_argument("--nvcc", action="store_true", help="build each input and output with nvcc -c")
+    parser.add_argument("--no-compat", action="store_true",
+                        help="do not force-include corpus_kit/nvcc13_compat.h in the nvcc builds")
     parser.add_argument("--only", action="append", default=[], help="program name or prefix (repeatable)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per compile (default 300)")
     parser.add_argument("--target", default="sm_90")
@@ -108,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(args.suite_dir):
         parser.error(f"{args.suite_dir}: not a directory")
     suite = args.suite or detect_suite(args.suite_dir)
+    args.suite_root = os.path.abspath(args.suite_dir)
     out_dir = args.out or tempfile.mkdtemp(prefix="gpgpu-opt-corpus-")
     rows = []
     for name, directory in programs(args.suite_dir, suite):

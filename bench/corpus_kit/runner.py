@@ -112,11 +112,16 @@ def run_compile(source: str, out_dir: str, include_dirs: list[str], defines: lis
     return outcome
 
 
+#: Renames of runtime calls CUDA 13 removed, force-included in both builds (see the file).
+COMPAT_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvcc13_compat.h")
+
+
 def nvcc_builds(source: str, include_dirs: list[str], defines: list[str], cwd: str, arch: str = "sm_90",
-                timeout: float = 300) -> tuple[bool, str]:
-    """Whether `nvcc -arch=ARCH -c` accepts `source` with the program's flags (`cwd`'s quoted includes too);
-    the first error line when not."""
+                timeout: float = 300, compat: bool = True) -> tuple[bool, str]:
+    """Whether `nvcc -arch=ARCH -c` accepts `source` with the program's flags (`cwd`'s quoted includes too,
+    COMPAT_HEADER force-included unless `compat` is off); the first error line when not."""
     cmd = ["nvcc", f"-arch={arch}", "-c", source, "-o", os.devnull, "-I", cwd]
+    cmd += ["-include", COMPAT_HEADER] if compat else []
     cmd += [f"-I{d}" for d in include_dirs] + [f"-D{d}" for d in defines]
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, errors="replace")

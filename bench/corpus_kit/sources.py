@@ -18,6 +18,7 @@ class KernelText:
     file: str               # absolute path of the file that defines it
     name: str
     line: int
+    end_line: int
     naive_style: bool       # no __shared__ and no __syncthreads in its body
     template: bool
 
@@ -118,7 +119,7 @@ def kernels_in(path: str) -> list[KernelText]:
         body = code[start:end]
         naive = "__shared__" not in body and "__syncthreads" not in body
         before = code[max(0, code.rfind(";", 0, m.start()), code.rfind("}", 0, m.start())):m.start()]
-        found.append(KernelText(path, name, code.count("\n", 0, m.start()) + 1, naive,
+        found.append(KernelText(path, name, code.count("\n", 0, m.start()) + 1, code.count("\n", 0, end) + 1, naive,
                                 template=re.search(r"\btemplate\s*<", before) is not None))
     return found
 

@@ -56,8 +56,11 @@ def summarize(rows: list[dict]) -> dict:
             if f["result"] in CRASHES:
                 crashes.append(f"{row['program']}/{f['file']}: {f['result']}: {f['first_line']}")
             if f.get("nvcc_output") and not f["nvcc_output"][0]:
-                totals["outputs_failing_nvcc"] += 1
-                crashes.append(f"{row['program']}/{f['file']}: output does not build: {f['nvcc_output'][1]}")
+                if f.get("nvcc_input") and f["nvcc_input"][0]:     # the compiler broke a file nvcc accepts
+                    totals["outputs_failing_nvcc"] += 1
+                    crashes.append(f"{row['program']}/{f['file']}: output does not build: {f['nvcc_output'][1]}")
+                else:
+                    totals["outputs_failing_like_input"] += 1
             if f.get("nvcc_input") is not None:
                 totals["inputs_building"] += bool(f["nvcc_input"][0])
                 totals["rejected_but_nvcc_accepts"] += bool(f["nvcc_input"][0]) and f["result"] != "ok"
@@ -89,7 +92,8 @@ def markdown(rows: list[dict], summary: dict, suite: str, nvcc: bool = False) ->
     if nvcc:
         lines.append(f"nvcc accepts {t.get('inputs_building', 0)} of the {t.get('files', 0)} inputs; "
                      f"rejected by gpgpu-opt but accepted by nvcc: {t.get('rejected_but_nvcc_accepts', 0)}; "
-                     f"outputs that do not build: {t.get('outputs_failing_nvcc', 0)}")
+                     f"outputs that do not build: {t.get('outputs_failing_nvcc', 0)} (and "
+                     f"{t.get('outputs_failing_like_input', 0)} whose input does not build either)")
     lines += ["", "### rejected files by cause", ""]
     lines += [f"- {n}: {cause}" for cause, n in summary["rejected_files_by_cause"].items()] or ["- none"]
     lines += ["", "### kernels passed through (file accepted, kernel not transformed) by cause", ""]
