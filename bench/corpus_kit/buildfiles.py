@@ -102,12 +102,12 @@ def active_lines(lines: list[str]) -> tuple[list[str], dict[str, str]]:
     for line in lines:
         word = line.strip()
         live = all(taken for taken, _ in stack)
-        cond = _CONDITIONAL.match(word) if not line.startswith("\t") else None
+        cond = _CONDITIONAL.match(word)
         if cond:
             taken = live and _condition(cond.group(1), cond.group(2), variables)
             stack.append((taken, taken))
             continue
-        if word.startswith("else") and stack and not line.startswith("\t"):
+        if re.match(r"^else\b", word) and stack:
             _, done = stack.pop()
             outer = all(taken for taken, _ in stack)
             rest = _CONDITIONAL.match(word[4:].strip())
@@ -124,8 +124,8 @@ def active_lines(lines: list[str]) -> tuple[list[str], dict[str, str]]:
 
 
 def _assign(line: str, variables: dict[str, str]) -> None:
-    if line.startswith("\t"):
-        return
+    """An assignment, also tab-indented inside an `ifeq` (as Rodinia writes them); a recipe line never
+    has the form `NAME += value`."""
     m = _ASSIGN.match(line.strip())
     if m:
         name, op, value = m.groups()
@@ -190,7 +190,8 @@ def parse_makefile(path: str) -> BuildUnit:
         for cu in _cu_tokens(tokens, directory):
             if cu not in unit.cu_files:
                 unit.cu_files.append(cu)
-        if line.startswith("\t") and _NVCC.search(expanded) and "clang" not in expanded:
+        if line.startswith("\t") and _NVCC.search(expanded) and "clang" not in expanded \
+                and not _ASSIGN.match(line.strip()):
             _flags(tokens, directory, unit)
     return unit
 
