@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Compile every program of a fetched CUDA suite with its own build flags and print what gpgpu-opt made of it.
 
-    python bench/corpus.py SUITE_DIR [--suite rodinia|cuda-samples] [--json OUT] [--out DIR] [--nvcc]
+    python bench/corpus.py SUITE_DIR [--suite rodinia|cuda-samples|files] [--json OUT] [--out DIR] [--nvcc]
                                      [--only NAME ...] [--timeout S] [--target T] [--no-strict]
 
-SUITE_DIR is a Rodinia checkout (its `cuda/<program>/` directories, or the `cuda/` directory itself) or
-NVIDIA's cuda-samples (its `Samples/<category>/<program>/`). For each program the build files are read as text
+SUITE_DIR is a Rodinia checkout (its `cuda/<program>/` directories, or the `cuda/` directory itself),
+NVIDIA's cuda-samples (its `Samples/<category>/<program>/`), or with `--suite files` a directory whose `.cu`
+files and subdirectories are each a program with no build file (tests/programs/cxx, our own C++ corpus). For each program the build files are read as text
 (bench/corpus_kit/buildfiles.py says what is understood) for the `.cu` files nvcc compiles and their `-I`/`-D`
 flags; each main file (one no other compiled file includes) goes through `gpgpu-opt compile` in a subprocess,
 strict (an internal error is exit 3, not a rollback), with a timeout. The kernels are counted from the source
@@ -33,7 +34,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from corpus_kit import table                                     # noqa: E402
-from corpus_kit.buildfiles import build_units                    # noqa: E402
+from corpus_kit.buildfiles import BuildUnit, build_units         # noqa: E402
 from corpus_kit.causes import error_context                      # noqa: E402
 from corpus_kit.runner import nvcc_builds, run_compile           # noqa: E402
 from corpus_kit.sources import include_closure, main_files, program_kernels  # noqa: E402
@@ -48,6 +49,9 @@ def detect_suite(suite_dir: str) -> str:
 def programs(suite_dir: str, suite: str) -> list[tuple[str, str]]:
     """(name, directory) of every program of the suite that has a `.cu` file."""
     found = []
+    if suite == "files":
+        return [(p, os.path.join(suite_dir, p)) for p in sorted(os.listdir(suite_dir))
+                if p.endswith(".cu") or (os.path.isdir(os.path.join(suite_dir, p)) and _has_cu(os.path.join(suite_dir, p)))]
     if suite == "cuda-samples":
         root = os.path.join(suite_dir, "Samples") if os.path.isdir(os.path.join(suite_dir, "Samples")) else suite_dir
         for category in sorted(os.listdir(root)):
@@ -67,9 +71,15 @@ def _has_cu(directory: str) -> bool:
 
 def run_program(name: str, directory: str, out_dir: str, args) -> dict:
     """One row: every main file of every build unit compiled, kernels counted, outcomes kept."""
-    row = {"program": name, "files": [], "build_files": []}
-    for unit in build_units(directory):
+    row = {"program": name, "directory": os.path.abspath(directory), "files": [], "build_files": [],
+           "units": []}
+    units = [BuildUnit(None, os.path.dirname(os.path.abspath(directory)), [os.path.abspath(directory)])] \
+        if os.path.isfile(directory) else build_units(directory)
+    for unit in units:
         row["build_files"].append(os.path.relpath(unit.build_file, directory) if unit.build_file else None)
+        row["units"].append({"directory": unit.directory, "main_files": main_files(unit.cu_files, unit.include_dirs),
+                             "host_files": main_files(unit.host_files, unit.include_dirs),
+                             "include_dirs": unit.include_dirs, "defines": unit.defines})
         for source in main_files(unit.cu_files, unit.include_dirs):
             row["files"].append(run_file(source, unit, os.path.join(out_dir, name.replace("/", "_")), args))
     return row
@@ -103,7 +113,7 @@ def run_file(source: str, unit, out_dir: str, args) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("suite_dir")
-    parser.add_argument("--suite", choices=("rodinia", "cuda-samples"))
+    parser.add_argument("--suite", choices=("rodinia", "cuda-samples", "files"))
     parser.add_argument("--json", help="write the rows and totals here")
     parser.add_argument("--out", help="keep outputs, reports and logs here (default: a temporary directory)")
     parser.add_argument("--nvcc", action="store_true", help="build each input and output with nvcc -c")
@@ -129,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table.markdown(rows, summary, suite, nvcc=args.nvcc))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"suite": suite, "target": args.target, "strict": not args.no_strict, "rows": rows,
+            json.dump({"suite": suite, "suite_root": args.suite_root, "target": args.target, "strict": not args.no_strict, "rows": rows,
                        "summary": summary}, f, indent=1)
     return 1 if summary["crashes"] else 0
 

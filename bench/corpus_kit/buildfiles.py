@@ -34,6 +34,7 @@ class BuildUnit:
     build_file: str | None                   # None: no build file, heuristics
     directory: str                           # where the build runs (relative paths start here)
     cu_files: list[str] = field(default_factory=list)        # absolute paths
+    host_files: list[str] = field(default_factory=list)      # .c/.cpp/.cc files linked with them (absolute)
     include_dirs: list[str] = field(default_factory=list)    # absolute paths that exist
     defines: list[str] = field(default_factory=list)         # NAME or NAME=VALUE
     missing_include_dirs: list[str] = field(default_factory=list)
@@ -167,17 +168,26 @@ def _add_include(value: str, directory: str, unit: BuildUnit) -> None:
         unit.missing_include_dirs.append(value)
 
 
-def _cu_tokens(tokens: list[str], directory: str) -> list[str]:
+def _cu_tokens(tokens: list[str], directory: str, suffixes: tuple[str, ...] = (".cu",)) -> list[str]:
+    """Existing files the tokens name with one of `suffixes` (an object `x.o` names the first of them that
+    exists)."""
     found = []
     for tok in tokens:
         tok = tok.strip("'\";,()")
-        if tok.endswith(".o"):
-            tok = tok[:-2] + ".cu"
-        if tok.endswith(".cu"):
-            path = os.path.normpath(os.path.join(directory, tok))
-            if os.path.isfile(path) and path not in found:
-                found.append(path)
+        names = [tok[:-2] + s for s in suffixes] if tok.endswith(".o") else [tok]
+        for name in names:
+            path = os.path.normpath(os.path.join(directory, name))
+            if name.endswith(suffixes) and os.path.isfile(path):
+                if path not in found:
+                    found.append(path)
+                break
     return found
+
+
+def _host_tokens(tokens: list[str], directory: str, cu_files: list[str]) -> list[str]:
+    """The C/C++ files the tokens name (objects whose source is not a `.cu` file)."""
+    return [p for p in _cu_tokens(tokens, directory, (".c", ".cpp", ".cc"))
+            if os.path.splitext(p)[0] + ".cu" not in cu_files]
 
 
 def parse_makefile(path: str) -> BuildUnit:
@@ -190,6 +200,9 @@ def parse_makefile(path: str) -> BuildUnit:
         for cu in _cu_tokens(tokens, directory):
             if cu not in unit.cu_files:
                 unit.cu_files.append(cu)
+        for host in _host_tokens(tokens, directory, unit.cu_files):
+            if host not in unit.host_files:
+                unit.host_files.append(host)
         if line.startswith("\t") and _NVCC.search(expanded) and "clang" not in expanded \
                 and not _ASSIGN.match(line.strip()):
             _flags(tokens, directory, unit)
@@ -203,6 +216,7 @@ def parse_cmake(path: str) -> BuildUnit:
     text = text.replace("${CMAKE_CURRENT_SOURCE_DIR}", directory).replace("${CMAKE_SOURCE_DIR}", directory)
     unit = BuildUnit(build_file=os.path.abspath(path), directory=directory)
     unit.cu_files = _cu_tokens(text.split(), directory)
+    unit.host_files = _host_tokens(text.split(), directory, unit.cu_files)
     for m in re.finditer(r"\b(target_)?include_directories\s*\(([^)]*)\)", text):
         for tok in m.group(2).split():
             if tok not in ("PRIVATE", "PUBLIC", "INTERFACE", "SYSTEM", "BEFORE", "AFTER") and "$" not in tok:
