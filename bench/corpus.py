@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(args.suite_dir):
         parser.error(f"{args.suite_dir}: not a directory")
     suite = args.suite or detect_suite(args.suite_dir)
-    args.suite_root = os.path.abspath(args.suite_dir)
+    args.suite_root = args.suite_dir = os.path.abspath(args.suite_dir)
     out_dir = args.out or tempfile.mkdtemp(prefix="gpgpu-opt-corpus-")
     rows = []
     for name, directory in programs(args.suite_dir, suite):

@@ -238,6 +238,7 @@ def parse_cmake(path: str) -> BuildUnit:
 def build_units(program_dir: str) -> list[BuildUnit]:
     """The build files of one program (its own directory and subdirectories two levels down), each read;
     one heuristic unit with every `.cu` file when none names a `.cu` file."""
+    program_dir = os.path.abspath(program_dir)
     units = []
     for root, dirs, files in os.walk(program_dir):
         depth = os.path.relpath(root, program_dir).count(os.sep) + (root != program_dir)

@@ -112,10 +112,12 @@ def test_cmake_files_and_flags(tmp_path):
     assert unit.defines == ["USE_FAST=1", "VERBOSE"]
 
 
-def test_no_build_file_takes_every_cu_file(tmp_path):
-    (tmp_path / "x.cu").write_text(KERNEL_CU)
-    [unit] = build_units(str(tmp_path))
-    assert unit.build_file is None and unit.cu_files == [str(tmp_path / "x.cu")]
+def test_no_build_file_takes_every_cu_file(tmp_path, monkeypatch):
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "x.cu").write_text(KERNEL_CU)
+    monkeypatch.chdir(tmp_path)
+    [unit] = build_units("prog")                        # a relative directory gives absolute paths
+    assert unit.build_file is None and unit.cu_files == [str(tmp_path / "prog" / "x.cu")]
 
 
 def test_kernels_counted_from_the_source(tmp_path):
