@@ -18,7 +18,8 @@ then the totals by cause: the first error line of each rejected file and the not
 kernel, sorted into causes (bench/corpus_kit/causes.py). A traceback or an internal error is never counted as
 ok: they are listed loudly at the end, and the exit status is 1 when any occurred. `--nvcc` also builds each
 output (and its input, to tell the compiler's failures from the program's) with `nvcc -arch=sm_90 -c` and the
-same flags, corpus_kit/nvcc13_compat.h force-included in both (renames of calls CUDA 13 removed, such as
+same flags (a program that is one file with main() is linked, which catches a kernel whose definition no
+longer matches its prototype), corpus_kit/nvcc13_compat.h force-included in both (renames of calls CUDA 13 removed, such as
 cudaThreadSynchronize; `--no-compat` leaves it out); no GPU is needed. An output that does not build counts as
 the compiler's failure only where its input builds. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT`
 writes every row and the totals.
@@ -37,7 +38,7 @@ from corpus_kit import table                                     # noqa: E402
 from corpus_kit.buildfiles import BuildUnit, build_units         # noqa: E402
 from corpus_kit.causes import error_context                      # noqa: E402
 from corpus_kit.runner import nvcc_builds, run_compile           # noqa: E402
-from corpus_kit.sources import include_closure, main_files, program_kernels  # noqa: E402
+from corpus_kit.sources import defines_main, include_closure, main_files, program_kernels  # noqa: E402
 
 SKIPPED_DIRS = {"util", "common", "Common", "data", "bin"}
 
@@ -100,12 +101,14 @@ def run_file(source: str, unit, out_dir: str, args) -> dict:
              "passed_through": outcome.passed_through, "notes": outcome.notes,
              "seconds": round(outcome.seconds, 1), "output": outcome.output}
     if args.nvcc:
-        compat = not args.no_compat
+        # a whole program in one file is linked too (a kernel that no longer matches its prototype)
+        options = {"compat": not args.no_compat,
+                   "link": unit.cu_files == [source] and not unit.host_files and defines_main(source)}
         entry["nvcc_input"] = nvcc_builds(source, unit.include_dirs, unit.defines, os.path.dirname(source),
-                                          compat=compat)
+                                          **options)
         if outcome.output:
             entry["nvcc_output"] = nvcc_builds(outcome.output, unit.include_dirs, unit.defines,
-                                               os.path.dirname(source), compat=compat)
+                                               os.path.dirname(source), **options)
     print(f"  {entry['file']}: {outcome.result} {outcome.first_line[:100]}", file=sys.stderr, flush=True)
     return entry
 

@@ -6,21 +6,13 @@ nvcc13_compat.h)."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 
 from corpus_kit.rodinia_runs import NEEDS_DATA, NONDETERMINISTIC, RUN_ARGS
-from corpus_kit.sources import read_text, strip_comments
+from corpus_kit.sources import defines_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".c", ".cpp", ".cc", ".inc", ".def")
-_MAIN = re.compile(r"^[ \t]*(?:int|void)?[ \t]*\bmain[ \t]*\(", re.MULTILINE)
-
-
-def defines_main(path: str) -> bool:
-    return _MAIN.search(strip_comments(read_text(path))) is not None
-
-
 def executables(unit: dict) -> list[list[str]]:
     """The sources of each executable a build unit makes: one of all its files, or, where several files
     define main() (one Makefile, several programs), one per such file with the files that define none."""

@@ -34,6 +34,7 @@ FILE_CAUSES = [
 #: (cause, pattern) for the source line a syntax error points at (the message names only a token).
 SOURCE_LINE_CAUSES = [
     ("bool in device code", r"\bbool\b"),
+    ("inline PTX (asm)", r"\basm\b|__asm__"),
     ("templates", r"\btemplate\b|\btypename\b"),
     ("half / bfloat16", r"\b__half2?\b|\bhalf2?\b|bfloat16"),
     ("C++ (namespaces, references, classes, casts, auto, lambdas)",

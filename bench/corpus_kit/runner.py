@@ -117,17 +117,19 @@ COMPAT_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvcc13
 
 
 def nvcc_builds(source: str, include_dirs: list[str], defines: list[str], cwd: str, arch: str = "sm_90",
-                timeout: float = 300, compat: bool = True) -> tuple[bool, str]:
+                timeout: float = 300, compat: bool = True, link: bool = False) -> tuple[bool, str]:
     """Whether `nvcc -arch=ARCH -c` accepts `source` with the program's flags (`cwd`'s quoted includes too,
-    COMPAT_HEADER force-included unless `compat` is off); the first error line when not."""
-    cmd = ["nvcc", f"-arch={arch}", "-c", source, "-o", os.devnull, "-I", cwd]
+    COMPAT_HEADER force-included unless `compat` is off); the first error line when not. `link`: build the
+    executable instead (a whole program in one file), so that a kernel whose definition no longer matches
+    its prototype (an undefined reference) fails too."""
+    cmd = ["nvcc", f"-arch={arch}", *([] if link else ["-c"]), source, "-o", os.devnull, "-I", cwd]
     cmd += ["-include", COMPAT_HEADER] if compat else []
-    cmd += [f"-I{d}" for d in include_dirs] + [f"-D{d}" for d in defines]
+    cmd += [f"-I{d}" for d in include_dirs] + [f"-D{d}" for d in defines] + (["-lm"] if link else [])
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, errors="replace")
     except subprocess.TimeoutExpired:
         return False, "nvcc timed out"
     if proc.returncode == 0:
         return True, ""
-    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln or "undefined reference" in ln]
     return False, (errors or proc.stderr.splitlines() or ["nvcc failed"])[0].strip()

@@ -124,6 +124,14 @@ def kernels_in(path: str) -> list[KernelText]:
     return found
 
 
+_MAIN = re.compile(r"^[ \t]*(?:int|void)?[ \t]*\bmain[ \t]*\(", re.MULTILINE)
+
+
+def defines_main(path: str) -> bool:
+    """Whether the file defines main() (a comment or a string naming it does not count)."""
+    return _MAIN.search(strip_comments(read_text(path))) is not None
+
+
 def program_kernels(main_file: str, include_dirs: list[str]) -> list[KernelText]:
     """The kernels a main `.cu` file's compilation sees: its own and those of the user files it includes."""
     kernels = []

@@ -14,7 +14,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from corpus_kit.buildfiles import build_units, parse_cmake, parse_makefile  # noqa: E402
 from corpus_kit.causes import error_context, file_cause, kernel_cause  # noqa: E402
-from corpus_kit.runner import classify_exit, first_error_line, kernel_transformed  # noqa: E402
+from corpus_kit.runner import classify_exit, first_error_line, kernel_transformed, nvcc_builds  # noqa: E402
+from tests.conftest import requires_nvcc  # noqa: E402
 from corpus_kit.sources import kernels_in, main_files  # noqa: E402
 
 KERNEL_CU = """\
@@ -205,3 +206,15 @@ def test_corpus_run_table_and_json(tmp_path):
     if entry["result"] != "ok":
         assert run["summary"]["rejected_files_by_cause"] == {"kernels live in an included file": 1}
     assert proc.returncode == (1 if run["summary"]["crashes"] else 0)
+
+
+@requires_nvcc
+def test_nvcc_check_links_a_whole_program(tmp_path):
+    """A definition whose parameters no longer match the prototype compiles with -c but does not link: the
+    check of a one-file program links (gaussian's Fan2 once came out like this)."""
+    src = tmp_path / "p.cu"
+    src.write_text("__global__ void k(float *a);\nint main() { k<<<1, 1>>>((float *)0); return 0; }\n"
+                   "__global__ void k(const float *__restrict__ a) { }\n")
+    assert nvcc_builds(str(src), [], [], str(tmp_path))[0]
+    ok, message = nvcc_builds(str(src), [], [], str(tmp_path), link=True)
+    assert not ok and "undefined reference" in message

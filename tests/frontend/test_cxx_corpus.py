@@ -57,7 +57,8 @@ def _compile(program: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess,
 
 
 def _nvcc(source: Path, include_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["nvcc", "-arch=sm_90", "-c", str(source), "-o", os.devnull, "-I", str(include_dir)],
+    """Build the whole program (linked: a kernel whose definition no longer matches its prototype fails)."""
+    return subprocess.run(["nvcc", "-arch=sm_90", str(source), "-o", os.devnull, "-I", str(include_dir)],
                           capture_output=True, text=True)
 
 

@@ -1,5 +1,6 @@
 // constant_coeffs.cu: a 1-D filter of radius RADIUS whose weights live in a file-scope __constant__ array,
-// set with cudaMemcpyToSymbol; taps that fall off either end of the signal are skipped.
+// set with cudaMemcpyToSymbol; taps that fall off either end of the signal are skipped. The kernel is
+// declared before main and defined after it.
 //
 //   ./constant_coeffs [n]       prints GPU Runtime, the checksum and PASSED / FAILED (exit status 1)
 #include <stdio.h>
@@ -12,19 +13,8 @@
 
 __constant__ float c_weights[TAPS];
 
-__global__ void filter1d(const float *in, float *out, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        float sum = 0.0f;
-        for (int k = -RADIUS; k <= RADIUS; k++) {
-            int j = i + k;
-            if (j >= 0 && j < n)
-                sum += c_weights[k + RADIUS] * in[j];
-        }
-        out[i] = sum;
-    }
-}
+/* the kernel is defined after main, as in Rodinia's programs: a prototype here */
+__global__ void filter1d(const float *in, float *out, int n);
 
 int main(int argc, char **argv)
 {
@@ -78,4 +68,18 @@ int main(int argc, char **argv)
     free(in);
     free(out);
     return fail > 0;
+}
+
+__global__ void filter1d(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float sum = 0.0f;
+        for (int k = -RADIUS; k <= RADIUS; k++) {
+            int j = i + k;
+            if (j >= 0 && j < n)
+                sum += c_weights[k + RADIUS] * in[j];
+        }
+        out[i] = sum;
+    }
 }
