@@ -22,7 +22,7 @@ same flags (a program that is one file with main() is linked, which catches a ke
 longer matches its prototype), corpus_kit/nvcc13_compat.h force-included in both (renames of calls CUDA 13 removed, such as
 cudaThreadSynchronize; `--no-compat` leaves it out); no GPU is needed. An output that does not build counts as
 the compiler's failure only where its input builds. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT`
-writes every row and the totals.
+writes every row and the totals (rewritten after each program, `complete` false until the end).
 """
 from __future__ import annotations
 
@@ -138,13 +138,21 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{name}", file=sys.stderr, flush=True)
         rows.append(run_program(name, directory, out_dir, args))
+        if args.json:                       # after every program: a long run stopped early keeps its rows
+            write_json(args, suite, rows, table.summarize(rows), complete=False)
     summary = table.summarize(rows)
     print(table.markdown(rows, summary, suite, nvcc=args.nvcc))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"suite": suite, "suite_root": args.suite_root, "target": args.target, "strict": not args.no_strict, "rows": rows,
-                       "summary": summary}, f, indent=1)
+        write_json(args, suite, rows, summary, complete=True)
     return 1 if summary["crashes"] else 0
+
+
+def write_json(args, suite: str, rows: list[dict], summary: dict, complete: bool) -> None:
+    tmp = args.json + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"suite": suite, "suite_root": args.suite_root, "target": args.target, "strict": not args.no_strict,
+                   "complete": complete, "rows": rows, "summary": summary}, f, indent=1)
+    os.replace(tmp, args.json)
 
 
 if __name__ == "__main__":

@@ -198,6 +198,7 @@ def test_corpus_run_table_and_json(tmp_path):
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert re.search(r"^\| prog \| [01]/1 \| 1 \| 1 \| [01] \| [01] \| ", proc.stdout, re.M), proc.stdout + proc.stderr
     run = json.loads(out_json.read_text())
+    assert run["complete"] is True
     [row] = run["rows"]
     [entry] = row["files"]
     assert entry["file"] == "main.cu" and entry["defines"] == ["NDEBUG_RUN", "TIMING", "BLOCK=256"]
