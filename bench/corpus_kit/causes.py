@@ -110,6 +110,8 @@ def file_cause(entry: dict) -> str:
         for cause, pattern in SOURCE_LINE_CAUSES:
             if re.search(pattern, context["source_line"]):
                 return cause
+        if context.get("struct_type"):
+            return "struct types (parameters, fields)"
     return classify(entry["first_line"], FILE_CAUSES)
 
 
@@ -123,16 +125,27 @@ def error_context(first_line: str, sources: list[str]) -> dict:
         line = int(m.group(2))
         if 0 < line <= len(lines):
             context["source_line"] = lines[line - 1].strip()
+    texts = []
+    for path in sources:
+        with open(path, "rb") as f:
+            texts.append(f.read().decode("utf-8", errors="replace"))
     u = re.search(r"undeclared identifier '([^']+)'", first_line)
     if u:
-        texts = []
-        for path in sources:
-            with open(path, "rb") as f:
-                texts.append(f.read().decode("utf-8", errors="replace"))
         cause = undeclared_cause(u.group(1), texts)
         if cause:
             context["undeclared"] = cause
+    if "source_line" in context and any(_struct_type(name, texts) for name in _IDENT.findall(context["source_line"])):
+        context["struct_type"] = True
     return context
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _struct_type(name: str, texts: list[str]) -> bool:
+    """Whether the program declares `name` as a struct, union or class type (`struct Particle {`,
+    `typedef struct {...} Particle;`)."""
+    return any(re.search(rf"\b(struct|union|class)\s+{name}\b|}}\s*{name}\s*;", t) for t in texts)
 
 
 def kernel_notes(kernel: dict, entry: dict) -> list[str]:

@@ -170,6 +170,10 @@ def test_causes_from_the_program_text(tmp_path):
     syntax = f"{src}:3:8: error: expected expression or statement before 'flag'"
     entry = dict(entry, first_line=syntax, context=error_context(syntax, [str(src)]))
     assert file_cause(entry) == "bool in device code"
+    src.write_text("struct Particle { float x; };\n__global__ void k(Particle *p) { }\n")
+    syntax = f"{src}:2:28: error: expected expression or statement before '*'"
+    entry = dict(entry, first_line=syntax, context=error_context(syntax, [str(src)]))
+    assert file_cause(entry) == "struct types (parameters, fields)"
     no_kernel = dict(entry, first_line="m.cu:1:1: error: no __global__ kernel in 'm.cu'", context={},
                      file="m.cu", kernels=[{"file": "kernel.cu", "name": "k"}])
     assert file_cause(no_kernel) == "kernels live in an included file"
