@@ -79,7 +79,14 @@ def test_program_builds_with_nvcc(program):
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("program", PROGRAMS)
+#: Known crashes on main 8440cf1, strict xfail: the test turns red (XPASS) the day the fix lands, so the
+#: entry is removed with it.
+KNOWN_CRASHES = {"stencil3d.cu": "3-D kernel: NameError 'tid' in coalesce (issue 20, blockIdx.z)"}
+
+
+@pytest.mark.parametrize("program", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CRASHES[p])) if p in KNOWN_CRASHES else p
+    for p in PROGRAMS])
 def test_compile_gives_no_traceback_and_no_internal_error(program, tmp_path):
     proc, out, report = _compile(program, tmp_path)
     assert "Traceback" not in proc.stderr, proc.stderr
