@@ -56,7 +56,8 @@ def plan(run: dict) -> list[dict]:
 
 def _entry(run: dict, row: dict, unit: dict, sources: list[str], compiled: list[dict], transformed: int) -> dict:
     main = next((s for s in sources if defines_main(s)), sources[0])
-    key = run_key(main, row)
+    keys = [run_key(s, row) for s in sources]         # main() may live in a .c file (lavaMD, b+tree)
+    key = next((k for k in keys if k in RUN_ARGS or k in NEEDS_DATA), keys[0])
     several = len(executables(unit)) > 1 or len(row.get("units", [])) > 1
     name = row["program"].replace("/", "_") + ("_" + os.path.splitext(os.path.basename(main))[0] if several else "")
     note = ""

@@ -110,3 +110,16 @@ def test_emit_refuses_a_run_without_build_units(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus_gpu.py"), "--emit", str(tmp_path / "b"),
                            str(old)], capture_output=True, text=True)
     assert proc.returncode == 2 and "no build units" in proc.stderr
+
+
+def test_run_arguments_found_through_any_source(tmp_path, monkeypatch):
+    """main() in a .c file (lavaMD, b+tree): the arguments listed for the program's .cu file apply."""
+    run = _run(tmp_path)
+    unit = run["rows"][0]["units"][0]
+    main_c = Path(unit["directory"]) / "main.c"
+    main_c.write_text("int main(void) { return 0; }\n")
+    (Path(unit["main_files"][0])).write_text(KERNEL)          # main.cu no longer defines main()
+    unit["host_files"] = [str(main_c)]
+    monkeypatch.setitem(bundle.RUN_ARGS, "prog/main.cu", ["-s", "64"])
+    [entry] = bundle.plan(run)
+    assert entry["args"] == ["-s", "64"] and entry["note"] == ""
