@@ -97,8 +97,10 @@ def test_compile_gives_no_traceback_and_no_internal_error(program, tmp_path):
         assert re.match(r"^[^:]+:\d+:\d+: error: \S", first), first
         assert not out.exists() and not report.exists()
     else:
-        names = {k["name"] for k in json.loads(report.read_text())["kernels"]}
-        assert out.exists() and names <= {k.split("<")[0] for k in EXPECTED[program]} | set(EXPECTED[program])
+        # the report names kernels of this program (an instantiation may carry its arguments in its name)
+        bases = tuple(k.split("<")[0] for k in EXPECTED[program])
+        assert out.exists()
+        assert all(k["name"].startswith(bases) for k in json.loads(report.read_text())["kernels"])
 
 
 @requires_nvcc
