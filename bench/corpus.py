@@ -22,7 +22,8 @@ same flags (a program that is one file with main() is linked, which catches a ke
 longer matches its prototype), corpus_kit/nvcc13_compat.h force-included in both (renames of calls CUDA 13 removed, such as
 cudaThreadSynchronize; `--no-compat` leaves it out); no GPU is needed. An output that does not build counts as
 the compiler's failure only where its input builds. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT`
-writes every row and the totals (rewritten after each program, `complete` false until the end).
+writes every row and the totals (rewritten after each program, `complete` false until the end);
+`python bench/corpus.py --summary OUT.json` prints its table again, causes sorted by the current rules.
 """
 from __future__ import annotations
 
@@ -126,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds per compile (default 300)")
     parser.add_argument("--target", default="sm_90")
     parser.add_argument("--no-strict", action="store_true", help="let internal errors roll back (not strict)")
+    parser.add_argument("--summary", action="store_true",
+                        help="SUITE_DIR is a --json file: print its table again (the causes as sorted now)")
     args = parser.parse_args(argv)
+    if args.summary:
+        return print_summary(args.suite_dir, args.nvcc)
     if not os.path.isdir(args.suite_dir):
         parser.error(f"{args.suite_dir}: not a directory")
     suite = args.suite or detect_suite(args.suite_dir)
@@ -144,6 +149,16 @@ def main(argv: list[str] | None = None) -> int:
     print(table.markdown(rows, summary, suite, nvcc=args.nvcc))
     if args.json:
         write_json(args, suite, rows, summary, complete=True)
+    return 1 if summary["crashes"] else 0
+
+
+def print_summary(path: str, nvcc: bool) -> int:
+    with open(path, encoding="utf-8") as f:
+        run = json.load(f)
+    summary = table.summarize(run["rows"])
+    print(table.markdown(run["rows"], summary, run["suite"], nvcc=nvcc))
+    if not run.get("complete", True):
+        print("\n(an incomplete run: it stopped before its last program)")
     return 1 if summary["crashes"] else 0
 
 

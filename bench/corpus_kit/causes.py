@@ -6,6 +6,10 @@ from __future__ import annotations
 import os
 import re
 
+#: Type names C's and CUDA's headers declare that kernels use.
+HEADER_TYPES = r"\b(u?int\d+_t|uint|ushort|uchar|ulong|size_t|ssize_t|ptrdiff_t|u?intptr_t|clock_t|time_t|" \
+               r"cudaStream_t|cudaEvent_t)\b"
+
 #: (cause, pattern) for the first error line of a rejected file.
 FILE_CAUSES = [
     ("traceback (a bug)", r"Traceback|^\w+Error:"),
@@ -19,7 +23,8 @@ FILE_CAUSES = [
     ("bool in device code", r"\bbool\b"),
     ("system-header names (M_PI, FLT_MAX, ...)", r"'?(M_PI|FLT_MAX|FLT_MIN|INT_MAX|INT_MIN|DBL_MAX|UINT_MAX|"
                                                  r"signbit|RAND_MAX|HUGE_VAL|M_E|M_SQRT2)'?"),
-    ("fixed-width / unsigned shorthand types (uint32_t, uint, size_t)", r"\b(u?int\d+_t|uint|size_t|uchar|ushort)\b"),
+    ("C / CUDA header types (uint32_t, uint, size_t, clock_t, ...)", HEADER_TYPES),
+    ("an #error directive reached (platform macros such as __linux__ not defined?)", r"#error"),
     ("half / bfloat16", r"half|bfloat16"),
     ("textures / surfaces", r"\btex\w*|texture|surf\w*"),
     ("templates", r"template"),
@@ -40,6 +45,7 @@ SOURCE_LINE_CAUSES = [
     ("C++ (namespaces, references, classes, casts, auto, lambdas)",
      r"::|static_cast|reinterpret_cast|\bauto\b|\bclass\b|\bnamespace\b|\w&\s|&&|\bnullptr\b|\bconstexpr\b"),
     ("textures / surfaces", r"\btex\w*|texture|surf\w*"),
+    ("C / CUDA header types (uint32_t, uint, size_t, clock_t, ...)", HEADER_TYPES),
     ("__device__ / __constant__ globals", r"^\s*(static\s+)?(__device__|__constant__)\s+[^(]*[;=\[]"),
 ]
 
@@ -104,6 +110,8 @@ def file_cause(entry: dict) -> str:
     if re.search(r"no `?__global__`? kernel", entry["first_line"]):
         included = [k for k in entry.get("kernels", []) if k["file"] != entry["file"]]
         return "kernels live in an included file" if included else "host-only .cu file (no kernel at all)"
+    if re.search(r"undeclared identifier '(printf|assert|malloc|free|memcpy|memset)'", entry["first_line"]):
+        return "C library call in device code (printf, assert, ...)"
     if context.get("undeclared"):
         return context["undeclared"]
     if re.search(r"expected|before|Invalid|parse|syntax", entry["first_line"]) and context.get("source_line"):

@@ -174,6 +174,12 @@ def test_causes_from_the_program_text(tmp_path):
     syntax = f"{src}:2:28: error: expected expression or statement before '*'"
     entry = dict(entry, first_line=syntax, context=error_context(syntax, [str(src)]))
     assert file_cause(entry) == "struct types (parameters, fields)"
+    src.write_text("__global__ void k(clock_t *t) { }\n")
+    syntax = f"{src}:1:38: error: expected expression or statement before '*'"
+    entry = dict(entry, first_line=syntax, context=error_context(syntax, [str(src)]))
+    assert file_cause(entry) == "C / CUDA header types (uint32_t, uint, size_t, clock_t, ...)"
+    printf = dict(entry, first_line=f"{src}:1:1: error: use of undeclared identifier 'printf'", context={})
+    assert file_cause(printf) == "C library call in device code (printf, assert, ...)"
     no_kernel = dict(entry, first_line="m.cu:1:1: error: no __global__ kernel in 'm.cu'", context={},
                      file="m.cu", kernels=[{"file": "kernel.cu", "name": "k"}])
     assert file_cause(no_kernel) == "kernels live in an included file"
@@ -211,6 +217,9 @@ def test_corpus_run_table_and_json(tmp_path):
     if entry["result"] != "ok":
         assert run["summary"]["rejected_files_by_cause"] == {"kernels live in an included file": 1}
     assert proc.returncode == (1 if run["summary"]["crashes"] else 0)
+    again = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus.py"), "--summary", str(out_json)],
+                           capture_output=True, text=True)
+    assert again.stdout.split("### rejected")[0] == proc.stdout.split("### rejected")[0]
 
 
 @requires_nvcc
