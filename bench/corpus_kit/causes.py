@@ -42,8 +42,11 @@ SOURCE_LINE_CAUSES = [
     ("inline PTX (asm)", r"\basm\b|__asm__"),
     ("templates", r"\btemplate\b|\btypename\b"),
     ("half / bfloat16", r"\b__half2?\b|\bhalf2?\b|bfloat16"),
+    ("types of CUDA libraries (curand, cuFFT, cooperative groups, graphs)",
+     r"\bcurand\w*|\bcufft\w*|\bthread_group\b|\bthread_block\b|\bcudaGraph\w*"),
     ("C++ (namespaces, references, classes, casts, auto, lambdas)",
-     r"::|static_cast|reinterpret_cast|\bauto\b|\bclass\b|\bnamespace\b|\w&\s|&&|\bnullptr\b|\bconstexpr\b"),
+     r"::|static_cast|reinterpret_cast|\bauto\b|\bclass\b|\bnamespace\b|\w&\s|&&|\bnullptr\b|\bconstexpr\b|"
+     r"\b(int|float|double|unsigned)\(|\w+\s*=\s*[\w.]+\s*\)"),            # functional casts, default arguments
     ("textures / surfaces", r"\btex\w*|texture|surf\w*"),
     ("C / CUDA header types (uint32_t, uint, size_t, clock_t, ...)", HEADER_TYPES),
     ("__device__ / __constant__ globals", r"^\s*(static\s+)?(__device__|__constant__)\s+[^(]*[;=\[]"),

@@ -178,6 +178,10 @@ def test_causes_from_the_program_text(tmp_path):
     syntax = f"{src}:1:38: error: expected expression or statement before '*'"
     entry = dict(entry, first_line=syntax, context=error_context(syntax, [str(src)]))
     assert file_cause(entry) == "C / CUDA header types (uint32_t, uint, size_t, clock_t, ...)"
+    src.write_text("__global__ void init(curandState *const states) { }\n")
+    entry = dict(entry, first_line=f"{src}:1:38: error: expected expression or statement before '*'")
+    entry["context"] = error_context(entry["first_line"], [str(src)])
+    assert file_cause(entry) == "types of CUDA libraries (curand, cuFFT, cooperative groups, graphs)"
     printf = dict(entry, first_line=f"{src}:1:1: error: use of undeclared identifier 'printf'", context={})
     assert file_cause(printf) == "C library call in device code (printf, assert, ...)"
     no_kernel = dict(entry, first_line="m.cu:1:1: error: no __global__ kernel in 'm.cu'", context={},
