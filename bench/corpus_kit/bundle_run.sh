@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Build and time the naive and the optimized build of every program in this bundle (written by
+# bench/corpus_gpu.py --emit), on a GPU machine with nvcc and bash (python3 for the output check if present).
+#
+#   bash run.sh [--build-only] [--runs N] [NAME ...]
+#
+# programs.tsv lists, per program: its name, the build directory inside NAME/naive and NAME/opt, the sources
+# and flags nvcc gets, the run arguments, the kernels transformed and a note ("skip: ..." when it cannot run
+# here, e.g. it needs data the sources lack); '-' stands for an empty field. Each build is `$NVCC -O3 -arch=$ARCH -include nvcc13_compat.h
+# FLAGS SOURCES -lm`. Each binary runs RUNS times (default 3) in its build directory; the time is the median
+# of the program's own "GPU Runtime: X s" lines when it prints them, else of the runs' wall time. The check
+# compares the first naive run's output (time lines dropped, numbers within 1e-3) and the files it wrote
+# with the optimized run's (compare_outputs.py; `cmp` without python3), and both exit statuses.
+#
+# Environment: NVCC (nvcc), ARCH (sm_90), RUN_TIMEOUT (seconds per run, 600). Logs: NAME/*.log, NAME/*.out.
+# Output: progress on stderr; on stdout the table | program | kernels transformed | x naive | check |
+# (x naive: naive time / optimized time, above 1 is faster). Exit status 0 when everything built (and, unless
+# --build-only, every program that ran agreed); 1 otherwise; 2 for a usage error.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+NVCC=${NVCC:-nvcc}
+ARCH=${ARCH:-sm_90}
+RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+RUNS=3
+BUILD_ONLY=0
+ONLY=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --build-only) BUILD_ONLY=1; shift ;;
+        --runs) [ $# -ge 2 ] || exit 2; RUNS=$2; shift 2 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "unknown option $1" >&2; exit 2 ;;
+        *) ONLY+=("$1"); shift ;;
+    esac
+done
+
+STATUS=0
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print ""}'; }
+
+build() {   # build NAME VARIANT BUILDDIR SOURCES FLAGS
+    local name=$1 variant=$2 dir=$3 sources=$4 flags=$5
+    ( cd "$HERE/$name/$variant/$dir" && \
+      $NVCC -O3 -arch="$ARCH" -include "$HERE/nvcc13_compat.h" $flags $sources -o "$HERE/$name/$variant.bin" -lm ) \
+        > "$HERE/$name/$variant.build.log" 2>&1
+}
+
+run_variant() {   # run_variant NAME VARIANT BUILDDIR ARGS -> prints the median time, leaves outputs
+    local name=$1 variant=$2 dir=$3 args=$4 r times=() wall start end status
+    local work="$HERE/$name/$variant/$dir"
+    local before="$HERE/$name/$variant.before"
+    ls -A "$work" > "$before"
+    for r in $(seq 1 "$RUNS"); do
+        start=$(date +%s.%N)
+        ( cd "$work" && timeout "$RUN_TIMEOUT" "$HERE/$name/$variant.bin" $args ) > "$HERE/$name/$variant.$r.out" 2>&1
+        status=$?
+        end=$(date +%s.%N)
+        echo "$status" > "$HERE/$name/$variant.$r.status"
+        wall=$(echo "$end - $start" | bc -l 2>/dev/null || awk "BEGIN {print $end - $start}")
+        own=$(grep -o 'GPU Runtime: *[0-9.eE+-]*' "$HERE/$name/$variant.$r.out" | awk '{s += $3} END {if (NR) print s}')
+        times+=("${own:-$wall}")
+        if [ "$r" = 1 ]; then   # the files the first run wrote, kept for the check
+            mkdir -p "$HERE/$name/$variant.files"
+            ls -A "$work" | grep -vxF -f "$before" | while read -r f; do
+                [ -f "$work/$f" ] && cp "$work/$f" "$HERE/$name/$variant.files/"
+            done
+        fi
+    done
+    printf '%s\n' "${times[@]}" | median
+}
+
+check() {   # check NAME NOTE -> prints ok / the difference
+    local name=$1 note=$2 n o
+    n=$(cat "$HERE/$name/naive.1.status"); o=$(cat "$HERE/$name/opt.1.status")
+    if [ "$n" != 0 ] || [ "$o" != 0 ]; then echo "exit status naive $n, optimized $o"; return 1; fi
+    case "$note" in nondeterministic:*) echo "exit 0 (output ${note#nondeterministic: })"; return 0 ;; esac
+    if command -v python3 > /dev/null; then
+        python3 "$HERE/compare_outputs.py" "$HERE/$name/naive.1.out" "$HERE/$name/opt.1.out" \
+            "$HERE/$name/naive.files" "$HERE/$name/opt.files"
+    else
+        cmp -s "$HERE/$name/naive.1.out" "$HERE/$name/opt.1.out" && echo "ok (identical output)" \
+            || { echo "outputs differ (no python3 for a tolerant compare)"; return 1; }
+    fi
+}
+
+echo "| program | kernels transformed | x naive | check |"
+echo "|---|---|---|---|"
+while IFS=$'\t' read -r name dir sources flags args transformed note; do
+    [ "$name" = name ] && continue
+    [ "$flags" = - ] && flags=""
+    [ "$args" = - ] && args=""
+    [ "$note" = - ] && note=""
+    if [ ${#ONLY[@]} -gt 0 ] && ! printf '%s\n' "${ONLY[@]}" | grep -qxF "$name"; then continue; fi
+    echo "$name" >&2
+    built=1
+    for variant in naive opt; do
+        build "$name" "$variant" "$dir" "$sources" "$flags" || built=0
+    done
+    if [ $built = 0 ]; then
+        echo "| $name | $transformed | - | BUILD FAILED (see $name/*.build.log) |"; STATUS=1; continue
+    fi
+    if [ $BUILD_ONLY = 1 ]; then echo "| $name | $transformed | - | built |"; continue; fi
+    case "$note" in skip:*) echo "| $name | $transformed | - | not run: ${note#skip: } |"; continue ;; esac
+    tn=$(run_variant "$name" naive "$dir" "$args")
+    to=$(run_variant "$name" opt "$dir" "$args")
+    verdict=$(check "$name" "$note") || STATUS=1
+    ratio=$(awk "BEGIN {if ($to > 0) printf \"%.2f\", $tn / $to; else print \"-\"}")
+    echo "| $name | $transformed | $ratio (naive ${tn}s, optimized ${to}s) | $verdict |"
+done < "$HERE/programs.tsv"
+exit $STATUS

@@ -1,0 +1,135 @@
+"""Run `gpgpu-opt compile` on one main file in a subprocess and read what came back: the result (ok, an
+error and its first line, an internal error, a traceback, a timeout), the kernels it transformed and the
+notes of those it passed through. Optionally build the output, and the input, with nvcc."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+#: Passes that only requalify pointer parameters: a kernel they alone changed is not "transformed".
+QUALIFIER_PASSES = ("restrict",)
+
+
+@dataclass
+class CompileOutcome:
+    result: str                      # 'ok', 'error', 'internal error', 'traceback', 'timeout'
+    first_line: str = ""             # the first error line (or the traceback's last line)
+    exit_status: int | None = None
+    reported: list[str] = field(default_factory=list)       # kernels the compiler read
+    transformed: list[str] = field(default_factory=list)    # of those, written transformed
+    passed_through: list[str] = field(default_factory=list) # kernels it could not read, passed through
+    notes: list[str] = field(default_factory=list)
+    output: str | None = None        # the optimized file, when written
+    seconds: float = 0.0
+
+
+def compile_command(source: str, output: str, report: str, include_dirs: list[str], defines: list[str],
+                    target: str) -> list[str]:
+    cmd = [sys.executable, "-m", "gpgpu_opt", "compile", source, "-o", output, "--report", report,
+           "--target", target]
+    for d in include_dirs:
+        cmd += ["-I", d]
+    for d in defines:
+        cmd += ["-D", d]
+    return cmd
+
+
+def first_error_line(stderr: str) -> str:
+    """The line a user reads first: the first `error:` line, else the last line of a traceback, else the
+    first non-empty line."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error:" in ln:
+            return ln
+    if "Traceback" in stderr and lines:
+        return lines[-1]
+    return lines[0] if lines else ""
+
+
+def classify_exit(status: int, stderr: str) -> str:
+    """A traceback is never ok, whatever the exit status; exit 3 is the compiler's own internal error."""
+    if "Traceback (most recent call last)" in stderr:
+        return "traceback"
+    if status == 3 or "internal error" in stderr:
+        return "internal error"
+    return "ok" if status == 0 else "error"
+
+
+def kernel_transformed(kernel: dict) -> bool:
+    """Written transformed: the version kept is after a pass that does more than requalify parameters."""
+    validation = kernel.get("validation") or {}
+    applied = [d.get("pass") for d in kernel.get("decisions", []) if d.get("action") == "applied"]
+    if validation.get("status") in ("rolled back", "not checked"):
+        kept = validation.get("kept", "naive")
+        if kept == "naive" or kept in QUALIFIER_PASSES:
+            return False
+        return True
+    return any(p not in QUALIFIER_PASSES for p in applied)
+
+
+def read_report(path: str, outcome: CompileOutcome) -> None:
+    with open(path, encoding="utf-8") as f:
+        rep = json.load(f)
+    for k in rep.get("kernels", []):
+        outcome.reported.append(k["name"])
+        if kernel_transformed(k):
+            outcome.transformed.append(k["name"])
+    outcome.passed_through = list(rep.get("passed_through", []))
+    outcome.notes = list(rep.get("notes", []))
+
+
+def run_compile(source: str, out_dir: str, include_dirs: list[str], defines: list[str], target: str = "sm_90",
+                timeout: float = 300, strict: bool = True) -> CompileOutcome:
+    import time
+
+    os.makedirs(out_dir, exist_ok=True)
+    stem = os.path.basename(source)
+    output, report = os.path.join(out_dir, stem), os.path.join(out_dir, stem + ".report.json")
+    for stale in (output, report):
+        if os.path.exists(stale):
+            os.remove(stale)
+    env = dict(os.environ)
+    env["GPGPU_OPT_STRICT"] = "1" if strict else "0"
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(compile_command(source, output, report, include_dirs, defines, target),
+                              cwd=os.path.dirname(source), capture_output=True, text=True, timeout=timeout, env=env,
+                              errors="replace")
+    except subprocess.TimeoutExpired:
+        return CompileOutcome("timeout", f"no answer in {timeout:.0f} s", seconds=time.monotonic() - start)
+    outcome = CompileOutcome(classify_exit(proc.returncode, proc.stderr), exit_status=proc.returncode,
+                             seconds=time.monotonic() - start)
+    with open(os.path.join(out_dir, stem + ".log"), "w", encoding="utf-8") as f:
+        f.write(proc.stderr)
+    if outcome.result != "ok":
+        outcome.first_line = first_error_line(proc.stderr)
+    if outcome.result == "ok" and os.path.exists(report):
+        read_report(report, outcome)
+        outcome.output = output
+    return outcome
+
+
+#: Renames of runtime calls CUDA 13 removed, force-included in both builds (see the file).
+COMPAT_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvcc13_compat.h")
+
+
+def nvcc_builds(source: str, include_dirs: list[str], defines: list[str], cwd: str, arch: str = "sm_90",
+                timeout: float = 300, compat: bool = True, link: bool = False) -> tuple[bool, str]:
+    """Whether `nvcc -arch=ARCH -c` accepts `source` with the program's flags (`cwd`'s quoted includes too,
+    COMPAT_HEADER force-included unless `compat` is off); the first error line when not. `link`: build the
+    executable instead (a whole program in one file), so that a kernel whose definition no longer matches
+    its prototype (an undefined reference) fails too."""
+    cmd = ["nvcc", f"-arch={arch}", *([] if link else ["-c"]), source, "-o", os.devnull, "-I", cwd]
+    cmd += ["-include", COMPAT_HEADER] if compat else []
+    cmd += [f"-I{d}" for d in include_dirs] + [f"-D{d}" for d in defines] + (["-lm"] if link else [])
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, errors="replace")
+    except subprocess.TimeoutExpired:
+        return False, "nvcc timed out"
+    if proc.returncode == 0:
+        return True, ""
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln or "undefined reference" in ln]
+    return False, (errors or proc.stderr.splitlines() or ["nvcc failed"])[0].strip()

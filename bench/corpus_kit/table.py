@@ -1,0 +1,110 @@
+"""The corpus run's table and its totals by cause, from the rows bench/corpus.py collects."""
+from __future__ import annotations
+
+from collections import Counter
+
+from corpus_kit.causes import file_cause, kernel_cause
+
+CRASHES = ("traceback", "internal error", "timeout")
+
+
+def _kernels(files: list[dict]) -> dict[tuple[str, str], dict]:
+    """The program's kernels, once each (two main files may include the same kernel file)."""
+    seen: dict[tuple[str, str], dict] = {}
+    for f in files:
+        for k in f["kernels"]:
+            seen.setdefault((k["file"], k["name"]), dict(k, outcome_file=f))
+    return seen
+
+
+def program_counts(row: dict) -> dict:
+    kernels = _kernels(row["files"])
+    transformed = {(k["file"], k["name"]) for k in kernels.values()
+                   if k["outcome_file"]["result"] == "ok" and k["name"] in k["outcome_file"]["transformed"]}
+    accepted = {key for key, k in kernels.items() if k["outcome_file"]["result"] == "ok"}
+    return {"files": len(row["files"]), "ok_files": sum(f["result"] == "ok" for f in row["files"]),
+            "kernels": len(kernels), "naive_style": sum(k["naive_style"] for k in kernels.values()),
+            "naive_transformed": sum(k["naive_style"] for key, k in kernels.items() if key in transformed),
+            "transformed": len(transformed), "passed_through": len(accepted - transformed),
+            "rejected": len(kernels) - len(accepted)}
+
+
+def program_result(row: dict) -> str:
+    bad = [f for f in row["files"] if f["result"] != "ok"]
+    if not row["files"]:
+        return "no .cu file compiled"
+    if not bad:
+        return "ok"
+    worst = next((f for f in bad if f["result"] in CRASHES), bad[0])
+    first = worst["first_line"].replace("|", "\\|")
+    label = worst["result"].upper() if worst["result"] in CRASHES else "error"
+    return f"{label} ({worst['file']}): {first[:110]}" + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else "")
+
+
+def summarize(rows: list[dict]) -> dict:
+    totals = Counter()
+    file_causes, kernel_causes, crashes = Counter(), Counter(), []
+    for row in rows:
+        counts = program_counts(row)
+        totals.update(counts)
+        totals["programs"] += 1
+        totals["programs_ok"] += counts["ok_files"] == counts["files"] and counts["files"] > 0
+        totals["programs_transformed"] += counts["transformed"] > 0
+        for f in row["files"]:
+            if f["result"] != "ok":
+                file_causes[file_cause(f)] += 1
+            if f["result"] in CRASHES:
+                crashes.append(f"{row['program']}/{f['file']}: {f['result']}: {f['first_line']}")
+            if f.get("nvcc_output") and not f["nvcc_output"][0]:
+                if f.get("nvcc_input") and f["nvcc_input"][0]:     # the compiler broke a file nvcc accepts
+                    totals["outputs_failing_nvcc"] += 1
+                    crashes.append(f"{row['program']}/{f['file']}: output does not build: {f['nvcc_output'][1]}")
+                else:
+                    totals["outputs_failing_like_input"] += 1
+            if f.get("nvcc_input") is not None:
+                totals["inputs_building"] += bool(f["nvcc_input"][0])
+                totals["rejected_but_nvcc_accepts"] += bool(f["nvcc_input"][0]) and f["result"] != "ok"
+        for k in _kernels(row["files"]).values():
+            if k["outcome_file"]["result"] == "ok" and k["name"] not in k["outcome_file"]["transformed"]:
+                kernel_causes[kernel_cause(k, k["outcome_file"])] += 1
+    return {"totals": dict(totals), "rejected_files_by_cause": dict(file_causes.most_common()),
+            "passed_through_kernels_by_cause": dict(kernel_causes.most_common()), "crashes": crashes}
+
+
+def markdown(rows: list[dict], summary: dict, suite: str, nvcc: bool = False) -> str:
+    head = "| program | files | kernels | naive-style | transformed | passed through | result |"
+    lines = [f"## gpgpu-opt corpus run: {suite}", "", head + (" nvcc (in/out) |" if nvcc else ""),
+             "|---" * (8 if nvcc else 7) + "|"]
+    for row in rows:
+        c = program_counts(row)
+        cells = [row["program"], f"{c['ok_files']}/{c['files']}", c["kernels"], c["naive_style"], c["transformed"],
+                 c["passed_through"], program_result(row)]
+        if nvcc:
+            cells.append(_nvcc_cell(row["files"]))
+        lines.append("| " + " | ".join(str(x) for x in cells) + " |")
+    t = summary["totals"]
+    lines += ["", f"programs: {t.get('programs', 0)}, every file accepted: {t.get('programs_ok', 0)}, "
+              f"with a kernel transformed: {t.get('programs_transformed', 0)}; files: {t.get('files', 0)}, "
+              f"accepted: {t.get('ok_files', 0)}; kernels: {t.get('kernels', 0)} ({t.get('naive_style', 0)} "
+              f"naive-style), transformed: {t.get('transformed', 0)} ({t.get('naive_transformed', 0)} of the "
+              f"naive-style), passed through: {t.get('passed_through', 0)}, in rejected files: "
+              f"{t.get('rejected', 0)}"]
+    if nvcc:
+        lines.append(f"nvcc accepts {t.get('inputs_building', 0)} of the {t.get('files', 0)} inputs; "
+                     f"rejected by gpgpu-opt but accepted by nvcc: {t.get('rejected_but_nvcc_accepts', 0)}; "
+                     f"outputs that do not build: {t.get('outputs_failing_nvcc', 0)} (and "
+                     f"{t.get('outputs_failing_like_input', 0)} whose input does not build either)")
+    lines += ["", "### rejected files by cause", ""]
+    lines += [f"- {n}: {cause}" for cause, n in summary["rejected_files_by_cause"].items()] or ["- none"]
+    lines += ["", "### kernels passed through (file accepted, kernel not transformed) by cause", ""]
+    lines += [f"- {n}: {cause}" for cause, n in summary["passed_through_kernels_by_cause"].items()] or ["- none"]
+    if summary["crashes"]:
+        lines += ["", "### !!! TRACEBACKS, INTERNAL ERRORS, TIMEOUTS, OUTPUTS THAT DO NOT BUILD !!!", ""]
+        lines += [f"- {c}" for c in summary["crashes"]]
+    return "\n".join(lines)
+
+
+def _nvcc_cell(files: list[dict]) -> str:
+    def mark(value) -> str:
+        return "-" if value is None else ("ok" if value[0] else "FAIL")
+    return ", ".join(f"{mark(f.get('nvcc_input'))}/{mark(f.get('nvcc_output'))}" for f in files)

@@ -1,0 +1,125 @@
+"""bench/corpus_gpu.py's bundle: the programs a corpus run transformed, naive and optimized sources side by
+side, programs.tsv and run.sh, built here with nvcc (no GPU: --build-only), and the output check."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import requires_nvcc
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from corpus_kit import bundle  # noqa: E402
+from corpus_kit.compare_outputs import compare_files, compare_text  # noqa: E402
+
+KERNEL = "__global__ void twice(float *y, const float *x, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n" \
+         "    if (i < n) y[i] = 2.0f * x[i];\n}\n"
+MAIN = '#include <stdio.h>\n#include "util.h"\n#include "kernel.cu"\nint main(int argc, char **argv)\n{\n' \
+       '    printf("GPU Runtime: 0.5s\\nchecksum: %d\\n", UTIL_VALUE);\n    return 0;\n}\n'
+
+
+def _run(tmp_path: Path) -> dict:
+    """A corpus run of one program (Rodinia layout, an include directory beside it) whose main.cu was
+    'optimized' into out/main.cu."""
+    suite = tmp_path / "suite"
+    prog = suite / "cuda" / "prog"
+    prog.mkdir(parents=True)
+    (suite / "cuda" / "util").mkdir()
+    (suite / "cuda" / "util" / "util.h").write_text("#define UTIL_VALUE 42\n")
+    (prog / "kernel.cu").write_text(KERNEL)
+    (prog / "main.cu").write_text(MAIN)
+    (prog / "helper.c").write_text("int helper(void) { return 1; }\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "main.cu").write_text("// optimized\n" + MAIN)
+    unit = {"directory": str(prog), "main_files": [str(prog / "main.cu")], "host_files": [str(prog / "helper.c")],
+            "include_dirs": [str(suite / "cuda" / "util")], "defines": ["TIMING"]}
+    entry = {"path": str(prog / "main.cu"), "file": "main.cu", "result": "ok", "transformed": ["twice"],
+             "output": str(out / "main.cu")}
+    return {"suite": "rodinia", "suite_root": str(suite / "cuda"),
+            "rows": [{"program": "prog", "directory": str(prog), "units": [unit], "files": [entry]}]}
+
+
+def test_bundle_holds_both_trees_and_the_table_line(tmp_path):
+    written = bundle.write([_run(tmp_path)], str(tmp_path / "bundle"))
+    assert [e["name"] for e in written] == ["prog"]
+    b = tmp_path / "bundle"
+    assert (b / "prog" / "naive" / "prog" / "main.cu").read_text() == MAIN
+    assert (b / "prog" / "opt" / "prog" / "main.cu").read_text().startswith("// optimized")
+    assert (b / "prog" / "opt" / "util" / "util.h").exists() and (b / "prog" / "opt" / "prog" / "kernel.cu").exists()
+    header, line = (b / "programs.tsv").read_text().splitlines()
+    assert line.split("\t") == ["prog", "prog", "main.cu helper.c", "-I../util -DTIMING", "-", "1",
+                                "skip: no run arguments known"]
+    assert {"run.sh", "compare_outputs.py", "nvcc13_compat.h"} <= {p.name for p in b.iterdir()}
+
+
+def test_programs_without_a_transformed_kernel_are_left_out(tmp_path):
+    run = _run(tmp_path)
+    run["rows"][0]["files"][0]["transformed"] = []
+    assert bundle.write([run], str(tmp_path / "bundle")) == []
+
+
+def test_one_executable_per_main(tmp_path):
+    a, b, shared = tmp_path / "a.cu", tmp_path / "b.cu", tmp_path / "s.c"
+    a.write_text("int main() { return 0; }\n")
+    b.write_text("// main( in a comment\nint main(void) { return 0; }\n")
+    shared.write_text("int f(void) { return 0; }\n")
+    unit = {"main_files": [str(a), str(b)], "host_files": [str(shared)]}
+    assert bundle.executables(unit) == [[str(a), str(shared)], [str(b), str(shared)]]
+
+
+@requires_nvcc
+def test_run_script_builds_both_variants(tmp_path):
+    bundle.write([_run(tmp_path)], str(tmp_path / "bundle"))
+    proc = subprocess.run(["bash", str(tmp_path / "bundle" / "run.sh"), "--build-only"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| prog | 1 | - | built |" in proc.stdout
+    assert (tmp_path / "bundle" / "prog" / "naive.bin").exists() and (tmp_path / "bundle" / "prog" / "opt.bin").exists()
+
+
+def test_run_script_reports_a_build_failure(tmp_path):
+    run = _run(tmp_path)
+    (Path(run["rows"][0]["files"][0]["output"])).write_text("this is not C\n")
+    bundle.write([run], str(tmp_path / "bundle"))
+    proc = subprocess.run(["bash", str(tmp_path / "bundle" / "run.sh"), "--build-only"], capture_output=True,
+                          text=True, env={**os.environ, "NVCC": "nvcc" if os.path.exists("/usr/local/bin/nvcc")
+                                          else "false"})
+    assert proc.returncode == 1 and "BUILD FAILED" in proc.stdout
+
+
+def test_compare_outputs_tolerates_time_and_rounding(tmp_path):
+    assert compare_text("GPU Runtime: 0.51s\nchecksum: 1.000000e+03\n",
+                        "GPU Runtime: 0.20s\nchecksum: 1.000004e+03\n", "stdout") is None
+    assert "token" in compare_text("checksum: 1000\n", "checksum: 1100\n", "stdout")
+    assert "tokens" in compare_text("PASSED\n", "PASSED extra\n", "stdout")
+    (tmp_path / "n").mkdir()
+    (tmp_path / "o").mkdir()
+    (tmp_path / "n" / "result.txt").write_text("1 2 3\n")
+    (tmp_path / "o" / "result.txt").write_text("1 2 4\n")
+    assert compare_files(str(tmp_path / "n"), str(tmp_path / "o")).startswith("result.txt")
+    (tmp_path / "o" / "result.txt").write_text("1 2 3\n")
+    assert compare_files(str(tmp_path / "n"), str(tmp_path / "o")) is None
+
+
+def test_emit_refuses_a_run_without_build_units(tmp_path):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"suite": "rodinia", "rows": [{"program": "p", "files": []}]}))
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus_gpu.py"), "--emit", str(tmp_path / "b"),
+                           str(old)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "no build units" in proc.stderr
+
+
+def test_run_arguments_found_through_any_source(tmp_path, monkeypatch):
+    """main() in a .c file (lavaMD, b+tree): the arguments listed for the program's .cu file apply."""
+    run = _run(tmp_path)
+    unit = run["rows"][0]["units"][0]
+    main_c = Path(unit["directory"]) / "main.c"
+    main_c.write_text("int main(void) { return 0; }\n")
+    (Path(unit["main_files"][0])).write_text(KERNEL)          # main.cu no longer defines main()
+    unit["host_files"] = [str(main_c)]
+    monkeypatch.setitem(bundle.RUN_ARGS, "prog/main.cu", ["-s", "64"])
+    [entry] = bundle.plan(run)
+    assert entry["args"] == ["-s", "64"] and entry["note"] == ""

@@ -1,0 +1,238 @@
+"""bench/corpus.py and its helpers (bench/corpus_kit): build files read as text, kernels counted from the
+source, exits classified (a traceback is never ok), causes sorted, and the table of a small suite written
+here in Rodinia's layout."""
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from corpus_kit.buildfiles import build_units, parse_cmake, parse_makefile  # noqa: E402
+from corpus_kit.causes import error_context, file_cause, kernel_cause  # noqa: E402
+from corpus_kit.runner import classify_exit, first_error_line, kernel_transformed, nvcc_builds  # noqa: E402
+from tests.conftest import requires_nvcc  # noqa: E402
+from corpus_kit.sources import kernels_in, main_files  # noqa: E402
+
+KERNEL_CU = """\
+// kernels of the program
+__global__ void scale(float *y, const float *x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];   /* { not a brace } */
+}
+"""
+MAIN_CU = """\
+#include <stdio.h>
+#include "kernel.cu"
+int main(void)
+{
+    float *x, *y;
+    int n = 1000;
+    cudaMalloc((void **)&x, n * sizeof(float));
+    cudaMalloc((void **)&y, n * sizeof(float));
+    scale<<<(n + 255) / 256, 256>>>(y, x, n);
+    cudaDeviceSynchronize();
+    printf("done\\n");
+    return 0;
+}
+"""
+MAKEFILE = """\
+include ../../common/make.config
+
+CC := $(CUDA_DIR)/bin/nvcc
+SRC = main.cu
+EXE = prog
+
+ifeq ($(dbg),1)
+	FLAGS += -D_DEBUG
+else
+	FLAGS += -DNDEBUG_RUN
+endif
+
+release: $(SRC)
+	$(CC) $(FLAGS) $(SRC) -o $(EXE) -I../util \\
+		-DTIMING -DBLOCK=256
+
+clang: $(SRC)
+	clang++ $(SRC) -o $(EXE) -I../clang_only -DCLANG_ONLY
+"""
+
+
+def _suite(tmp_path: Path) -> Path:
+    """A suite in Rodinia's layout: common/make.config, cuda/util, cuda/prog (Makefile, main.cu, kernel.cu)."""
+    (tmp_path / "common").mkdir(parents=True)
+    (tmp_path / "common" / "make.config").write_text("CUDA_DIR = /nonexistent/cuda\n")
+    prog = tmp_path / "cuda" / "prog"
+    prog.mkdir(parents=True)
+    (tmp_path / "cuda" / "util").mkdir()
+    (prog / "Makefile").write_text(MAKEFILE)
+    (prog / "main.cu").write_text(MAIN_CU)
+    (prog / "kernel.cu").write_text(KERNEL_CU)
+    return prog
+
+
+def test_makefile_files_and_flags(tmp_path):
+    prog = _suite(tmp_path)
+    unit = parse_makefile(str(prog / "Makefile"))
+    assert unit.cu_files == [str(prog / "main.cu")]
+    assert unit.include_dirs == [str(tmp_path / "cuda" / "util")]          # -I../util, not clang's
+    assert unit.defines == ["NDEBUG_RUN", "TIMING", "BLOCK=256"]           # the else branch of ifeq dbg
+    assert unit.missing_include_dirs == []
+
+
+def test_makefile_objects_name_their_sources_and_includes_are_not_main_files(tmp_path):
+    (tmp_path / "Makefile").write_text("OBJS = a.o b.o\nall: $(OBJS)\n%.o: %.cu\n\tnvcc -c $< -I inc\n")
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "a.cu").write_text('#include "b.cu"\n')
+    (tmp_path / "b.cu").write_text(KERNEL_CU)
+    unit = parse_makefile(str(tmp_path / "Makefile"))
+    assert unit.cu_files == [str(tmp_path / "a.cu"), str(tmp_path / "b.cu")]
+    assert unit.include_dirs == [str(tmp_path / "inc")]
+    assert main_files(unit.cu_files, unit.include_dirs) == [str(tmp_path / "a.cu")]
+
+
+def test_cmake_files_and_flags(tmp_path):
+    (tmp_path / "Common").mkdir()
+    sample = tmp_path / "Samples" / "0_Intro" / "vecAdd"
+    sample.mkdir(parents=True)
+    (sample / "vecAdd.cu").write_text(KERNEL_CU)
+    (sample / "CMakeLists.txt").write_text(textwrap.dedent("""\
+        # a comment naming other.cu
+        include_directories(../../../Common)
+        add_executable(vecAdd vecAdd.cu)
+        target_compile_definitions(vecAdd PRIVATE USE_FAST=1 -DVERBOSE)
+        """))
+    unit = parse_cmake(str(sample / "CMakeLists.txt"))
+    assert unit.cu_files == [str(sample / "vecAdd.cu")]
+    assert unit.include_dirs == [str(tmp_path / "Common")]
+    assert unit.defines == ["USE_FAST=1", "VERBOSE"]
+
+
+def test_no_build_file_takes_every_cu_file(tmp_path, monkeypatch):
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "x.cu").write_text(KERNEL_CU)
+    monkeypatch.chdir(tmp_path)
+    [unit] = build_units("prog")                        # a relative directory gives absolute paths
+    assert unit.build_file is None and unit.cu_files == [str(tmp_path / "prog" / "x.cu")]
+
+
+def test_kernels_counted_from_the_source(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(KERNEL_CU + textwrap.dedent("""\
+        __global__ void declared_only(float *a);
+        template <typename T, int B>
+        __global__ void __launch_bounds__(256) tiled(T *a)
+        {
+            __shared__ T tile[B];
+            tile[threadIdx.x] = a[threadIdx.x];
+            __syncthreads();
+            a[threadIdx.x] = tile[B - 1 - threadIdx.x];
+        }
+        // __global__ void commented_out(float *a) { }
+        """))
+    kernels = kernels_in(str(path))
+    assert [(k.name, k.naive_style, k.template) for k in kernels] == [("scale", True, False), ("tiled", False, True)]
+    assert (kernels[0].line, kernels[0].end_line) == (2, 6)
+
+
+def test_a_traceback_is_never_ok():
+    trace = "Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'a'\n"
+    assert classify_exit(0, trace) == "traceback"
+    assert classify_exit(3, "x.cu:1:1: error: internal error in pass merge\n") == "internal error"
+    assert classify_exit(1, "x.cu:1:1: error: expected ';'\n") == "error"
+    assert classify_exit(0, "x.cu:1:1: note: merge: kept\n") == "ok"
+    assert first_error_line(trace) == "KeyError: 'a'"
+
+
+def test_transformed_means_more_than_restrict():
+    restrict_only = {"decisions": [{"pass": "restrict", "action": "applied"}],
+                     "validation": {"status": "rolled back", "kept": "restrict"}}
+    merged = {"decisions": [{"pass": "restrict", "action": "applied"}, {"pass": "merge", "action": "applied"}],
+              "validation": {"status": "passed"}}
+    rolled_back = dict(merged, validation={"status": "rolled back", "kept": "naive"})
+    assert not kernel_transformed(restrict_only)
+    assert kernel_transformed(merged)
+    assert not kernel_transformed(rolled_back)
+
+
+def test_causes_from_the_program_text(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text("__constant__ float coeffs[9];\n__global__ void k(float *a) {\n  bool flag = true;\n}\n")
+    undeclared = f"{src}:5:3: error: use of undeclared identifier 'coeffs'"
+    entry = {"result": "error", "first_line": undeclared, "file": "k.cu", "kernels": [],
+             "context": error_context(undeclared, [str(src)])}
+    assert file_cause(entry) == "__constant__ / __device__ globals undeclared"
+    syntax = f"{src}:3:8: error: expected expression or statement before 'flag'"
+    entry = dict(entry, first_line=syntax, context=error_context(syntax, [str(src)]))
+    assert file_cause(entry) == "bool in device code"
+    src.write_text("struct Particle { float x; };\n__global__ void k(Particle *p) { }\n")
+    syntax = f"{src}:2:28: error: expected expression or statement before '*'"
+    entry = dict(entry, first_line=syntax, context=error_context(syntax, [str(src)]))
+    assert file_cause(entry) == "struct types (parameters, fields)"
+    src.write_text("__global__ void k(clock_t *t) { }\n")
+    syntax = f"{src}:1:38: error: expected expression or statement before '*'"
+    entry = dict(entry, first_line=syntax, context=error_context(syntax, [str(src)]))
+    assert file_cause(entry) == "C / CUDA header types (uint32_t, uint, size_t, clock_t, ...)"
+    src.write_text("__global__ void init(curandState *const states) { }\n")
+    entry = dict(entry, first_line=f"{src}:1:38: error: expected expression or statement before '*'")
+    entry["context"] = error_context(entry["first_line"], [str(src)])
+    assert file_cause(entry) == "types of CUDA libraries (curand, cuFFT, cooperative groups, graphs)"
+    printf = dict(entry, first_line=f"{src}:1:1: error: use of undeclared identifier 'printf'", context={})
+    assert file_cause(printf) == "C library call in device code (printf, assert, ...)"
+    no_kernel = dict(entry, first_line="m.cu:1:1: error: no __global__ kernel in 'm.cu'", context={},
+                     file="m.cu", kernels=[{"file": "kernel.cu", "name": "k"}])
+    assert file_cause(no_kernel) == "kernels live in an included file"
+    assert file_cause(dict(no_kernel, kernels=[])) == "host-only .cu file (no kernel at all)"
+
+
+def test_kernel_cause_from_its_notes(tmp_path):
+    kernel = {"name": "saxpy", "file": "s.cu", "path": str(tmp_path / "s.cu"), "line": 3, "end_line": 8,
+              "naive_style": True}
+    entry = {"file": "s.cu", "reported": ["saxpy"], "passed_through": [],
+             "notes": [f"{tmp_path / 's.cu'}:20:1: note: coalesce: other kernel: not affine",
+                       f"{tmp_path / 's.cu'}:5:9: note: merge: kernel: the loop is not canonical"]}
+    assert kernel_cause(kernel, entry) == "grid-stride loop (not canonical)"
+    passed = dict(entry, reported=[], passed_through=["saxpy"],
+                  notes=[f"{tmp_path / 's.cu'}:3:1: note: 'saxpy' uses C++ (template, typename); passed through"])
+    assert kernel_cause(kernel, passed) == "template kernel passed through"
+    assert kernel_cause(dict(kernel, file="k.cuh"), dict(entry, reported=[])) == \
+        "kernel in an included file (not read)"
+
+
+def test_corpus_run_table_and_json(tmp_path):
+    _suite(tmp_path / "suite")
+    out_json = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus.py"), str(tmp_path / "suite"),
+                           "--json", str(out_json), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert re.search(r"^\| prog \| [01]/1 \| 1 \| 1 \| [01] \| [01] \| ", proc.stdout, re.M), proc.stdout + proc.stderr
+    run = json.loads(out_json.read_text())
+    assert run["complete"] is True
+    [row] = run["rows"]
+    [entry] = row["files"]
+    assert entry["file"] == "main.cu" and entry["defines"] == ["NDEBUG_RUN", "TIMING", "BLOCK=256"]
+    assert [k["name"] for k in entry["kernels"]] == ["scale"]
+    # on main the kernel in kernel.cu is not seen: the cause says so, whatever the result becomes
+    if entry["result"] != "ok":
+        assert run["summary"]["rejected_files_by_cause"] == {"kernels live in an included file": 1}
+    assert proc.returncode == (1 if run["summary"]["crashes"] else 0)
+    again = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus.py"), "--summary", str(out_json)],
+                           capture_output=True, text=True)
+    assert again.stdout.split("### rejected")[0] == proc.stdout.split("### rejected")[0]
+
+
+@requires_nvcc
+def test_nvcc_check_links_a_whole_program(tmp_path):
+    """A definition whose parameters no longer match the prototype compiles with -c but does not link: the
+    check of a one-file program links (gaussian's Fan2 once came out like this)."""
+    src = tmp_path / "p.cu"
+    src.write_text("__global__ void k(float *a);\nint main() { k<<<1, 1>>>((float *)0); return 0; }\n"
+                   "__global__ void k(const float *__restrict__ a) { }\n")
+    assert nvcc_builds(str(src), [], [], str(tmp_path))[0]
+    ok, message = nvcc_builds(str(src), [], [], str(tmp_path), link=True)
+    assert not ok and "undefined reference" in message
