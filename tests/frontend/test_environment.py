@@ -15,7 +15,6 @@ from gpgpu_opt.analysis.calls import PURE_BUILTINS, why_impure
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.writes import written_names
 from gpgpu_opt.codegen import kernel_source
-from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import environment, load_program
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
 from gpgpu_opt.frontend.math_api import BY_NAME, FUNCTIONS
