@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpgpu_opt import launch
@@ -27,6 +27,7 @@ from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes import grid_stride
 from gpgpu_opt.passes.context import Decision, MergeRequest, PassContext
 from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
+from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
 
@@ -383,12 +384,17 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
     def file_of(path: str) -> str:
         return path or program.main_file
 
+    declared = declaration_plan(program, results)  # prototypes get the definitions' new qualifiers
+    for file, file_edits in declared.edits.items():
+        edits[file] += file_edits
     for r in results:
         file = file_of(r.naive.source_file)
         if r.transformed:
             headers[file] |= set(r.optimized.includes)
         if r.naive.instance is not None:
             continue  # an instantiation of a template kernel: written as a specialization, below
+        if r.naive.name in declared.keep_declared:  # or, where one cannot be edited, keep their signature
+            r = replace(r, optimized=with_declared_signature(r.optimized, r.naive))
         start, end = r.naive.source_span
         edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r)))
     for file in edits:

@@ -28,12 +28,13 @@ def requalified(source: str, kernel: Kernel) -> str:
     edited, cursor = "", 0
     for piece, param in zip(pieces, params):  # in place, so the user's spacing and line breaks stay
         at = written.index(piece, cursor)
-        edited += written[cursor:at] + _qualify(piece, param)
+        edited += written[cursor:at] + qualify(piece, param)
         cursor = at + len(piece)
     return source[:start] + edited + written[cursor:] + source[end:]
 
 
-def _qualify(text: str, param: Param) -> str:
+def qualify(text: str, param: Param) -> str:
+    """One parameter as written (`float *a`, or unnamed `float *`), with `param`'s const/__restrict__."""
     if not param.is_pointer:
         return text
     if param.is_const and not re.search(r"\bconst\b", text.split("*")[0]):
