@@ -13,8 +13,7 @@ scanner cannot see it), the definition keeps its pointee qualifiers as declared 
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pycparser import c_ast
 
@@ -25,7 +24,9 @@ from gpgpu_opt.host_expr import split_top_level
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.signature import qualify
 
-_QUALIFIERS = {"const", "__restrict__", "__restrict", "restrict"}
+#: Qualifiers that do not change a parameter's type in a signature (a `const` does not go: `const float *`
+#: and `float *` are two overloads; a top-level `const int n` is only not proved the same).
+_RESTRICT = {"__restrict__", "__restrict", "restrict"}
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def with_declared_signature(kernel: Kernel, naive: Kernel) -> Kernel:
     signature its declarations state. The body only reads through such a pointer, so this changes no
     result."""
     kernel = kernel.copy()
-    args, naive_args = kernel.funcdef.decl.type.args, naive.funcdef.decl.type.args
+    args = kernel.funcdef.decl.type.args
     for param, before in zip(args.params if args else [], naive.params):
         if isinstance(param, c_ast.Decl) and before.is_pointer and not before.is_const:
             _drop_pointee_const(param)
@@ -178,10 +179,10 @@ def _written_parameters(written: str, name: str) -> list[str] | None:
 
 def _same_type(declared: str, defined: str, name: str) -> bool:
     """Do the two parameters have one type, whatever their names (the declaration's may differ or be
-    absent) and their `const`/`__restrict__`? Compared token by token: a typedef name against its type,
+    absent) and their `__restrict__`? Compared token by token: a typedef name against its type,
     or a macro against its expansion, is not proved the same and answers no."""
     def type_tokens(text: str) -> list[str]:
-        return [t.text for t in scanner.tokenize(text) if t.text not in _QUALIFIERS]
+        return [t.text for t in scanner.tokenize(text) if t.text not in _RESTRICT]
 
     defined_tokens = type_tokens(defined)
     if defined_tokens.count(name) != 1:

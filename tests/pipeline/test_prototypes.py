@@ -203,3 +203,17 @@ __global__ void i(int *p), j(float *q);
     assert found["a"].alone and not found["i"].alone and not found["j"].alone
     start, end = found["c"].params
     assert text[start:end] == "float *"
+
+
+@pytest.mark.parametrize("declared, defined, same", [
+    ("float *d_in", "float *in", True),              # another name
+    ("float*", "float *in", True),                   # none
+    ("float *__restrict__ p", "float *in", True),    # a top-level __restrict__ is not part of the type
+    ("const float *in", "float *in", False),         # another overload
+    ("const int n", "int n", False),                 # the same signature, but not proved so
+    ("real_t *in", "float *in", False),              # a typedef name against its type: not proved
+    ("float *in, int", "float *in", False),
+])
+def test_parameter_types_are_compared_token_by_token(declared, defined, same):
+    from gpgpu_opt.rewriting.prototypes import _same_type
+    assert _same_type(declared, defined, "in" if "in" in defined else "n") is same
