@@ -205,6 +205,30 @@ def test_kernel_cause_from_its_notes(tmp_path):
         "kernel in an included file (not read)"
 
 
+def test_kernel_cause_from_the_front_ends_pass_through_notes(tmp_path):
+    """The notes of the multi-file front end's pass-through are sorted by what they name (an instance's note
+    names it with its template arguments)."""
+    kernel = {"name": "step", "file": "k.cu", "path": str(tmp_path / "k.cu"), "line": 30, "end_line": 40,
+              "naive_style": True}
+    entry = {"file": "k.cu", "reported": [], "passed_through": ["step"]}
+
+    def cause(note: str) -> str:
+        return kernel_cause(kernel, dict(entry, notes=[f"{tmp_path / 'k.cu'}:30:1: note: {note}"]))
+    assert cause("'step' passed through unchanged: it calls 'flux', which is passed through (it uses C++)") == \
+        "passed through: calls a __device__ function passed through (a C++ reference parameter...)"
+    assert cause("'step' passed through unchanged: use of undeclared identifier 'tex1Dfetch' at k.cu:33:5") == \
+        "passed through: texture fetch (tex1Dfetch / tex2D: texture references)"
+    assert cause("'step' passed through unchanged: Invalid declaration before: knode at k.cu:31:3") == \
+        "passed through: struct type named without `struct` (C++ style) or a union: not parsed"
+    assert cause("'step<WIN_SX, WIN_SY>' (line 50): the argument 'WIN_SX' of 'WIN_SX' is not an integer "
+                 "constant; passed through") == \
+        "passed through: template: its arguments are not integer constants or are deduced"
+    left = dict(entry, reported=["step"], passed_through=[],
+                notes=[f"{tmp_path / 'k.cu'}:30:1: note: 'step' left as written: the parameter 'p' is a pointer "
+                       "to a struct ('Point'), whose members the analyses do not model"])
+    assert kernel_cause(kernel, left) == "pointer-to-struct parameter (members not modelled)"
+
+
 def test_corpus_run_table_and_json(tmp_path):
     _suite(tmp_path / "suite")
     out_json = tmp_path / "run.json"
