@@ -86,7 +86,16 @@ def read_report(path: str, outcome: CompileOutcome) -> None:
     # a directory output: the report pairs the program's files with the copies written, in order
     files, written = rep.get("files") or [rep.get("file")], rep.get("written") or []
     outcome.written = dict(zip(files, written)) if len(files) == len(written) else {}
-    outcome.changed = list(rep.get("changed_files", []))
+    # changed: compared here, byte for byte (the report lists changed files only for multi-file programs)
+    outcome.changed = [f for f, w in outcome.written.items() if _read_bytes(f) != _read_bytes(w)]
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def run_compile(source: str, out_dir: str, include_dirs: list[str], defines: list[str], target: str = "sm_90",

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from corpus_kit.buildfiles import build_units, parse_cmake, parse_makefile  # noqa: E402
 from corpus_kit.causes import error_context, file_cause, kernel_cause  # noqa: E402
 from corpus_kit.runner import (classify_exit, first_error_line, kernel_transformed, nvcc_builds,  # noqa: E402
-                               output_include_dirs)
+                               output_include_dirs, read_report, CompileOutcome)
 from tests.conftest import requires_nvcc  # noqa: E402
 from corpus_kit.sources import kernels_in, main_files  # noqa: E402
 
@@ -255,6 +255,24 @@ def test_corpus_run_table_and_json(tmp_path):
     again = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus.py"), "--summary", str(out_json)],
                            capture_output=True, text=True)
     assert again.stdout.split("### rejected")[0] == proc.stdout.split("### rejected")[0]
+
+
+def test_changed_files_are_compared_not_taken_from_the_report(tmp_path):
+    """A one-file program's report lists no changed files: the copies are compared with the originals."""
+    (tmp_path / "a.cu").write_text("naive\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.cu").write_text("optimized\n")
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"file": str(tmp_path / "a.cu"), "kernels": [],
+                                  "written": [str(tmp_path / "out" / "a.cu")]}))
+    outcome = CompileOutcome("ok")
+    read_report(str(report), outcome)
+    assert outcome.written == {str(tmp_path / "a.cu"): str(tmp_path / "out" / "a.cu")}
+    assert outcome.changed == [str(tmp_path / "a.cu")]
+    (tmp_path / "out" / "a.cu").write_text("naive\n")
+    outcome = CompileOutcome("ok")
+    read_report(str(report), outcome)
+    assert outcome.changed == []
 
 
 def test_output_include_dirs_point_at_the_copies_first(tmp_path):
