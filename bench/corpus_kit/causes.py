@@ -189,6 +189,10 @@ PASS_THROUGH_CAUSES = [
 def kernel_cause(kernel: dict, entry: dict) -> str:
     """Why a kernel of an accepted file was not transformed."""
     name = kernel["name"]
+    instances = [r for r in entry["reported"] if r.startswith(name + "__")]    # affine__float_256
+    if instances and name not in entry["reported"]:
+        kernel = dict(kernel, name=instances[0])     # its notes name the instance
+        name = kernel["name"]
     if name not in entry["reported"] and name not in entry["passed_through"]:
         if kernel["file"] != entry["file"]:
             return "kernel in an included file (not read)"

@@ -26,9 +26,15 @@ def kernel_was_transformed(kernel: dict) -> bool:
         return False
     at = outcome.get("transformed_at")
     if at is None:
-        return kernel["name"] in outcome["transformed"]
+        return any(same_kernel(name, kernel["name"]) for name in outcome["transformed"])
     path = os.path.normpath(kernel.get("path") or "")
-    return any(name == kernel["name"] and (file is None or os.path.normpath(file) == path) for file, name in at)
+    return any(same_kernel(name, kernel["name"]) and (file is None or os.path.normpath(file) == path)
+               for file, name in at)
+
+
+def same_kernel(reported: str, name: str) -> bool:
+    """A report's kernel is the source's kernel `name` or one of its template instances (`name__float_256`)."""
+    return reported == name or reported.startswith(name + "__")
 
 
 def kernels_by_file(row: dict) -> dict[str, dict]:

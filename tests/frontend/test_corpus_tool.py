@@ -223,6 +223,10 @@ def test_kernel_cause_from_the_front_ends_pass_through_notes(tmp_path):
     assert cause("'step<WIN_SX, WIN_SY>' (line 50): the argument 'WIN_SX' of 'WIN_SX' is not an integer "
                  "constant; passed through") == \
         "passed through: template: its arguments are not integer constants or are deduced"
+    instance = dict(entry, reported=["step__float_256"], passed_through=[],
+                    notes=[f"{tmp_path / 'k.cu'}:30:1: note: restrict: pointer parameters: may alias: no launch of "
+                           "'step__float_256' in this file"])
+    assert kernel_cause(kernel, instance) == "launch unknown or refused"    # an instance, by its name
     left = dict(entry, reported=["step"], passed_through=[],
                 notes=[f"{tmp_path / 'k.cu'}:30:1: note: 'step' left as written: the parameter 'p' is a pointer "
                        "to a struct ('Point'), whose members the analyses do not model"])
