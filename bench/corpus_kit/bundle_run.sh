@@ -15,7 +15,7 @@
 # without python3), and both exit statuses. Past BUDGET seconds from the start, the programs left are listed
 # as not run, so that the whole stays within the time given.
 #
-# Environment: NVCC (nvcc), ARCH (sm_90), RUN_TIMEOUT (seconds per run, 60), JOBS (parallel builds, the
+# Environment: NVCC (nvcc), ARCH (sm_90), RUN_TIMEOUT (seconds per run, 20), JOBS (parallel builds, the
 # number of cores), BUDGET (seconds, 420). Logs: NAME/*.log, NAME/*.out.
 # Output: progress on stderr; on stdout the table | program | kernels transformed | x naive | check |
 # (x naive: naive time / optimized time, above 1 is faster). Exit status 0 when everything built (and, unless
@@ -24,7 +24,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 NVCC=${NVCC:-nvcc}
 ARCH=${ARCH:-sm_90}
-RUN_TIMEOUT=${RUN_TIMEOUT:-60}
+RUN_TIMEOUT=${RUN_TIMEOUT:-20}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 BUDGET=${BUDGET:-420}
 START=$(date +%s)
