@@ -194,6 +194,8 @@ def kernel_cause(kernel: dict, entry: dict) -> str:
         kernel = dict(kernel, name=instances[0])     # its notes name the instance
         name = kernel["name"]
     if name not in entry["reported"] and name not in entry["passed_through"]:
+        if any("no __global__ kernel" in n for n in entry["notes"]):
+            return "kernel not seen: 'no __global__ kernel' (extern \"C\" kernels of NVRTC / driver-API files)"
         if kernel["file"] != entry["file"]:
             return "kernel in an included file (not read)"
         return "kernel not read by the compiler (no note)"
