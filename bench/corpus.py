@@ -14,18 +14,19 @@ strict (an internal error is exit 3, not a rollback), with a timeout. The kernel
 text, per file of the program: those in the main file and the user files it includes, naive-style ones (no
 `__shared__`, no `__syncthreads`) apart; a kernel is transformed when the report says so for that file.
 
-Output: a markdown table (program, files, kernels found, naive-style, transformed, passed through, result),
-then the totals by cause: the first error line of each rejected file and the notes of each passed-through
-kernel, sorted into causes (bench/corpus_kit/causes.py). A traceback or an internal error is never counted as
-ok: they are listed loudly at the end, and the exit status is 1 when any occurred. `--nvcc` also builds the inputs and the output trees with nvcc -arch=sm_90 and the same flags, to tell the
-compiler's failures from the program's: a build unit with a main() (in a `.cu` main file or a host file) is
-linked whole, its host `.c`/`.cpp` files too (which catches a kernel whose definition no longer matches its
-prototype), first as written and then with each main file replaced by its output copy; other units, or
-one whose input does not link, are compiled with `-c` file by file, an output with the output tree's copies of
-the `-I` directories first. corpus_kit/nvcc13_compat.h is force-included in both (renames of calls CUDA 13
-removed, such as cudaThreadSynchronize; `--no-compat` leaves it out); no GPU is needed. An output that does not
-build counts as the compiler's failure only where its input builds. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT`
-writes every row and the totals (rewritten after each program, `complete` false until the end);
+Output: a markdown table (program, files, kernels found, naive-style, transformed, passed through, result), then
+the totals by cause: the first error line of each rejected file and the notes of each passed-through kernel,
+sorted into causes (bench/corpus_kit/causes.py). A traceback or an internal error is never counted as ok: they
+are listed loudly at the end, and the exit status is 1 when any occurred. `--nvcc` also builds the inputs and
+the output trees with nvcc -arch=sm_90 and the same flags, to tell the compiler's failures from the program's: a
+build unit with a main() (in a `.cu` main file or a host file) is linked whole, its host `.c`/`.cpp` files too
+(which catches a kernel whose definition no longer matches its prototype), first as written and then with each
+main file replaced by its output copy; other units, or one whose input does not link, are compiled with `-c`
+file by file, an output with the output tree's copies of the `-I` directories first. corpus_kit/nvcc13_compat.h
+is force-included in both (renames of calls CUDA 13 removed, such as cudaThreadSynchronize; `--no-compat` leaves
+it out); no GPU is needed. An output that does not build counts as the compiler's failure only where its input
+builds. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT` writes every row and the
+totals (rewritten after each program, `complete` false until the end);
 `python bench/corpus.py --summary OUT.json` prints its table again, causes sorted by the current rules.
 """
 from __future__ import annotations
