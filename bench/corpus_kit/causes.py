@@ -203,8 +203,9 @@ def kernel_cause(kernel: dict, entry: dict) -> str:
     for note in notes:
         cxx = re.search(r"uses C\+\+ \(([^)]*)\)", note)
         if cxx:
+            what = re.sub(r"'([\w:]+?)::.*'", r"'\1::...'", re.sub(r",? ?line \d+", "", cxx.group(1)))
             return "template kernel passed through" if "template" in cxx.group(1) else \
-                f"C++ passed through: {cxx.group(1)}"
+                f"C++ passed through: {what}"      # one cause per construct, lines and template arguments dropped
     if name in entry["passed_through"]:
         for cause, pattern in PASS_THROUGH_CAUSES:
             if any(re.search(pattern, n) for n in notes):

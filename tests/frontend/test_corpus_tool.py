@@ -227,6 +227,9 @@ def test_kernel_cause_from_the_front_ends_pass_through_notes(tmp_path):
                     notes=[f"{tmp_path / 'k.cu'}:30:1: note: restrict: pointer parameters: may alias: no launch of "
                            "'step__float_256' in this file"])
     assert kernel_cause(kernel, instance) == "launch unknown or refused"    # an instance, by its name
+    wmma = dict(entry, notes=[f"{tmp_path / 'k.cu'}:30:1: note: 'step' uses C++ (qualified name "
+                              "'wmma::fragment<wmma::accumulator, 16, 16, 16, float>', line 245); passed through"])
+    assert kernel_cause(kernel, wmma) == "C++ passed through: qualified name 'wmma::...'"
     unseen = dict(entry, passed_through=[], notes=[f"{tmp_path / 'k.cu'}:1:1: note: no __global__ kernel in 'k.cu'"])
     assert kernel_cause(kernel, unseen).startswith("kernel not seen: 'no __global__ kernel'")
     left = dict(entry, reported=["step"], passed_through=[],
