@@ -8,21 +8,25 @@ SUITE_DIR is a Rodinia checkout (its `cuda/<program>/` directories, or the `cuda
 NVIDIA's cuda-samples (its `Samples/<category>/<program>/`), or with `--suite files` a directory whose `.cu`
 files and subdirectories are each a program with no build file (tests/programs/cxx, our own C++ corpus). For each program the build files are read as text
 (bench/corpus_kit/buildfiles.py says what is understood) for the `.cu` files nvcc compiles and their `-I`/`-D`
-flags; each main file (one no other compiled file includes) goes through `gpgpu-opt compile` in a subprocess,
+flags; each main file (one no other compiled file includes) goes through `gpgpu-opt compile MAIN -o OUTDIR/` in
+a subprocess (a directory output: kernels of included files are rewritten in their own files' copies),
 strict (an internal error is exit 3, not a rollback), with a timeout. The kernels are counted from the source
-text: those in the main file and the user files it includes, naive-style ones (no `__shared__`, no
-`__syncthreads`) apart.
+text, per file of the program: those in the main file and the user files it includes, naive-style ones (no
+`__shared__`, no `__syncthreads`) apart; a kernel is transformed when the report says so for that file.
 
-Output: a markdown table (program, files, kernels found, naive-style, transformed, passed through, result),
-then the totals by cause: the first error line of each rejected file and the notes of each passed-through
-kernel, sorted into causes (bench/corpus_kit/causes.py). A traceback or an internal error is never counted as
-ok: they are listed loudly at the end, and the exit status is 1 when any occurred. `--nvcc` also builds each
-output (and its input, to tell the compiler's failures from the program's) with `nvcc -arch=sm_90 -c` and the
-same flags (a program that is one file with main() is linked, which catches a kernel whose definition no
-longer matches its prototype), corpus_kit/nvcc13_compat.h force-included in both (renames of calls CUDA 13 removed, such as
-cudaThreadSynchronize; `--no-compat` leaves it out); no GPU is needed. An output that does not build counts as
-the compiler's failure only where its input builds. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT`
-writes every row and the totals (rewritten after each program, `complete` false until the end);
+Output: a markdown table (program, files, kernels found, naive-style, transformed, passed through, result), then
+the totals by cause: the first error line of each rejected file and the notes of each passed-through kernel,
+sorted into causes (bench/corpus_kit/causes.py). A traceback or an internal error is never counted as ok: they
+are listed loudly at the end, and the exit status is 1 when any occurred. `--nvcc` also builds the inputs and
+the output trees with nvcc -arch=sm_90 and the same flags, to tell the compiler's failures from the program's: a
+build unit with a main() (in a `.cu` main file or a host file) is linked whole, its host `.c`/`.cpp` files too
+(which catches a kernel whose definition no longer matches its prototype), first as written and then with each
+main file replaced by its output copy; other units, or one whose input does not link, are compiled with `-c`
+file by file, an output with the output tree's copies of the `-I` directories first. corpus_kit/nvcc13_compat.h
+is force-included in both (renames of calls CUDA 13 removed, such as cudaThreadSynchronize; `--no-compat` leaves
+it out); no GPU is needed. An output that does not build counts as the compiler's failure only where its input
+builds. `--out DIR` keeps the outputs, reports and logs (DIR/<program>/); `--json OUT` writes every row and the
+totals (rewritten after each program, `complete` false until the end);
 `python bench/corpus.py --summary OUT.json` prints its table again, causes sorted by the current rules.
 """
 from __future__ import annotations
@@ -38,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from corpus_kit import table                                     # noqa: E402
 from corpus_kit.buildfiles import BuildUnit, build_units         # noqa: E402
 from corpus_kit.causes import error_context                      # noqa: E402
-from corpus_kit.runner import nvcc_builds, run_compile           # noqa: E402
+from corpus_kit.runner import nvcc_builds, output_include_dirs, run_compile           # noqa: E402
 from corpus_kit.sources import defines_main, include_closure, main_files, program_kernels  # noqa: E402
 
 SKIPPED_DIRS = {"util", "common", "Common", "data", "bin"}
@@ -79,11 +83,16 @@ def run_program(name: str, directory: str, out_dir: str, args) -> dict:
         if os.path.isfile(directory) else build_units(directory)
     for unit in units:
         row["build_files"].append(os.path.relpath(unit.build_file, directory) if unit.build_file else None)
-        row["units"].append({"directory": unit.directory, "main_files": main_files(unit.cu_files, unit.include_dirs),
-                             "host_files": main_files(unit.host_files, unit.include_dirs),
-                             "include_dirs": unit.include_dirs, "defines": unit.defines})
-        for source in main_files(unit.cu_files, unit.include_dirs):
-            row["files"].append(run_file(source, unit, os.path.join(out_dir, name.replace("/", "_")), args))
+        sources = main_files(unit.cu_files, unit.include_dirs)
+        unit_row = {"directory": unit.directory, "main_files": sources,
+                    "host_files": main_files(unit.host_files, unit.include_dirs),
+                    "include_dirs": unit.include_dirs, "defines": unit.defines}
+        row["units"].append(unit_row)
+        entries = [run_file(source, unit, os.path.join(out_dir, name.replace("/", "_")), args) for source in sources]
+        if args.nvcc and entries:
+            check_builds(unit, unit_row, entries, args)
+        row["files"] += entries
+    row["kernels_by_file"] = table.kernels_by_file(row)
     return row
 
 
@@ -99,19 +108,43 @@ def run_file(source: str, unit, out_dir: str, args) -> dict:
              "result": outcome.result, "first_line": outcome.first_line.replace(args.suite_root + os.sep, ""),
              "context": error_context(outcome.first_line, include_closure(source, unit.include_dirs)), "exit_status": outcome.exit_status,
              "reported": outcome.reported, "transformed": outcome.transformed,
-             "passed_through": outcome.passed_through, "notes": outcome.notes,
-             "seconds": round(outcome.seconds, 1), "output": outcome.output}
-    if args.nvcc:
-        # a whole program in one file is linked too (a kernel that no longer matches its prototype)
-        options = {"compat": not args.no_compat,
-                   "link": unit.cu_files == [source] and not unit.host_files and defines_main(source)}
-        entry["nvcc_input"] = nvcc_builds(source, unit.include_dirs, unit.defines, os.path.dirname(source),
-                                          **options)
-        if outcome.output:
-            entry["nvcc_output"] = nvcc_builds(outcome.output, unit.include_dirs, unit.defines,
-                                               os.path.dirname(source), **options)
+             "transformed_at": outcome.transformed_at, "passed_through": outcome.passed_through,
+             "notes": outcome.notes, "seconds": round(outcome.seconds, 1), "output": outcome.output,
+             "written": outcome.written, "changed": outcome.changed}
     print(f"  {entry['file']}: {outcome.result} {outcome.first_line[:100]}", file=sys.stderr, flush=True)
     return entry
+
+
+def check_builds(unit, unit_row: dict, entries: list[dict], args) -> None:
+    """nvcc on the inputs and on the output trees, with the unit's flags. A unit with a main() (in a `.cu`
+    main file or a host file it links) is linked whole, the input files and then the same with each main
+    file replaced by its output copy (which catches a kernel whose definition no longer matches its
+    prototype); otherwise, or where the input does not link (a host file needing flags not read), each main
+    file is compiled with -c, its output with the output tree's copies of the `-I` directories first."""
+    compat = not args.no_compat
+    host = unit_row["host_files"]
+    if any(defines_main(p) for p in [e["path"] for e in entries] + host):
+        linked = nvcc_builds([e["path"] for e in entries] + host, unit.include_dirs, unit.defines,
+                             unit.directory, compat=compat, link=True)
+        unit_row["nvcc_link_input"] = linked
+        if linked[0]:
+            outputs = [e["output"] or e["path"] for e in entries]
+            written = {k: v for e in entries for k, v in e["written"].items()}
+            out_dirs = output_include_dirs(written, unit.include_dirs)
+            out_cwd = os.path.dirname(outputs[0])
+            result = nvcc_builds(outputs + host, out_dirs, unit.defines, out_cwd, compat=compat, link=True)
+            unit_row["nvcc_link_output"] = result
+            for e in entries:
+                e["nvcc_input"], e["nvcc_link"] = linked, True
+                if e["output"]:
+                    e["nvcc_output"] = result
+            return
+    for e in entries:
+        e["nvcc_input"] = nvcc_builds(e["path"], unit.include_dirs, unit.defines, os.path.dirname(e["path"]),
+                                      compat=compat)
+        if e["output"]:
+            e["nvcc_output"] = nvcc_builds(e["output"], output_include_dirs(e["written"], unit.include_dirs),
+                                           unit.defines, os.path.dirname(e["output"]), compat=compat)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.suite_dir}: not a directory")
     suite = args.suite or detect_suite(args.suite_dir)
     args.suite_root = args.suite_dir = os.path.abspath(args.suite_dir)
-    out_dir = args.out or tempfile.mkdtemp(prefix="gpgpu-opt-corpus-")
+    out_dir = os.path.abspath(args.out or tempfile.mkdtemp(prefix="gpgpu-opt-corpus-"))  # compiles run elsewhere
     rows = []
     for name, directory in programs(args.suite_dir, suite):
         if args.only and not any(name == o or name.startswith(o) for o in args.only):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from corpus_kit.rodinia_runs import NEEDS_DATA, NONDETERMINISTIC, RUN_ARGS
+from corpus_kit.rodinia_runs import NEEDS_DATA, NONDETERMINISTIC, RUN_ARGS, TIMERS
 from corpus_kit.sources import defines_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,7 +72,23 @@ def _entry(run: dict, row: dict, unit: dict, sources: list[str], compiled: list[
     if not any(defines_main(s) for s in sources):
         note = "skip: no main() among its sources"
     return {"name": name, "row": row, "unit": unit, "sources": sources, "args": args, "note": note,
-            "transformed": transformed, "optimized": {f["path"]: f["output"] for f in compiled if f.get("output")}}
+            "timer": TIMERS.get(key, "") if run["suite"] != "files" else "",
+            "transformed": transformed, "optimized": optimized_files(compiled)}
+
+
+def optimized_files(compiled: list[dict]) -> dict[str, str]:
+    """Original file -> its optimized copy, for every file the compiler changed: the main file and the
+    included files whose kernels it rewrote (a directory output mirrors them all; the unchanged ones stay
+    as the naive tree has them)."""
+    optimized = {}
+    for f in compiled:
+        written = f.get("written") or {}
+        for original in f.get("changed") or []:
+            if original in written:
+                optimized[original] = written[original]
+        if f.get("output") and not written:               # a run of the older single-file layout
+            optimized[f["path"]] = f["output"]
+    return optimized
 
 
 def _tree_root(run: dict, entry: dict) -> str:
@@ -94,7 +110,7 @@ def write(run_list: list[dict], out_dir: str) -> list[dict]:
     for helper in ("bundle_run.sh", "compare_outputs.py", "nvcc13_compat.h"):
         shutil.copyfile(os.path.join(HERE, helper), os.path.join(out_dir, "run.sh" if helper == "bundle_run.sh"
                                                                   else helper))
-    lines, written = ["name\tdir\tsources\tflags\targs\ttransformed\tnote"], []
+    lines, written = ["name\tdir\tsources\tflags\targs\ttransformed\tnote\ttimer"], []
     for run in run_list:
         for entry in plan(run):
             lines.append(_write_entry(run, entry, out_dir))
@@ -118,11 +134,14 @@ def _write_entry(run: dict, entry: dict, out_dir: str) -> str:
             else:
                 _copy_tree(path, os.path.join(base, os.path.relpath(path, root)))
     for original, optimized in entry["optimized"].items():
-        shutil.copyfile(optimized, os.path.join(out_dir, entry["name"], "opt", os.path.relpath(original, root)))
+        target = os.path.join(out_dir, entry["name"], "opt", os.path.relpath(original, root))
+        if os.path.relpath(original, root).startswith(".."):
+            raise ValueError(f"{original}: changed by the compiler but outside {root}, which the bundle copies")
+        shutil.copyfile(optimized, target)
     build_dir = entry["unit"]["directory"]
     flags = [f"-I{os.path.relpath(d, build_dir)}" for d in entry["unit"]["include_dirs"] if d.startswith(root)]
     flags += [f"-D{d}" for d in entry["unit"]["defines"]]
     sources = [os.path.relpath(s, build_dir) for s in entry["sources"]]
     fields = [entry["name"], os.path.relpath(build_dir, root), " ".join(sources), " ".join(flags),
-              " ".join(entry["args"]), str(entry["transformed"]), entry["note"]]
+              " ".join(entry["args"]), str(entry["transformed"]), entry["note"], entry["timer"]]
     return "\t".join(f or "-" for f in fields)      # '-': empty (bash's read joins adjacent tabs)

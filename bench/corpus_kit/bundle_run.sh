@@ -5,14 +5,18 @@
 #   bash run.sh [--build-only] [--runs N] [NAME ...]
 #
 # programs.tsv lists, per program: its name, the build directory inside NAME/naive and NAME/opt, the sources
-# and flags nvcc gets, the run arguments, the kernels transformed and a note ("skip: ..." when it cannot run
-# here, e.g. it needs data the sources lack); '-' stands for an empty field. Each build is `$NVCC -O3 -arch=$ARCH -include nvcc13_compat.h
-# FLAGS SOURCES -lm`. Each binary runs RUNS times (default 3) in its build directory; the time is the median
-# of the program's own "GPU Runtime: X s" lines when it prints them, else of the runs' wall time. The check
-# compares the first naive run's output (time lines dropped, numbers within 1e-3) and the files it wrote
-# with the optimized run's (compare_outputs.py; `cmp` without python3), and both exit statuses.
+# and flags nvcc gets, the run arguments, the kernels transformed, a note ("skip: ..." when it cannot run
+# here, e.g. it needs data the sources lack) and the program's own timer (a grep -E pattern whose first
+# number is a time it prints); '-' stands for an empty field. Every build, `$NVCC -O3 -arch=$ARCH -include
+# nvcc13_compat.h FLAGS SOURCES -lm`, runs first, JOBS at a time. Each binary then runs RUNS times (default 5)
+# in its build directory; its time is the median of its own timer's values (summed within a run) when it
+# prints them, else of the runs' wall time. The check compares the first naive run's output (time lines
+# dropped, numbers within 1e-3) and the files it wrote with the optimized run's (compare_outputs.py; `cmp`
+# without python3), and both exit statuses. Past BUDGET seconds from the start, the programs left are listed
+# as not run, so that the whole stays within the time given.
 #
-# Environment: NVCC (nvcc), ARCH (sm_90), RUN_TIMEOUT (seconds per run, 600). Logs: NAME/*.log, NAME/*.out.
+# Environment: NVCC (nvcc), ARCH (sm_90), RUN_TIMEOUT (seconds per run, 20), JOBS (parallel builds, the
+# number of cores), BUDGET (seconds, 420). Logs: NAME/*.log, NAME/*.out.
 # Output: progress on stderr; on stdout the table | program | kernels transformed | x naive | check |
 # (x naive: naive time / optimized time, above 1 is faster). Exit status 0 when everything built (and, unless
 # --build-only, every program that ran agreed); 1 otherwise; 2 for a usage error.
@@ -20,15 +24,18 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 NVCC=${NVCC:-nvcc}
 ARCH=${ARCH:-sm_90}
-RUN_TIMEOUT=${RUN_TIMEOUT:-600}
-RUNS=3
+RUN_TIMEOUT=${RUN_TIMEOUT:-20}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+BUDGET=${BUDGET:-420}
+START=$(date +%s)
+RUNS=5
 BUILD_ONLY=0
 ONLY=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --build-only) BUILD_ONLY=1; shift ;;
         --runs) [ $# -ge 2 ] || exit 2; RUNS=$2; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) ONLY+=("$1"); shift ;;
     esac
@@ -45,19 +52,24 @@ build() {   # build NAME VARIANT BUILDDIR SOURCES FLAGS
         > "$HERE/$name/$variant.build.log" 2>&1
 }
 
-run_variant() {   # run_variant NAME VARIANT BUILDDIR ARGS -> prints the median time, leaves outputs
-    local name=$1 variant=$2 dir=$3 args=$4 r times=() wall start end status
+own_time() {   # own_time OUTFILE TIMER -> the sum of the timer's values in the output, or nothing
+    [ -n "$2" ] || return 0
+    grep -oE "$2" "$1" | sed -E 's/^[^0-9]*([0-9]+[.]?[0-9]*([eE][-+]?[0-9]+)?).*$/\1/' | awk '{s += $1} END {if (NR) print s}'
+}
+
+run_variant() {   # run_variant NAME VARIANT BUILDDIR ARGS TIMER -> prints the median time, leaves outputs
+    local name=$1 variant=$2 dir=$3 args=$4 timer=$5 r times=() wall start end status own
     local work="$HERE/$name/$variant/$dir"
     local before="$HERE/$name/$variant.before"
     ls -A "$work" > "$before"
     for r in $(seq 1 "$RUNS"); do
         start=$(date +%s.%N)
-        ( cd "$work" && timeout "$RUN_TIMEOUT" "$HERE/$name/$variant.bin" $args ) > "$HERE/$name/$variant.$r.out" 2>&1
+        ( cd "$work" && timeout "$RUN_TIMEOUT" "$HERE/$name/$variant.bin" $args < /dev/null ) > "$HERE/$name/$variant.$r.out" 2>&1
         status=$?
         end=$(date +%s.%N)
         echo "$status" > "$HERE/$name/$variant.$r.status"
         wall=$(echo "$end - $start" | bc -l 2>/dev/null || awk "BEGIN {print $end - $start}")
-        own=$(grep -o 'GPU Runtime: *[0-9.eE+-]*' "$HERE/$name/$variant.$r.out" | awk '{s += $3} END {if (NR) print s}')
+        own=$(own_time "$HERE/$name/$variant.$r.out" "${timer:-GPU Runtime: *[0-9.eE+-]+}")
         times+=("${own:-$wall}")
         if [ "$r" = 1 ]; then   # the files the first run wrote, kept for the check
             mkdir -p "$HERE/$name/$variant.files"
@@ -83,28 +95,49 @@ check() {   # check NAME NOTE -> prints ok / the difference
     fi
 }
 
+selected() { [ ${#ONLY[@]} -eq 0 ] || printf '%s\n' "${ONLY[@]}" | grep -qxF "$1"; }
+
+programs() {   # the selected rows of programs.tsv (fields stay '-' when empty: read would merge two tabs)
+    while IFS=$'\t' read -r name rest; do
+        [ "$name" = name ] && continue
+        selected "$name" && printf '%s\t%s\n' "$name" "$rest"
+    done < "$HERE/programs.tsv"
+}
+
+undash() { [ "$1" = - ] || printf '%s' "$1"; }
+
+# 1. every build, JOBS at a time (a build's status lands in NAME/VARIANT.built)
+running=0
+while IFS=$'\t' read -r name dir sources flags args transformed note timer; do
+    flags=$(undash "$flags")
+    for variant in naive opt; do
+        ( build "$name" "$variant" "$dir" "$sources" "$flags"; echo $? > "$HERE/$name/$variant.built" ) &
+        running=$((running + 1))
+        if [ "$running" -ge "$JOBS" ]; then wait -n 2>/dev/null || wait; running=$((running - 1)); fi
+    done
+done < <(programs)
+wait
+echo "built in $(( $(date +%s) - START )) s" >&2
+
+# 2. runs, one program at a time, within BUDGET
 echo "| program | kernels transformed | x naive | check |"
 echo "|---|---|---|---|"
-while IFS=$'\t' read -r name dir sources flags args transformed note; do
-    [ "$name" = name ] && continue
-    [ "$flags" = - ] && flags=""
-    [ "$args" = - ] && args=""
-    [ "$note" = - ] && note=""
-    if [ ${#ONLY[@]} -gt 0 ] && ! printf '%s\n' "${ONLY[@]}" | grep -qxF "$name"; then continue; fi
+while IFS=$'\t' read -r name dir sources flags args transformed note timer; do
+    args=$(undash "$args"); note=$(undash "$note"); timer=$(undash "$timer")
     echo "$name" >&2
-    built=1
-    for variant in naive opt; do
-        build "$name" "$variant" "$dir" "$sources" "$flags" || built=0
-    done
-    if [ $built = 0 ]; then
+    if [ "$(cat "$HERE/$name/naive.built")" != 0 ] || [ "$(cat "$HERE/$name/opt.built")" != 0 ]; then
         echo "| $name | $transformed | - | BUILD FAILED (see $name/*.build.log) |"; STATUS=1; continue
     fi
     if [ $BUILD_ONLY = 1 ]; then echo "| $name | $transformed | - | built |"; continue; fi
     case "$note" in skip:*) echo "| $name | $transformed | - | not run: ${note#skip: } |"; continue ;; esac
-    tn=$(run_variant "$name" naive "$dir" "$args")
-    to=$(run_variant "$name" opt "$dir" "$args")
+    if [ $(( $(date +%s) - START )) -ge "$BUDGET" ]; then
+        echo "| $name | $transformed | - | not run: past the time budget (${BUDGET} s) |"; continue
+    fi
+    tn=$(run_variant "$name" naive "$dir" "$args" "$timer")
+    to=$(run_variant "$name" opt "$dir" "$args" "$timer")
     verdict=$(check "$name" "$note") || STATUS=1
     ratio=$(awk "BEGIN {if ($to > 0) printf \"%.2f\", $tn / $to; else print \"-\"}")
-    echo "| $name | $transformed | $ratio (naive ${tn}s, optimized ${to}s) | $verdict |"
-done < "$HERE/programs.tsv"
+    echo "| $name | $transformed | $ratio (naive $tn, optimized $to${timer:+, own timer}) | $verdict |"
+done < <(programs)
+echo "total $(( $(date +%s) - START )) s" >&2
 exit $STATUS

@@ -59,6 +59,7 @@ SYSTEM_NAMES = r"M_PI\w*|M_E|M_LN\w*|M_SQRT\w*|M_LOG\w*|FLT_\w+|DBL_\w+|INT_\w+|
 #: (cause, pattern) for the note of a kernel the compiler read but did not transform.
 KERNEL_CAUSES = [
     ("template kernel passed through", r"uses C\+\+ \([^)]*template"),
+    ("pointer-to-struct parameter (members not modelled)", r"is a pointer to a struct"),
     ("grid-stride loop (not canonical)", r"canonical|grid-stride"),
     ("3-D indices (blockIdx.z / threadIdx.z)", r"\.z\b|3-D|NameError"),
     ("subscript not affine (clamps, data-dependent, ...)", r"not affine|unresolved|quasi-affine|indirect|gather"),
@@ -166,15 +167,35 @@ def kernel_notes(kernel: dict, entry: dict) -> list[str]:
         m = re.match(r"^(.*?):(\d+):\d+:", note)
         inside = m is not None and os.path.abspath(m.group(1)) == kernel["path"] and \
             kernel["line"] <= int(m.group(2)) <= kernel["end_line"]
-        if inside or f"'{kernel['name']}'" in note:
+        if inside or f"'{kernel['name']}'" in note or f"'{kernel['name']}<" in note:
             found.append(note)
     return found
+
+
+#: Why the front end passed a kernel through, from its note (checked in order, first match wins).
+PASS_THROUGH_CAUSES = [
+    ("calls a __device__ function passed through (a C++ reference parameter...)", r"it calls '[^']+', which is passed"),
+    ("texture fetch (tex1Dfetch / tex2D: texture references)", r"undeclared identifier 'tex(1Dfetch|2D|1D|3D)'"),
+    ("undeclared name (a file-scope const, a macro of another file...)", r"undeclared identifier"),
+    ("struct type named without `struct` (C++ style) or a union: not parsed",
+     r"Invalid declaration before|expected expression or statement before '\*'|Invalid function definition"),
+    ("template: its arguments are not integer constants or are deduced",
+     r"not an integer constant|without template arguments|is a template with the parameter"),
+    ("not found after preprocessing (inside #if)", r"could not be found after preprocessing"),
+    ("parse error in the kernel", r"expected expression"),
+]
 
 
 def kernel_cause(kernel: dict, entry: dict) -> str:
     """Why a kernel of an accepted file was not transformed."""
     name = kernel["name"]
+    instances = [r for r in entry["reported"] if r.startswith(name + "__")]    # affine__float_256
+    if instances and name not in entry["reported"]:
+        kernel = dict(kernel, name=instances[0])     # its notes name the instance
+        name = kernel["name"]
     if name not in entry["reported"] and name not in entry["passed_through"]:
+        if any("no __global__ kernel" in n for n in entry["notes"]):
+            return "kernel not seen: 'no __global__ kernel' (extern \"C\" kernels of NVRTC / driver-API files)"
         if kernel["file"] != entry["file"]:
             return "kernel in an included file (not read)"
         return "kernel not read by the compiler (no note)"
@@ -182,9 +203,13 @@ def kernel_cause(kernel: dict, entry: dict) -> str:
     for note in notes:
         cxx = re.search(r"uses C\+\+ \(([^)]*)\)", note)
         if cxx:
+            what = re.sub(r"'([\w:]+?)::.*'", r"'\1::...'", re.sub(r",? ?line \d+", "", cxx.group(1)))
             return "template kernel passed through" if "template" in cxx.group(1) else \
-                f"C++ passed through: {cxx.group(1)}"
+                f"C++ passed through: {what}"      # one cause per construct, lines and template arguments dropped
     if name in entry["passed_through"]:
+        for cause, pattern in PASS_THROUGH_CAUSES:
+            if any(re.search(pattern, n) for n in notes):
+                return "passed through: " + cause
         return "passed through: " + normalize(notes[0]) if notes else "passed through (no note)"
     if not kernel["naive_style"]:
         return "hand-optimized already (__shared__ / __syncthreads)"

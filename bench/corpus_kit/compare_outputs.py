@@ -13,7 +13,8 @@ import os
 import re
 import sys
 
-TIME_LINE = re.compile(r"time|runtime|elapsed|\bms\b|\bsec|seconds|GB/s|GFLOP", re.IGNORECASE)
+TIME_LINE = re.compile(r"time|runtime|elapsed|\bms\b|\bsec|seconds|GB/s|GFLOP|^Exec:|\btook\b|GPU Execution",
+                       re.IGNORECASE)
 NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(nan|inf)$", re.IGNORECASE)
 
 

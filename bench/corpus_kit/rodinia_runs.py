@@ -17,6 +17,16 @@ RUN_ARGS = {
     "hybridsort/main.cu": ["r"],
 }
 
+#: main file -> its own timer: an extended regex (grep -E) whose first number is a time the program prints
+#: (the unit does not matter: x naive is a ratio of the same line); the matches of a run are summed. The
+#: others are timed by their wall time (nw's and pathfinder's "Exec:" lines need -DTIMING, which their
+#: Makefiles give clang only). Kernel time where the program prints it: start-up does not hide the kernels.
+TIMERS = {
+    "gaussian/gaussian.cu": r"Time for CUDA kernels:[[:space:]]*[0-9.eE+-]+",
+    "lud/cuda/lud.cu": r"Time consumed\(ms\): *[0-9.eE+-]+",
+    "particlefilter/ex_particle_CUDA_float_seq.cu": r"GPU Execution: *[0-9.eE+-]+",
+}
+
 #: Output a program prints that differs between two runs of the same build (a time-seeded generator):
 #: such a program's check compares nothing but the exit status.
 NONDETERMINISTIC = {

@@ -22,7 +22,10 @@ class CompileOutcome:
     transformed: list[str] = field(default_factory=list)    # of those, written transformed
     passed_through: list[str] = field(default_factory=list) # kernels it could not read, passed through
     notes: list[str] = field(default_factory=list)
-    output: str | None = None        # the optimized file, when written
+    output: str | None = None        # the main file's copy in the output tree, when written
+    written: dict[str, str] = field(default_factory=dict)  # every user file of the program -> its copy
+    changed: list[str] = field(default_factory=list)        # the user files the compiler changed
+    transformed_at: list[list[str]] = field(default_factory=list)  # [file, name] of each transformed kernel
     seconds: float = 0.0
 
 
@@ -77,25 +80,42 @@ def read_report(path: str, outcome: CompileOutcome) -> None:
         outcome.reported.append(k["name"])
         if kernel_transformed(k):
             outcome.transformed.append(k["name"])
+            outcome.transformed_at.append([k.get("file") or rep.get("file"), k["name"]])
     outcome.passed_through = list(rep.get("passed_through", []))
     outcome.notes = list(rep.get("notes", []))
+    # a directory output: the report pairs the program's files with the copies written, in order
+    files, written = rep.get("files") or [rep.get("file")], rep.get("written") or []
+    outcome.written = dict(zip(files, written)) if len(files) == len(written) else {}
+    # changed: compared here, byte for byte (the report lists changed files only for multi-file programs)
+    outcome.changed = [f for f, w in outcome.written.items() if _read_bytes(f) != _read_bytes(w)]
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def run_compile(source: str, out_dir: str, include_dirs: list[str], defines: list[str], target: str = "sm_90",
                 timeout: float = 300, strict: bool = True) -> CompileOutcome:
     import time
 
+    import shutil
+
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.basename(source)
-    output, report = os.path.join(out_dir, stem), os.path.join(out_dir, stem + ".report.json")
-    for stale in (output, report):
-        if os.path.exists(stale):
-            os.remove(stale)
+    # a directory output (OUTDIR/): kernels of included files are rewritten in their own files' copies
+    tree, report = os.path.join(out_dir, stem + ".out"), os.path.join(out_dir, stem + ".report.json")
+    shutil.rmtree(tree, ignore_errors=True)
+    if os.path.exists(report):
+        os.remove(report)
     env = dict(os.environ)
     env["GPGPU_OPT_STRICT"] = "1" if strict else "0"
     start = time.monotonic()
     try:
-        proc = subprocess.run(compile_command(source, output, report, include_dirs, defines, target),
+        proc = subprocess.run(compile_command(source, tree + os.sep, report, include_dirs, defines, target),
                               cwd=os.path.dirname(source), capture_output=True, text=True, timeout=timeout, env=env,
                               errors="replace")
     except subprocess.TimeoutExpired:
@@ -108,7 +128,7 @@ def run_compile(source: str, out_dir: str, include_dirs: list[str], defines: lis
         outcome.first_line = first_error_line(proc.stderr)
     if outcome.result == "ok" and os.path.exists(report):
         read_report(report, outcome)
-        outcome.output = output
+        outcome.output = outcome.written.get(source) or next(iter(outcome.written.values()), None)
     return outcome
 
 
@@ -116,13 +136,15 @@ def run_compile(source: str, out_dir: str, include_dirs: list[str], defines: lis
 COMPAT_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvcc13_compat.h")
 
 
-def nvcc_builds(source: str, include_dirs: list[str], defines: list[str], cwd: str, arch: str = "sm_90",
-                timeout: float = 300, compat: bool = True, link: bool = False) -> tuple[bool, str]:
+def nvcc_builds(source: str | list[str], include_dirs: list[str], defines: list[str], cwd: str,
+                arch: str = "sm_90", timeout: float = 300, compat: bool = True, link: bool = False) -> tuple[bool, str]:
     """Whether `nvcc -arch=ARCH -c` accepts `source` with the program's flags (`cwd`'s quoted includes too,
     COMPAT_HEADER force-included unless `compat` is off); the first error line when not. `link`: build the
-    executable instead (a whole program in one file), so that a kernel whose definition no longer matches
-    its prototype (an undefined reference) fails too."""
-    cmd = ["nvcc", f"-arch={arch}", *([] if link else ["-c"]), source, "-o", os.devnull, "-I", cwd]
+    executable instead from `source`, one file or the list of a build unit's files (its `.cu` main files and
+    the host `.c`/`.cpp` files linked with them), so that a kernel whose definition no longer matches its
+    prototype (an undefined reference) fails too."""
+    sources = [source] if isinstance(source, str) else list(source)
+    cmd = ["nvcc", f"-arch={arch}", *([] if link else ["-c"]), *sources, "-o", os.devnull, "-I", cwd]
     cmd += ["-include", COMPAT_HEADER] if compat else []
     cmd += [f"-I{d}" for d in include_dirs] + [f"-D{d}" for d in defines] + (["-lm"] if link else [])
     try:
@@ -133,3 +155,20 @@ def nvcc_builds(source: str, include_dirs: list[str], defines: list[str], cwd: s
         return True, ""
     errors = [ln for ln in proc.stderr.splitlines() if "error" in ln or "undefined reference" in ln]
     return False, (errors or proc.stderr.splitlines() or ["nvcc failed"])[0].strip()
+
+
+def output_include_dirs(written: dict[str, str], include_dirs: list[str]) -> list[str]:
+    """The `-I` directories for building an output tree: each one inside the program's tree (the deepest
+    directory holding all its files, which the output mirrors) points at its copy first (a header found
+    through `-I` may have been rewritten), then every original one (files the program does not include are
+    not copied)."""
+    if not written:
+        return list(include_dirs)
+    src_root = os.path.commonpath([os.path.dirname(os.path.normpath(f)) for f in written])
+    out_root = os.path.commonpath([os.path.dirname(os.path.normpath(w)) for w in written.values()])
+    mapped = []
+    for d in include_dirs:
+        rel = os.path.relpath(os.path.normpath(d), src_root)
+        if rel != ".." and not rel.startswith(".." + os.sep) and os.path.isdir(os.path.join(out_root, rel)):
+            mapped.append(os.path.normpath(os.path.join(out_root, rel)))
+    return mapped + list(include_dirs)

@@ -1,6 +1,7 @@
 """The corpus run's table and its totals by cause, from the rows bench/corpus.py collects."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 from corpus_kit.causes import file_cause, kernel_cause
@@ -17,10 +18,39 @@ def _kernels(files: list[dict]) -> dict[tuple[str, str], dict]:
     return seen
 
 
+def kernel_was_transformed(kernel: dict) -> bool:
+    """Whether the compile of the file that saw `kernel` transformed it: matched by the file the report names
+    (two files of a program may define kernels of one name), by name where the report names no file."""
+    outcome = kernel["outcome_file"]
+    if outcome["result"] != "ok":
+        return False
+    at = outcome.get("transformed_at")
+    if at is None:
+        return any(same_kernel(name, kernel["name"]) for name in outcome["transformed"])
+    path = os.path.normpath(kernel.get("path") or "")
+    return any(same_kernel(name, kernel["name"]) and (file is None or os.path.normpath(file) == path)
+               for file, name in at)
+
+
+def same_kernel(reported: str, name: str) -> bool:
+    """A report's kernel is the source's kernel `name` or one of its template instances (`name__float_256`)."""
+    return reported == name or reported.startswith(name + "__")
+
+
+def kernels_by_file(row: dict) -> dict[str, dict]:
+    """Per file of the program that defines kernels: how many, naive-style, transformed."""
+    counts: dict[str, dict] = {}
+    for k in _kernels(row["files"]).values():
+        c = counts.setdefault(k["file"], {"kernels": 0, "naive_style": 0, "transformed": 0})
+        c["kernels"] += 1
+        c["naive_style"] += k["naive_style"]
+        c["transformed"] += kernel_was_transformed(k)
+    return counts
+
+
 def program_counts(row: dict) -> dict:
     kernels = _kernels(row["files"])
-    transformed = {(k["file"], k["name"]) for k in kernels.values()
-                   if k["outcome_file"]["result"] == "ok" and k["name"] in k["outcome_file"]["transformed"]}
+    transformed = {key for key, k in kernels.items() if kernel_was_transformed(k)}
     accepted = {key for key, k in kernels.items() if k["outcome_file"]["result"] == "ok"}
     return {"files": len(row["files"]), "ok_files": sum(f["result"] == "ok" for f in row["files"]),
             "kernels": len(kernels), "naive_style": sum(k["naive_style"] for k in kernels.values()),
@@ -65,7 +95,7 @@ def summarize(rows: list[dict]) -> dict:
                 totals["inputs_building"] += bool(f["nvcc_input"][0])
                 totals["rejected_but_nvcc_accepts"] += bool(f["nvcc_input"][0]) and f["result"] != "ok"
         for k in _kernels(row["files"]).values():
-            if k["outcome_file"]["result"] == "ok" and k["name"] not in k["outcome_file"]["transformed"]:
+            if k["outcome_file"]["result"] == "ok" and not kernel_was_transformed(k):
                 kernel_causes[kernel_cause(k, k["outcome_file"])] += 1
     return {"totals": dict(totals), "rejected_files_by_cause": dict(file_causes.most_common()),
             "passed_through_kernels_by_cause": dict(kernel_causes.most_common()), "crashes": crashes}

@@ -51,8 +51,43 @@ def test_bundle_holds_both_trees_and_the_table_line(tmp_path):
     assert (b / "prog" / "opt" / "util" / "util.h").exists() and (b / "prog" / "opt" / "prog" / "kernel.cu").exists()
     header, line = (b / "programs.tsv").read_text().splitlines()
     assert line.split("\t") == ["prog", "prog", "main.cu helper.c", "-I../util -DTIMING", "-", "1",
-                                "skip: no run arguments known"]
+                                "skip: no run arguments known", "-"]
     assert {"run.sh", "compare_outputs.py", "nvcc13_compat.h"} <= {p.name for p in b.iterdir()}
+
+
+def test_bundle_takes_every_file_the_compiler_changed(tmp_path):
+    """A directory output (compile -o OUTDIR/): a kernel of an included file is rewritten in that file's
+    copy, so the optimized tree takes every changed file, and only those."""
+    run = _run(tmp_path)
+    entry = run["rows"][0]["files"][0]
+    prog, out = Path(entry["path"]).parent, tmp_path / "out"
+    (out / "kernel.cu").write_text("// optimized kernel\n" + KERNEL)
+    (out / "main.cu").write_text("// unchanged copy\n" + MAIN)
+    entry.update(output=str(out / "main.cu"), changed=[str(prog / "kernel.cu")],
+                 written={str(prog / "main.cu"): str(out / "main.cu"), str(prog / "kernel.cu"): str(out / "kernel.cu")})
+    bundle.write([run], str(tmp_path / "bundle"))
+    opt = tmp_path / "bundle" / "prog" / "opt" / "prog"
+    assert (opt / "kernel.cu").read_text().startswith("// optimized kernel")
+    assert (opt / "main.cu").read_text() == MAIN
+
+
+@requires_nvcc
+def test_run_script_times_with_the_programs_own_timer(tmp_path, monkeypatch):
+    """A program whose timer is known is timed by the value it prints (the median of the runs), not the wall
+    time; its time lines are left out of the check. No kernel is launched: no GPU needed."""
+    run = _run(tmp_path)
+    monkeypatch.setitem(bundle.RUN_ARGS, "prog/main.cu", [])
+    monkeypatch.setitem(bundle.TIMERS, "prog/main.cu", "Exec: *[0-9.eE+-]+")
+    main = Path(run["rows"][0]["files"][0]["path"])
+    timed = MAIN.replace('"GPU Runtime: 0.5s', '"Exec: %d\\n', 1).replace('\\nchecksum: %d\\n", UTIL_VALUE',
+                                                                           '\\nchecksum: %d\\n", argc * 4, UTIL_VALUE')
+    main.write_text(timed)
+    Path(run["rows"][0]["files"][0]["output"]).write_text(timed.replace("argc * 4", "argc * 2"))
+    bundle.write([run], str(tmp_path / "bundle"))
+    proc = subprocess.run(["bash", str(tmp_path / "bundle" / "run.sh"), "--runs", "3"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| prog | 1 | 2.00 (naive 4, optimized 2, own timer) | ok |" in proc.stdout, proc.stdout
 
 
 def test_programs_without_a_transformed_kernel_are_left_out(tmp_path):

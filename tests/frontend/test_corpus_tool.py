@@ -14,7 +14,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from corpus_kit.buildfiles import build_units, parse_cmake, parse_makefile  # noqa: E402
 from corpus_kit.causes import error_context, file_cause, kernel_cause  # noqa: E402
-from corpus_kit.runner import classify_exit, first_error_line, kernel_transformed, nvcc_builds  # noqa: E402
+from corpus_kit.runner import (classify_exit, first_error_line, kernel_transformed, nvcc_builds,  # noqa: E402
+                               output_include_dirs, read_report, CompileOutcome)
 from tests.conftest import requires_nvcc  # noqa: E402
 from corpus_kit.sources import kernels_in, main_files  # noqa: E402
 
@@ -204,6 +205,39 @@ def test_kernel_cause_from_its_notes(tmp_path):
         "kernel in an included file (not read)"
 
 
+def test_kernel_cause_from_the_front_ends_pass_through_notes(tmp_path):
+    """The notes of the multi-file front end's pass-through are sorted by what they name (an instance's note
+    names it with its template arguments)."""
+    kernel = {"name": "step", "file": "k.cu", "path": str(tmp_path / "k.cu"), "line": 30, "end_line": 40,
+              "naive_style": True}
+    entry = {"file": "k.cu", "reported": [], "passed_through": ["step"]}
+
+    def cause(note: str) -> str:
+        return kernel_cause(kernel, dict(entry, notes=[f"{tmp_path / 'k.cu'}:30:1: note: {note}"]))
+    assert cause("'step' passed through unchanged: it calls 'flux', which is passed through (it uses C++)") == \
+        "passed through: calls a __device__ function passed through (a C++ reference parameter...)"
+    assert cause("'step' passed through unchanged: use of undeclared identifier 'tex1Dfetch' at k.cu:33:5") == \
+        "passed through: texture fetch (tex1Dfetch / tex2D: texture references)"
+    assert cause("'step' passed through unchanged: Invalid declaration before: knode at k.cu:31:3") == \
+        "passed through: struct type named without `struct` (C++ style) or a union: not parsed"
+    assert cause("'step<WIN_SX, WIN_SY>' (line 50): the argument 'WIN_SX' of 'WIN_SX' is not an integer "
+                 "constant; passed through") == \
+        "passed through: template: its arguments are not integer constants or are deduced"
+    instance = dict(entry, reported=["step__float_256"], passed_through=[],
+                    notes=[f"{tmp_path / 'k.cu'}:30:1: note: restrict: pointer parameters: may alias: no launch of "
+                           "'step__float_256' in this file"])
+    assert kernel_cause(kernel, instance) == "launch unknown or refused"    # an instance, by its name
+    wmma = dict(entry, notes=[f"{tmp_path / 'k.cu'}:30:1: note: 'step' uses C++ (qualified name "
+                              "'wmma::fragment<wmma::accumulator, 16, 16, 16, float>', line 245); passed through"])
+    assert kernel_cause(kernel, wmma) == "C++ passed through: qualified name 'wmma::...'"
+    unseen = dict(entry, passed_through=[], notes=[f"{tmp_path / 'k.cu'}:1:1: note: no __global__ kernel in 'k.cu'"])
+    assert kernel_cause(kernel, unseen).startswith("kernel not seen: 'no __global__ kernel'")
+    left = dict(entry, reported=["step"], passed_through=[],
+                notes=[f"{tmp_path / 'k.cu'}:30:1: note: 'step' left as written: the parameter 'p' is a pointer "
+                       "to a struct ('Point'), whose members the analyses do not model"])
+    assert kernel_cause(kernel, left) == "pointer-to-struct parameter (members not modelled)"
+
+
 def test_corpus_run_table_and_json(tmp_path):
     _suite(tmp_path / "suite")
     out_json = tmp_path / "run.json"
@@ -217,13 +251,62 @@ def test_corpus_run_table_and_json(tmp_path):
     [entry] = row["files"]
     assert entry["file"] == "main.cu" and entry["defines"] == ["NDEBUG_RUN", "TIMING", "BLOCK=256"]
     assert [k["name"] for k in entry["kernels"]] == ["scale"]
-    # on main the kernel in kernel.cu is not seen: the cause says so, whatever the result becomes
-    if entry["result"] != "ok":
-        assert run["summary"]["rejected_files_by_cause"] == {"kernels live in an included file": 1}
-    assert proc.returncode == (1 if run["summary"]["crashes"] else 0)
+    # compiled with -o OUTDIR/: the kernel of the included kernel.cu is rewritten in that file's copy
+    prog = tmp_path / "suite" / "cuda" / "prog"
+    assert entry["result"] == "ok", entry["first_line"]
+    assert entry["changed"] == [str(prog / "main.cu"), str(prog / "kernel.cu")]   # the launch site too
+    assert entry["transformed_at"] == [[str(prog / "kernel.cu"), "scale"]]
+    copy = Path(entry["written"][str(prog / "kernel.cu")])
+    assert copy.read_text() != KERNEL_CU and Path(entry["output"]).parent == copy.parent
+    assert row["kernels_by_file"] == {"kernel.cu": {"kernels": 1, "naive_style": 1, "transformed": 1}}
+    assert run["summary"]["totals"]["transformed"] == 1
+    assert proc.returncode == 0
     again = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus.py"), "--summary", str(out_json)],
                            capture_output=True, text=True)
     assert again.stdout.split("### rejected")[0] == proc.stdout.split("### rejected")[0]
+
+
+def test_changed_files_are_compared_not_taken_from_the_report(tmp_path):
+    """A one-file program's report lists no changed files: the copies are compared with the originals."""
+    (tmp_path / "a.cu").write_text("naive\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.cu").write_text("optimized\n")
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"file": str(tmp_path / "a.cu"), "kernels": [],
+                                  "written": [str(tmp_path / "out" / "a.cu")]}))
+    outcome = CompileOutcome("ok")
+    read_report(str(report), outcome)
+    assert outcome.written == {str(tmp_path / "a.cu"): str(tmp_path / "out" / "a.cu")}
+    assert outcome.changed == [str(tmp_path / "a.cu")]
+    (tmp_path / "out" / "a.cu").write_text("naive\n")
+    outcome = CompileOutcome("ok")
+    read_report(str(report), outcome)
+    assert outcome.changed == []
+
+
+def test_output_include_dirs_point_at_the_copies_first(tmp_path):
+    """An -I directory inside the program's tree is searched in the output tree first (a header found through
+    it may have been rewritten), the original after it; one outside the tree only as it is."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    for d in (src / "prog", src / "common", out / "prog", out / "common", tmp_path / "elsewhere"):
+        d.mkdir(parents=True)
+    written = {str(src / "prog" / "main.cu"): str(out / "prog" / "main.cu"),
+               str(src / "common" / "k.h"): str(out / "common" / "k.h")}
+    dirs = [str(src / "common"), str(tmp_path / "elsewhere")]
+    assert output_include_dirs(written, dirs) == [str(out / "common"), *dirs]
+    assert output_include_dirs({}, dirs) == dirs
+
+
+@requires_nvcc
+def test_nvcc_links_a_unit_with_its_host_files(tmp_path):
+    """A build unit whose main() is in a host .c file links with it: the check covers the whole program."""
+    (tmp_path / "k.cu").write_text('__global__ void k(float *a) { }\nextern "C" void launch(float *a) '
+                                   '{ k<<<1, 1>>>(a); }\n')
+    (tmp_path / "main.c").write_text("void launch(float *a);\nint main(void) { launch(0); return 0; }\n")
+    sources = [str(tmp_path / "k.cu"), str(tmp_path / "main.c")]
+    assert nvcc_builds(sources, [], [], str(tmp_path), link=True) == (True, "")
+    ok, message = nvcc_builds(sources[:1], [], [], str(tmp_path), link=True)
+    assert not ok and "undefined reference" in message
 
 
 @requires_nvcc
