@@ -114,12 +114,15 @@ def read_launches(kernel: Kernel, program) -> LaunchReading:
         syntax = host_syntax(host_view(program), program.path)
     except CompileError as err:  # an #error only the host compilation reaches, say
         return LaunchReading([], f"the host code could not be preprocessed ({err})")
-    launches = [launch for launch in syntax.launches if launch.kernel == kernel.name]
+    # An instantiation of a template kernel is proved over every launch of its template, whatever the
+    # arguments: a superset of its own launches, so no spelling of its arguments can hide one.
+    name = kernel.instance.template_name if kernel.instance is not None else kernel.name
+    launches = [launch for launch in syntax.launches if launch.kernel == name]
     if not launches:
-        return LaunchReading([], f"no launch of '{kernel.name}' in this file")
-    hidden = _included_directive(program, kernel.name) or _hidden_mention(syntax, program.text, kernel.name, launches)
+        return LaunchReading([], f"no launch of '{name}' in this file")
+    hidden = _included_directive(program, name) or _hidden_mention(syntax, program.text, name, launches)
     if hidden:
-        return LaunchReading([], f"'{kernel.name}' is also named at {hidden} (in a macro, or as a function "
+        return LaunchReading([], f"'{name}' is also named at {hidden} (in a macro, or as a function "
                                  "pointer), so not every launch can be read")
     why = _whitelist_redefined(syntax) or _implicit_calls(syntax)
     if why:

@@ -167,6 +167,8 @@ class HostSyntax:
         config = next((c for c in call.named_children if c.type == "kernel_call_syntax"), None)
         name = call.child_by_field_name("function")
         args = call.child_by_field_name("arguments")
+        if name is not None and name.type == "template_function":  # `k<float, 256><<<...>>>`: a launch of `k`
+            name = name.child_by_field_name("name")
         if config is None or name is None or name.type != "identifier" or args is None:
             return None
         return Launch(self.text_of(name), call, name, list(config.named_children),

@@ -289,3 +289,38 @@ def test_a_functional_cast_to_a_type_parameter_of_two_words_is_a_c_cast(tmp_path
     assert not notes
     casts = [n for n in walk(program.kernels[0].body) if isinstance(n, c_ast.Cast)]
     assert [c.to_type.type.type.names for c in casts] == [["unsigned", "int"]] * 2
+
+
+TEMPLATE_LAUNCHES = """\
+template <typename T>
+__global__ void scale(const T *in, T *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2 * in[i];
+}
+
+int main()
+{
+    int n = 1 << 20;
+    float *a, *b, *c;
+    cudaMalloc(&a, n * sizeof(float));
+    cudaMalloc(&b, n * sizeof(float));
+    cudaMalloc(&c, n * sizeof(float));
+    scale<float><<<(n + 255) / 256, 256>>>(a, b, n);
+    scale<float><<<(n + 255) / 256, 256>>>(SECOND_IN, c, n);
+    return 0;
+}
+"""
+
+
+def test_an_instantiation_is_proved_unaliased_over_every_launch_of_its_template(tmp_path):
+    """`k<float><<<...>>>` is a launch the alias proof reads: each launch passing its own buffers proves the
+    instantiation's pointers apart; one launch passing a buffer twice defeats the proof."""
+    from gpgpu_opt.analysis.aliasing import alias_facts
+
+    program, _ = load(tmp_path, TEMPLATE_LAUNCHES.replace("SECOND_IN", "b"))
+    proved = alias_facts(program.kernels[0], program, False)
+    assert proved.restrict and len(proved.sites) == 2
+    program, _ = load(tmp_path, TEMPLATE_LAUNCHES.replace("SECOND_IN", "c"))
+    refused = alias_facts(program.kernels[0], program, False)
+    assert not refused.restrict and "passes 'c' to both" in refused.why_not
