@@ -1,6 +1,7 @@
 """What a program's sources hold, read as text (independently of the compiler, so its table can be checked
 against it): the user files each `.cu` includes, the `__global__` kernels they define, and which of those
-are written in the naive style the compiler targets (no `__shared__`, no `__syncthreads`)."""
+are written in the naive style the compiler targets (no `__shared__`, no `__syncthreads`, in the kernel's body
+or in a function it calls: Rodinia's dwt2d kernels are one call to a class template's `run`, which stages)."""
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ class KernelText:
     name: str
     line: int
     end_line: int
-    naive_style: bool       # no __shared__ and no __syncthreads in its body
+    naive_style: bool       # no __shared__ and no __syncthreads in its body or the functions it calls
     template: bool
 
 
@@ -107,17 +108,53 @@ def _kernel_at(code: str, pos: int) -> tuple[str, int, int] | None:
     return (names[-1], m.end() - 1, body_end) if body_end > 0 else None
 
 
-def kernels_in(path: str) -> list[KernelText]:
-    """The `__global__` functions `path` defines (declarations skipped)."""
+_SYNC_WORDS = ("__shared__", "__syncthreads")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^<>;{}()]*>\s*)?\(")
+_DEFINITION_TAIL = re.compile(r"\s*(?:const\s*)?(?:noexcept\s*)?\{")
+_NOT_FUNCTIONS = {"if", "for", "while", "switch", "return", "sizeof", "catch", "alignof", "decltype",
+                  "__launch_bounds__", "__attribute__", "defined"}
+
+
+def function_bodies(code: str) -> dict[str, list[str]]:
+    """Every function body `code` defines (free functions and methods alike), by the function's name."""
+    bodies: dict[str, list[str]] = {}
+    for m in _CALL.finditer(code):
+        if m.group(1) in _NOT_FUNCTIONS:
+            continue
+        close = _matching(code, m.end() - 1, "(", ")")
+        tail = _DEFINITION_TAIL.match(code, close) if close > 0 else None
+        if tail:
+            end = _matching(code, tail.end() - 1, "{", "}")
+            if end > 0:
+                bodies.setdefault(m.group(1), []).append(code[tail.end() - 1:end])
+    return bodies
+
+
+def stages_or_syncs(body: str, functions: dict[str, list[str]], seen: set[str] | None = None) -> bool:
+    """Whether `body`, or a function it calls (by name, transitively), declares `__shared__` memory or
+    synchronizes. A name defined more than once counts when any definition does (the text is not typed)."""
+    if any(word in body for word in _SYNC_WORDS):
+        return True
+    seen = set() if seen is None else seen
+    for name in {m.group(1) for m in _CALL.finditer(body)} - _NOT_FUNCTIONS - seen:
+        seen.add(name)
+        if any(stages_or_syncs(callee, functions, seen) for callee in functions.get(name, [])):
+            return True
+    return False
+
+
+def kernels_in(path: str, functions: dict[str, list[str]] | None = None) -> list[KernelText]:
+    """The `__global__` functions `path` defines (declarations skipped). `functions`: the bodies of the
+    functions the program defines, by name, followed from each kernel (default: those of `path`)."""
     code = strip_comments(read_text(path))
+    functions = function_bodies(code) if functions is None else functions
     found = []
     for m in re.finditer(r"\b__global__\b", code):
         kernel = _kernel_at(code, m.start())
         if kernel is None:
             continue
         name, start, end = kernel
-        body = code[start:end]
-        naive = "__shared__" not in body and "__syncthreads" not in body
+        naive = not stages_or_syncs(code[start:end], functions)
         before = code[max(0, code.rfind(";", 0, m.start()), code.rfind("}", 0, m.start())):m.start()]
         found.append(KernelText(path, name, code.count("\n", 0, m.start()) + 1, code.count("\n", 0, end) + 1, naive,
                                 template=re.search(r"\btemplate\s*<", before) is not None))
@@ -134,7 +171,9 @@ def defines_main(path: str) -> bool:
 
 def program_kernels(main_file: str, include_dirs: list[str]) -> list[KernelText]:
     """The kernels a main `.cu` file's compilation sees: its own and those of the user files it includes."""
-    kernels = []
-    for path in include_closure(main_file, include_dirs):
-        kernels += kernels_in(path)
-    return kernels
+    files = include_closure(main_file, include_dirs)
+    functions: dict[str, list[str]] = {}
+    for path in files:
+        for name, bodies in function_bodies(strip_comments(read_text(path))).items():
+            functions.setdefault(name, []).extend(bodies)
+    return [kernel for path in files for kernel in kernels_in(path, functions)]

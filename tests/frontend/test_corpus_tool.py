@@ -17,7 +17,7 @@ from corpus_kit.causes import error_context, file_cause, kernel_cause  # noqa: E
 from corpus_kit.runner import (classify_exit, first_error_line, kernel_transformed, nvcc_builds,  # noqa: E402
                                output_include_dirs, read_report, CompileOutcome)
 from tests.conftest import requires_nvcc  # noqa: E402
-from corpus_kit.sources import kernels_in, main_files  # noqa: E402
+from corpus_kit.sources import kernels_in, main_files, program_kernels  # noqa: E402
 
 KERNEL_CU = """\
 // kernels of the program
@@ -139,6 +139,29 @@ def test_kernels_counted_from_the_source(tmp_path):
     kernels = kernels_in(str(path))
     assert [(k.name, k.naive_style, k.template) for k in kernels] == [("scale", True, False), ("tiled", False, True)]
     assert (kernels[0].line, kernels[0].end_line) == (2, 6)
+
+
+def test_a_kernel_that_calls_a_staging_function_is_not_naive_style(tmp_path):
+    (tmp_path / "transform.h").write_text(textwrap.dedent("""\
+        template <int W>
+        struct Transform {
+            __device__ static void run(float *in, float *out)
+            {
+                __shared__ float window[W];
+                window[threadIdx.x] = in[threadIdx.x];
+                __syncthreads();
+                out[threadIdx.x] = window[W - 1 - threadIdx.x];
+            }
+        };
+        __device__ float twice(float v) { return 2.0f * v; }
+        """))
+    (tmp_path / "main.cu").write_text(textwrap.dedent("""\
+        #include "transform.h"
+        __global__ void staged(float *in, float *out) { Transform<64>::run(in, out); }
+        __global__ void plain(float *in, float *out) { out[threadIdx.x] = twice(in[threadIdx.x]); }
+        """))
+    kernels = program_kernels(str(tmp_path / "main.cu"), [])
+    assert [(k.name, k.naive_style) for k in kernels] == [("staged", False), ("plain", True)]
 
 
 def test_a_traceback_is_never_ok():
