@@ -121,18 +121,18 @@ def check_builds(unit, unit_row: dict, entries: list[dict], args) -> None:
     file replaced by its output copy (which catches a kernel whose definition no longer matches its
     prototype); otherwise, or where the input does not link (a host file needing flags not read), each main
     file is compiled with -c, its output with the output tree's copies of the `-I` directories first."""
-    compat = not args.no_compat
+    build = {"compat": not args.no_compat, "system_dirs": tuple(args.system_include)}
     host = unit_row["host_files"]
     if any(defines_main(p) for p in [e["path"] for e in entries] + host):
         linked = nvcc_builds([e["path"] for e in entries] + host, unit.include_dirs, unit.defines,
-                             unit.directory, compat=compat, link=True)
+                             unit.directory, link=True, **build)
         unit_row["nvcc_link_input"] = linked
         if linked[0]:
             outputs = [e["output"] or e["path"] for e in entries]
             written = {k: v for e in entries for k, v in e["written"].items()}
             out_dirs = output_include_dirs(written, unit.include_dirs)
             out_cwd = os.path.dirname(outputs[0])
-            result = nvcc_builds(outputs + host, out_dirs, unit.defines, out_cwd, compat=compat, link=True)
+            result = nvcc_builds(outputs + host, out_dirs, unit.defines, out_cwd, link=True, **build)
             unit_row["nvcc_link_output"] = result
             for e in entries:
                 e["nvcc_input"], e["nvcc_link"] = linked, True
@@ -141,10 +141,10 @@ def check_builds(unit, unit_row: dict, entries: list[dict], args) -> None:
             return
     for e in entries:
         e["nvcc_input"] = nvcc_builds(e["path"], unit.include_dirs, unit.defines, os.path.dirname(e["path"]),
-                                      compat=compat)
+                                      **build)
         if e["output"]:
             e["nvcc_output"] = nvcc_builds(e["output"], output_include_dirs(e["written"], unit.include_dirs),
-                                           unit.defines, os.path.dirname(e["output"]), compat=compat)
+                                           unit.defines, os.path.dirname(e["output"]), **build)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nvcc", action="store_true", help="build each input and output with nvcc -c")
     parser.add_argument("--no-compat", action="store_true",
                         help="do not force-include corpus_kit/nvcc13_compat.h in the nvcc builds")
+    parser.add_argument("--system-include", action="append", default=[], metavar="DIR",
+                        help="headers the suite expects installed with the toolkit, for nvcc (-isystem; repeatable): "
+                             "Rodinia's cfd wants the CUDA samples' Common directory (helper_cuda.h)")
     parser.add_argument("--only", action="append", default=[], help="program name or prefix (repeatable)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per compile (default 300)")
     parser.add_argument("--target", default="sm_90")

@@ -137,16 +137,19 @@ COMPAT_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvcc13
 
 
 def nvcc_builds(source: str | list[str], include_dirs: list[str], defines: list[str], cwd: str,
-                arch: str = "sm_90", timeout: float = 300, compat: bool = True, link: bool = False) -> tuple[bool, str]:
+                arch: str = "sm_90", timeout: float = 300, compat: bool = True, link: bool = False,
+                system_dirs: tuple[str, ...] = ()) -> tuple[bool, str]:
     """Whether `nvcc -arch=ARCH -c` accepts `source` with the program's flags (`cwd`'s quoted includes too,
     COMPAT_HEADER force-included unless `compat` is off); the first error line when not. `link`: build the
     executable instead from `source`, one file or the list of a build unit's files (its `.cu` main files and
     the host `.c`/`.cpp` files linked with them), so that a kernel whose definition no longer matches its
-    prototype (an undefined reference) fails too."""
+    prototype (an undefined reference) fails too. `system_dirs`: where headers the suite expects installed
+    with the toolkit are here (`-isystem`: Rodinia's cfd includes the CUDA samples' `<helper_cuda.h>`)."""
     sources = [source] if isinstance(source, str) else list(source)
     cmd = ["nvcc", f"-arch={arch}", *([] if link else ["-c"]), *sources, "-o", os.devnull, "-I", cwd]
     cmd += ["-include", COMPAT_HEADER] if compat else []
     cmd += [f"-I{d}" for d in include_dirs] + [f"-D{d}" for d in defines] + (["-lm"] if link else [])
+    cmd += [flag for d in system_dirs for flag in ("-isystem", d)]
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, errors="replace")
     except subprocess.TimeoutExpired:

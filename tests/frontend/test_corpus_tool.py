@@ -342,3 +342,13 @@ def test_nvcc_check_links_a_whole_program(tmp_path):
     assert nvcc_builds(str(src), [], [], str(tmp_path))[0]
     ok, message = nvcc_builds(str(src), [], [], str(tmp_path), link=True)
     assert not ok and "undefined reference" in message
+
+
+@requires_nvcc
+def test_nvcc_finds_headers_the_suite_expects_installed(tmp_path):
+    """`--system-include`: a header the suite expects beside the toolkit (Rodinia's cfd: <helper_cuda.h>)."""
+    (tmp_path / "sdk").mkdir()
+    (tmp_path / "sdk" / "helper_sdk.h").write_text("#define SDK_BLOCK 64\n")
+    (tmp_path / "k.cu").write_text("#include <helper_sdk.h>\n__global__ void k(float *a) { a[SDK_BLOCK] = 0; }\n")
+    assert not nvcc_builds(str(tmp_path / "k.cu"), [], [], str(tmp_path))[0]
+    assert nvcc_builds(str(tmp_path / "k.cu"), [], [], str(tmp_path), system_dirs=(str(tmp_path / "sdk"),)) == (True, "")
