@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 
+from corpus_kit.rodinia_data import GENERATED, write_inputs
 from corpus_kit.rodinia_runs import NEEDS_DATA, NONDETERMINISTIC, RUN_ARGS, TIMERS
 from corpus_kit.sources import defines_main
 
@@ -57,7 +58,7 @@ def plan(run: dict) -> list[dict]:
 def _entry(run: dict, row: dict, unit: dict, sources: list[str], compiled: list[dict], transformed: int) -> dict:
     main = next((s for s in sources if defines_main(s)), sources[0])
     keys = [run_key(s, row) for s in sources]         # main() may live in a .c file (lavaMD, b+tree)
-    key = next((k for k in keys if k in RUN_ARGS or k in NEEDS_DATA), keys[0])
+    key = next((k for k in keys if k in RUN_ARGS or k in GENERATED or k in NEEDS_DATA), keys[0])
     several = len(executables(unit)) > 1 or len(row.get("units", [])) > 1
     name = row["program"].replace("/", "_") + ("_" + os.path.splitext(os.path.basename(main))[0] if several else "")
     note = ""
@@ -66,12 +67,15 @@ def _entry(run: dict, row: dict, unit: dict, sources: list[str], compiled: list[
     elif key in RUN_ARGS:
         args = RUN_ARGS[key]
         note = f"nondeterministic: {NONDETERMINISTIC[key]}" if key in NONDETERMINISTIC else ""
+    elif key in GENERATED:
+        args = list(GENERATED[key].args)            # '@DATA@': the bundle's data/ directory, on the GPU machine
     else:
         args = []
         note = "skip: needs " + NEEDS_DATA[key] if key in NEEDS_DATA else "skip: no run arguments known"
     if not any(defines_main(s) for s in sources):
         note = "skip: no main() among its sources"
     return {"name": name, "row": row, "unit": unit, "sources": sources, "args": args, "note": note,
+            "inputs": GENERATED.get(key) if run["suite"] != "files" else None,
             "timer": TIMERS.get(key, "") if run["suite"] != "files" else "",
             "transformed": transformed, "optimized": optimized_files(compiled)}
 
@@ -139,6 +143,9 @@ def _write_entry(run: dict, entry: dict, out_dir: str) -> str:
             raise ValueError(f"{original}: changed by the compiler but outside {root}, which the bundle copies")
         shutil.copyfile(optimized, target)
     build_dir = entry["unit"]["directory"]
+    if entry["inputs"] is not None:
+        run_dirs = [os.path.join(out_dir, entry["name"], v, os.path.relpath(build_dir, root)) for v in ("naive", "opt")]
+        write_inputs(entry["inputs"], out_dir, run_dirs)
     flags = [f"-I{os.path.relpath(d, build_dir)}" for d in entry["unit"]["include_dirs"] if d.startswith(root)]
     flags += [f"-D{d}" for d in entry["unit"]["defines"]]
     sources = [os.path.relpath(s, build_dir) for s in entry["sources"]]

@@ -6,7 +6,8 @@
 #
 # programs.tsv lists, per program: its name, the build directory inside NAME/naive and NAME/opt, the sources
 # and flags nvcc gets, the run arguments, the kernels transformed, a note ("skip: ..." when it cannot run
-# here, e.g. it needs data the sources lack) and the program's own timer (a grep -E pattern whose first
+# here, e.g. it needs data the sources lack and the bundle does not generate; '@DATA@' in the arguments is the
+# bundle's data/ directory) and the program's own timer (a grep -E pattern whose first
 # number is a time it prints); '-' stands for an empty field. Every build, `$NVCC -O3 -arch=$ARCH -include
 # nvcc13_compat.h FLAGS SOURCES -lm`, runs first, JOBS at a time. Each binary then runs RUNS times (default 5)
 # in its build directory; its time is the median of its own timer's values (summed within a run) when it
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --build-only) BUILD_ONLY=1; shift ;;
         --runs) [ $# -ge 2 ] || exit 2; RUNS=$2; shift 2 ;;
-        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) ONLY+=("$1"); shift ;;
     esac
@@ -124,6 +125,7 @@ echo "| program | kernels transformed | x naive | check |"
 echo "|---|---|---|---|"
 while IFS=$'\t' read -r name dir sources flags args transformed note timer; do
     args=$(undash "$args"); note=$(undash "$note"); timer=$(undash "$timer")
+    args=${args//@DATA@/$HERE/data}     # inputs the bundle generated (corpus_kit/rodinia_data.py)
     echo "$name" >&2
     if [ "$(cat "$HERE/$name/naive.built")" != 0 ] || [ "$(cat "$HERE/$name/opt.built")" != 0 ]; then
         echo "| $name | $transformed | - | BUILD FAILED (see $name/*.build.log) |"; STATUS=1; continue

@@ -158,3 +158,33 @@ def test_run_arguments_found_through_any_source(tmp_path, monkeypatch):
     monkeypatch.setitem(bundle.RUN_ARGS, "prog/main.cu", ["-s", "64"])
     [entry] = bundle.plan(run)
     assert entry["args"] == ["-s", "64"] and entry["note"] == ""
+
+
+def test_generated_inputs_are_written_once_and_named_in_the_arguments(tmp_path, monkeypatch):
+    """A program whose data the checkout lacks runs on inputs the bundle generates: a shared file once under
+    data/ (named '@DATA@/...' in its arguments, which run.sh resolves), a file at a fixed relative path beside
+    each build's run directory."""
+    from corpus_kit import rodinia_data
+    calls = []
+
+    def writer(path):
+        calls.append(path)
+        Path(path).write_text("input\n")
+    run_spec = rodinia_data.GeneratedRun(("@DATA@/shared.txt", "7"),
+                                         (("@DATA@/shared.txt", writer), ("../local/in.txt", writer)))
+    monkeypatch.setitem(bundle.GENERATED, "prog/main.cu", run_spec)
+    written = bundle.write([_run(tmp_path)], str(tmp_path / "bundle"))
+    b = tmp_path / "bundle"
+    assert written[0]["args"] == ["@DATA@/shared.txt", "7"] and written[0]["note"] == ""
+    assert sorted(calls) == sorted([str(b / "data" / "shared.txt"), str(b / "prog" / "naive" / "local" / "in.txt"),
+                                    str(b / "prog" / "opt" / "local" / "in.txt")])
+
+
+def test_cfd_domain_file_has_the_layout_cfd_reads(tmp_path):
+    """cfd reads the element count, then per element 1 area and 4 x (neighbour, 3 normal components)."""
+    from corpus_kit.rodinia_data import cfd_domain
+    cfd_domain(str(tmp_path / "domain"), elements=50)
+    count, *rows = (tmp_path / "domain").read_text().splitlines()
+    assert int(count) == 50 and len(rows) == 50
+    fields = rows[0].split()
+    assert len(fields) == 17 and all(-1 <= int(fields[1 + 4 * f]) <= 50 for f in range(4))

@@ -1,0 +1,110 @@
+"""Inputs for the Rodinia programs that read data a fetched checkout lacks (the suite's data/ directory is a
+separate download): synthetic files in the formats the programs parse, written into the GPU bundle, so that
+such programs can be built, run, timed and checked like the others. The values are random but seeded: the
+naive and the optimized build read the same file. Sizes are chosen to keep a run around a second on an H100.
+
+GENERATED maps a main file (its path inside the suite's cuda/ directory) to its run: the arguments and the
+files to write, each at a path relative to the directory the program runs in ('@DATA@/NAME' is a shared
+file at the bundle's data/ directory, so that several programs and both builds read one copy)."""
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+
+def cfd_domain(path: str, elements: int = 20000, seed: int = 7) -> None:
+    """cfd's domain file: the element count, then per element its area and, for each of its 4 faces, the
+    neighbour (Fortran numbering: 1..n; 0 a wing boundary, -1 the far field) and the face normal's 3 components."""
+    rng = random.Random(seed)
+    lines = [str(elements)]
+    for _ in range(elements):
+        fields = [f"{rng.uniform(0.5, 2.0):.6f}"]
+        for _face in range(4):
+            kind = rng.random()
+            neighbour = 0 if kind < 0.02 else -1 if kind < 0.04 else rng.randint(1, elements)
+            fields.append(str(neighbour))
+            fields += [f"{rng.uniform(-1.0, 1.0):.6f}" for _ in range(3)]
+        lines.append(" ".join(fields))
+    _write(path, "\n".join(lines) + "\n")
+
+
+def pgm_image(path: str, rows: int, cols: int, seed: int = 5) -> None:
+    """An ASCII PGM image (srad_v1 skips three header lines, then reads rows x cols integers)."""
+    rng = random.Random(seed)
+    body = "\n".join(" ".join(str(rng.randint(1, 255)) for _ in range(cols)) for _ in range(rows))
+    _write(path, f"P2\n{cols} {rows}\n255\n{body}\n")
+
+
+def hurricane_records(directory: str, files: int = 4, records: int = 50000, seed: int = 3) -> None:
+    """nn's inputs: filelist.txt naming `files` database files of fixed-width records, each with its latitude
+    at columns 28-32 and its longitude at 33-37 (nn reads 49 characters and a newline per record)."""
+    rng = random.Random(seed)
+    names = []
+    for f in range(files):
+        name = f"cane{f}.db"
+        lines = []
+        for r in range(records):
+            head = f"{1950 + r % 60:4d} {1 + r % 12:2d} {1 + r % 28:2d} {r % 24:2d} {r % 1000:3d} {'STORM':<10s}"
+            lat, lng = rng.uniform(0.0, 63.0), rng.uniform(0.0, 180.0)
+            lines.append((head.ljust(28) + f"{lat:5.1f}{lng:5.1f}").ljust(49))
+        _write(os.path.join(directory, name), "\n".join(lines) + "\n")
+        names.append(name)
+    _write(os.path.join(directory, "filelist.txt"), "\n".join(names) + "\n")
+
+
+def hotspot3d_grid(path: str, rows: int, layers: int, low: float, high: float, seed: int) -> None:
+    """hotspot3D's power or temperature file: rows x rows x layers values, one per line."""
+    rng = random.Random(seed)
+    _write(path, "\n".join(f"{rng.uniform(low, high):.4f}" for _ in range(rows * rows * layers)) + "\n")
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="ascii") as f:
+        f.write(text)
+
+
+@dataclass(frozen=True)
+class GeneratedRun:
+    args: tuple[str, ...]
+    files: tuple[tuple[str, Callable[[str], None]], ...]   # (path from the run directory or @DATA@/..., writer)
+
+
+_CFD = GeneratedRun(("@DATA@/cfd_domain.txt",), (("@DATA@/cfd_domain.txt", cfd_domain),))
+SRAD_ROWS, SRAD_COLS = 1024, 1024
+
+GENERATED: dict[str, GeneratedRun] = {
+    "cfd/euler3d.cu": _CFD,
+    "cfd/euler3d_double.cu": _CFD,
+    "cfd/pre_euler3d.cu": _CFD,
+    "cfd/pre_euler3d_double.cu": _CFD,
+    # srad_v1 opens ../../../data/srad/image.pgm from where it runs
+    "srad/srad_v1/main.cu": GeneratedRun(
+        ("100", "0.5", str(SRAD_ROWS), str(SRAD_COLS)),
+        (("../../../data/srad/image.pgm", lambda p: pgm_image(p, SRAD_ROWS, SRAD_COLS)),)),
+    "nn/nn_cuda.cu": GeneratedRun(("@DATA@/nn/filelist.txt", "-r", "5", "-lat", "30", "-lng", "90"),
+                                  (("@DATA@/nn/filelist.txt", lambda p: hurricane_records(os.path.dirname(p))),)),
+    "hotspot3D/3D.cu": GeneratedRun(
+        ("256", "8", "100", "@DATA@/hotspot3D_power", "@DATA@/hotspot3D_temp", "output.out"),
+        (("@DATA@/hotspot3D_power", lambda p: hotspot3d_grid(p, 256, 8, 0.0, 0.01, 1)),
+         ("@DATA@/hotspot3D_temp", lambda p: hotspot3d_grid(p, 256, 8, 320.0, 340.0, 2)))),
+}
+
+
+def write_inputs(run: GeneratedRun, bundle_dir: str, run_dirs: list[str]) -> None:
+    """Write a run's files: the shared ones once under bundle_dir/data, the others beside each run directory
+    (a path leaving the bundle is refused: the bundle is all the GPU machine gets)."""
+    for where, writer in run.files:
+        if where.startswith("@DATA@/"):
+            path = os.path.join(bundle_dir, "data", where[len("@DATA@/"):])
+            targets = [path]
+        else:
+            targets = sorted({os.path.normpath(os.path.join(d, where)) for d in run_dirs})
+        for path in targets:
+            if os.path.relpath(path, bundle_dir).startswith(".."):
+                raise ValueError(f"{where}: outside the bundle from {run_dirs}")
+            if not os.path.exists(path):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                writer(path)
