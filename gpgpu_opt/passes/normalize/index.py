@@ -133,13 +133,20 @@ def _non_negative_terms(expr, copies: dict) -> bool:
         return _non_negative_terms(expr.left, copies) and _non_negative_terms(expr.right, copies)
     if isinstance(expr, c_ast.ID):
         return expr.name in copies
-    if isinstance(expr, c_ast.Constant):
+    if isinstance(expr, (c_ast.Constant, c_ast.Cast)):
         return _integer_constant(expr) is not None
     return _is_builtin(expr)
 
 
 def _integer_constant(node) -> int | None:
-    """A non-negative `int`/`unsigned int` literal's value (not a long one: it would widen the sum)."""
+    """A non-negative `int`/`unsigned int` literal's value (not a long one: it would widen the sum), also
+    cast to one of those types (a template argument: `(int) 256`)."""
+    if isinstance(node, c_ast.Cast):
+        to = node.to_type.type
+        if isinstance(to, c_ast.TypeDecl) and isinstance(to.type, c_ast.IdentifierType) \
+                and set(to.type.names) in ({"int"}, {"unsigned"}, {"unsigned", "int"}):
+            return _integer_constant(node.expr)
+        return None
     if not (isinstance(node, c_ast.Constant) and node.type in ("int", "unsigned int")):
         return None
     try:
