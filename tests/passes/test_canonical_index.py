@@ -187,3 +187,50 @@ def test_a_constant_expression_step_is_canonical(step):
     found = canonical_loop(loop, {})
     assert found is not None and found.step == {"i += (1 << 10)": 1024, "i = i + 4 * 256": 1024,
                                                 "i -= -(2 * 3)": 6}[step]
+
+
+FILE_CONSTANT = """
+#include <cuda_runtime.h>
+const int threads_per_block = 128;
+static const unsigned int scale = 3;
+
+__global__ void sum_kernel(float *partial_sums, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) {
+        int x;
+        float sum = 0;
+        int num_blocks = (n + threads_per_block - 1) / threads_per_block;
+        for (x = 0; x < num_blocks; x++)
+            sum += partial_sums[x];
+        partial_sums[0] = sum * scale;
+    }
+}
+
+__global__ void shadowed(float *a, int n)
+{
+    int threads_per_block = n;
+    a[threadIdx.x] = threads_per_block;
+}
+
+int main()
+{
+    int n = 1000;
+    float *d;
+    cudaMalloc(&d, sizeof(float) * n);
+    sum_kernel<<<(n + threads_per_block - 1) / threads_per_block, threads_per_block>>>(d, n);
+    shadowed<<<1, 32>>>(d, n);
+    return 0;
+}
+"""
+
+
+def test_a_file_scope_const_int_is_a_constant_in_kernels(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(FILE_CONSTANT)
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(path), diagnostics=diagnostics)
+    assert [k.name for k in program.kernels] == ["sum_kernel", "shadowed"] and not program.passed_through
+    text = kernel_source(program.kernels[0].funcdef)
+    assert "(n + 128 - 1) / 128" in text and "sum * 3u" in text
+    assert "a[threadIdx.x] = threads_per_block;" in kernel_source(program.kernels[1].funcdef)
