@@ -57,10 +57,10 @@ int main()
     }
     blocks.x = blocks_x;
     blocks.y = 1;
-    extract<<<blocks, threads>>>(Ne, d_I);
     for (int it = 0; it < 3; it++) {
         blocks_x = blocks_x / 2;
     }
+    extract<<<blocks, threads>>>(Ne, d_I);
     cudaFree(d_I);
     return 0;
 }
@@ -234,3 +234,27 @@ def test_a_file_scope_const_int_is_a_constant_in_kernels(tmp_path):
     text = kernel_source(program.kernels[0].funcdef)
     assert "(n + 128 - 1) / 128" in text and "sum * 3u" in text
     assert "a[threadIdx.x] = threads_per_block;" in kernel_source(program.kernels[1].funcdef)
+
+
+@pytest.mark.parametrize("ne, blocks", [(1024, 4), (1025, 5)])
+def test_the_copied_value_follows_the_branch_that_rounds_up(srad, ne, blocks):
+    result, _ = srad
+    assert launch.naive_launch(result.program, result.program.kernels[0], {"Ne": ne}).grid[0] == blocks
+
+
+@pytest.mark.parametrize("change", [
+    "blocks_x = Ne / threads.x;\n    for (int k = 0; k < 2; k++) { blocks_x = blocks_x + 1; }",   # in a loop
+    "blocks_x = Ne / threads.x;\n    if (Ne > 5) { blocks_x = 1; } else { blocks_x = 2; }",         # an else
+    "blocks_x = Ne / threads.x;\n    Ne = 7;\n    if (Ne > 5) { blocks_x = 1; }",              # C's input changes
+    "blocks_x = Ne / threads.x;\n    bump(&blocks_x);",                                          # address taken
+])
+def test_a_copy_whose_value_is_not_proved_leaves_the_launch_unknown(tmp_path, change):
+    text = SRAD_STYLE.replace("long Ne = 100000;", "long Ne;\n    Ne = 100000;").replace(
+        "blocks_x = Ne / threads.x;\n    if (Ne % threads.x != 0) {\n        blocks_x = blocks_x + 1;\n    }", change)
+    text = text.replace("int main()", "void bump(int *v) { *v += 1; }\nint main()")
+    assert change in text
+    path = tmp_path / "k.cu"
+    path.write_text(text)
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    found = launch.naive_launch(program, program.kernels[0], {"Ne": 1000})
+    assert found.grid[0] is None and any("may change before the launch" in why for _, why, _ in found.unknown)
