@@ -347,8 +347,9 @@ def _value_before(fn: HostFunction, name: str, at: int) -> tuple[str, int] | Non
     depth = fn.brace[at]
     open_, close = fn.enclosing_block(at, depth)
     declared = _local_declaration(fn, name, open_, at)
-    if declared is None or "goto" in (t.text for t in fn.tokens[declared:at]):
-        return None
+    body = fn.enclosing_block(at, 1) if depth >= 1 else (0, 0)
+    if declared is None or "goto" in (t.text for t in fn.tokens[body[0]:body[1]]):
+        return None     # (a jump back to a label between the writes and the copy would undo the order)
     writes, reason = writes_of(fn, name, declared, close, -1)
     if reason is not None:
         return None
