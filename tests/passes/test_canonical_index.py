@@ -247,7 +247,7 @@ def test_the_copied_value_follows_the_branch_that_rounds_up(srad, ne, blocks):
     "blocks_x = Ne / threads.x;\n    if (Ne > 5) { blocks_x = 1; } else { blocks_x = 2; }",         # an else
     "blocks_x = Ne / threads.x;\n    Ne = 7;\n    if (Ne > 5) { blocks_x = 1; }",              # C's input changes
     "blocks_x = Ne / threads.x;\n    bump(&blocks_x);",                                          # address taken
-    "blocks_x = Ne / threads.x;\n    if (Ne < 0) goto done;\n    done:",                           # a jump
+    "blocks_x = Ne / threads.x;\n    if (Ne < 0) goto done;\n    done: ;",                         # a jump
 ])
 def test_a_copy_whose_value_is_not_proved_leaves_the_launch_unknown(tmp_path, change):
     text = SRAD_STYLE.replace("long Ne = 100000;", "long Ne;\n    Ne = 100000;").replace(
