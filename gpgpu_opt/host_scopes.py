@@ -5,9 +5,10 @@ A scalar has a value when it is declared once in scope with an initializer and n
 assignment, `++`, `&v` (which could write it), reference bound to it, or bare argument of a function the
 compiler does not know (a C++ reference parameter could write it). A `dim3` may also be written by plain
 statements `g.x = E;` / `g = dim3(...);` between its declaration and the site, at the declaration's own
-nesting (not in a loop, a branch or a condition): those are applied in order. Any other write, or one that a
-later write of what E reads could change, makes the value unknown, with the reason; never the
-declaration's value."""
+nesting (not in a loop, a branch or a condition): those are applied in order. A member `g.x = v;` copies
+v's value: where v changes later, g.x is what v held there, when that is proved (_snapshot). Any other
+write, or one that a later write of what E reads could change, makes the value unknown, with the reason;
+never the declaration's value."""
 from __future__ import annotations
 
 import bisect
@@ -269,8 +270,13 @@ def _dim3_at_site(fn: HostFunction, name: str, index: int, components: list[str]
         line = fn.text.count("\n", 0, w.offset) + 1
         if not w.straight or w.depth != depth:
             return None, f"'{name}' is assigned in a loop, a branch or an expression at line {line}"
-        if re.search(rf"\b{re.escape(name)}\b", w.value) or _changed_between(fn, w, site):
+        if re.search(rf"\b{re.escape(name)}\b", w.value):
             return None, f"what '{name}' is assigned at line {line} may change before the launch"
+        copied = _snapshot(fn, w, site) if w.axis is not None else None
+        if copied is None and _changed_between(fn, w, site):
+            return None, f"what '{name}' is assigned at line {line} may change before the launch"
+        if copied is not None:
+            w = Write(w.offset, w.straight, w.axis, copied, w.depth)
         if w.axis is not None and len(components) <= w.axis:
             components += ["1"] * (w.axis + 1 - len(components))
         if w.axis is not None:
@@ -299,3 +305,106 @@ def _changed_between(fn: HostFunction, write: Write, site: int) -> bool:
         if reason or [w for w in writes if w.offset != write.offset]:
             return True
     return False
+
+
+# -- a dim3 member assigned a variable that changes later: the value it copied ---------------------------
+
+_INTEGER_WORDS = {"int", "long", "short", "unsigned", "size_t", "signed"}
+
+
+def _snapshot(fn: HostFunction, write: Write, site: int) -> str | None:
+    """`g.x = v;` copies v's value (a dim3's members are integers): a later `v = ...` does not change g.
+    The text of what the write copied, as an expression the site can evaluate, or None where that is not
+    proved. A whitelist: each variable the value reads that changes before the site is a local integer of
+    the function, written before the copy only by plain `v = E;` statements in the copy's own block and
+    in `if (C) { v = E; }` blocks directly inside it (no else, no loop, no goto); what those statements
+    read (E, C) must not change between them and the site."""
+    at = fn.index_at(write.offset)
+    value = write.value
+    start, expanded = at, set()
+    for name in sorted(set(re.findall(r"[A-Za-z_]\w*", value))):
+        found = _value_before(fn, name, at)
+        if found is None:
+            if _written(fn, name, at + 1, site):
+                return None
+            continue        # not assigned before the copy (a macro, a fixed variable), or unchanged after it
+        text, first = found
+        value = re.sub(rf"\b{re.escape(name)}\b", f"({text})", value)
+        start, expanded = min(start, first), expanded | {name}
+    rest = set(re.findall(r"[A-Za-z_]\w*", value)) - expanded
+    if any(_written(fn, v, start + 1, site) for v in rest):
+        return None
+    return value
+
+
+def _written(fn: HostFunction, name: str, lo: int, hi: int) -> bool:
+    writes, reason = writes_of(fn, name, lo, hi, -1)
+    return bool(writes) or reason is not None
+
+
+def _value_before(fn: HostFunction, name: str, at: int) -> tuple[str, int] | None:
+    """(v's value just before token `at` as text, the token index of the write it starts from), or None."""
+    depth = fn.brace[at]
+    open_, close = fn.enclosing_block(at, depth)
+    declared = _local_declaration(fn, name, open_, at)
+    body = fn.enclosing_block(at, 1) if depth >= 1 else (0, 0)
+    if declared is None or "goto" in (t.text for t in fn.tokens[body[0]:body[1]]):
+        return None     # (a jump back to a label between the writes and the copy would undo the order)
+    writes, reason = writes_of(fn, name, declared, close, -1)
+    if reason is not None:
+        return None
+    before = [w for w in writes if fn.index_at(w.offset) < at]
+    starts = [k for k, w in enumerate(before) if w.straight and w.depth == depth and w.axis is None
+              and open_ < fn.index_at(w.offset) < close      # in the copy's own block, not a sibling's
+              and not re.search(rf"\b{re.escape(name)}\b", w.value)]
+    if not starts:
+        return None
+    first = starts[-1]
+    current = before[first].value
+    for w in before[first + 1:]:
+        if not w.straight or w.axis is not None:
+            return None
+        updated = re.sub(rf"\b{re.escape(name)}\b", f"({current})", w.value)
+        if w.depth == depth:
+            current = updated
+            continue
+        condition = _plain_if_condition(fn, fn.index_at(w.offset), depth, open_) if w.depth == depth + 1 else None
+        if condition is None or any(_written(fn, v, fn.index_at(w.offset), at)
+                                    for v in set(re.findall(r"[A-Za-z_]\w*", condition)) - {name}):
+            return None
+        condition = re.sub(rf"\b{re.escape(name)}\b", f"({current})", condition)
+        current = f"({condition}) ? ({updated}) : ({current})"
+    return current, fn.index_at(before[first].offset)
+
+
+def _local_declaration(fn: HostFunction, name: str, open_: int, at: int) -> int | None:
+    """The token index of `T name;` / `T name = ...;` (T an integer type) in the function's block before
+    `at` at most as deep as `at`, the block enclosing both; None if there is none."""
+    if open_ < 0:
+        return None
+    for j in range(open_ + 1, at):
+        t = fn.tokens[j]
+        if t.text == name and fn.tokens[j - 1].text in _INTEGER_WORDS and fn.tokens[j + 1].text in (";", "=") \
+                and fn.brace[j] <= fn.brace[at] and fn.enclosing_block(j, fn.brace[j])[1] >= at:
+            return j
+    return None
+
+
+def _plain_if_condition(fn: HostFunction, i: int, depth: int, outer: int) -> str | None:
+    """C of `if (C) { ... }` whose block (at depth + 1) holds token i: a statement of its own (not an
+    `else if`) of the block opened at token `outer`, with no else."""
+    open_, close = fn.enclosing_block(i, depth + 1)
+    toks = fn.tokens
+    if open_ < 1 or toks[open_ - 1].text != ")" or (close + 1 < len(toks) and toks[close + 1].text == "else"):
+        return None
+    j, level = open_ - 1, 0
+    while j >= 0:
+        level += toks[j].text == ")"
+        level -= toks[j].text == "("
+        if level == 0:
+            break
+        j -= 1
+    if j < 2 or toks[j - 1].text != "if" or toks[j - 2].text not in (";", "{", "}") or fn.brace[j - 1] != depth \
+            or fn.enclosing_block(j - 1, depth)[0] != outer:
+        return None
+    return fn.text[toks[j].end:toks[open_ - 1].start].strip()

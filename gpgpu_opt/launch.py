@@ -82,6 +82,26 @@ def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]
                        tuple(s.file for s in sites) if any(s.file for s in sites) else ())
 
 
+def proved_block(program: Program, kernel: Kernel) -> tuple[tuple[int | None, int | None], str]:
+    """The block's (x, y) that every launch of the kernel gives, and where that is proved; a component
+    None where it is not (then the text says why). Proved: the file launches the kernel, names it nowhere
+    but at its launches, and every site's block evaluates to the same value (literals, macros, host
+    variables and dim3 members whose value at the site is known)."""
+    from gpgpu_opt.analysis.aliasing import unread_launches
+
+    found = naive_launch(program, kernel, {})
+    if found is None:
+        return (None, None), f"the file does not launch '{kernel.name}', so its blocks may have any size"
+    unread = unread_launches(kernel, program)
+    if unread is not None:
+        return (None, None), f"not every launch of '{kernel.name}' can be read: {unread}"
+    where = f"every launch of '{kernel.name}' in the file ({found.describe()})"
+    if None in found.block[:2]:
+        why = found.unknown[0][1] if found.unknown else "the sites disagree or cannot be evaluated"
+        return found.block[:2], f"{where}, where a block component is not known ({why}),"
+    return found.block[:2], where
+
+
 _INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "size_t")
 
 

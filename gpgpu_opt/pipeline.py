@@ -217,6 +217,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
                               launch_covers=launch.covered_parameters(program, kernel),
                               grid_rounds_down=launch.truncating_grids(program, kernel),
                               alignment=base_alignment(kernel, program), vector_width=vector_width)
+            ctx.launch_block, ctx.launch_block_where = launch.proved_block(program, kernel)
             if kernel.name in canonical:
                 ctx.pass_name = grid_stride.PASS_NAME
                 ctx.decisions.append(Decision(ctx.pass_name, "applied", "kernel", canonical[kernel.name].describe(),

@@ -150,6 +150,21 @@ def read_launches(kernel: Kernel, program) -> LaunchReading:
     return LaunchReading(sites)
 
 
+def unread_launches(kernel: Kernel, program) -> str | None:
+    """Why the launches read in the program may not be every launch of `kernel` (none, a mention in a
+    macro, a function pointer, text the parser could not read); None when they are."""
+    try:
+        syntax = host_syntax(host_view(program), program.path)
+    except CompileError as err:
+        return f"the host code could not be preprocessed ({err})"
+    name = kernel.instance.template_name if kernel.instance is not None else kernel.name
+    launches = [launch for launch in syntax.launches if launch.kernel == name]
+    if not launches:
+        return f"no launch of '{name}' in this file"
+    hidden = _included_directive(program, name) or _hidden_mention(syntax, program.text, name, launches)
+    return f"'{name}' is also named at {hidden} (in a macro, or as a function pointer)" if hidden else None
+
+
 def host_view(program) -> str:
     """The program preprocessed as nvcc's host compilation sees it (no __CUDA_ARCH__): the code that runs
     the launches, with every macro expanded and the user's -D and -I."""

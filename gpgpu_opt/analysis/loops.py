@@ -131,11 +131,28 @@ def _comparison(cond, var: str):
     return None
 
 
-def _step(nxt: c_ast.Node, var: str) -> tuple[int | None, bool]:
-    def const(n):
-        if isinstance(n, c_ast.Constant) and n.type == "int":
+def constant_int(n: c_ast.Node) -> int | None:
+    """An integer constant expression's value, folded as C does for `int` operands that do not overflow
+    (`(1 << 10)`, `4 * 256`, `-(2 * 3)`: macros expand to these); None for anything else."""
+    if isinstance(n, c_ast.Constant) and n.type == "int":
+        try:
             return int(n.value.rstrip("uUlL"), 0)
-        return None
+        except ValueError:
+            return None
+    if isinstance(n, c_ast.UnaryOp) and n.op in ("-", "+"):
+        value = constant_int(n.expr)
+        return None if value is None else (-value if n.op == "-" else value)
+    if isinstance(n, c_ast.BinaryOp) and n.op in ("+", "-", "*", "<<"):
+        a, b = constant_int(n.left), constant_int(n.right)
+        if a is None or b is None or (n.op == "<<" and not (a >= 0 and 0 <= b < 31)):
+            return None
+        value = {"+": a + b, "-": a - b, "*": a * b, "<<": a << b if n.op == "<<" else 0}[n.op]
+        return value if -2 ** 31 <= value < 2 ** 31 else None   # past int's range C's value is not this one
+    return None
+
+
+def _step(nxt: c_ast.Node, var: str) -> tuple[int | None, bool]:
+    const = constant_int
 
     if isinstance(nxt, c_ast.UnaryOp) and isinstance(nxt.expr, c_ast.ID) and nxt.expr.name == var:
         return {"++": 1, "p++": 1, "--": -1, "p--": -1}.get(nxt.op), False

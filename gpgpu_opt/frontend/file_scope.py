@@ -1,13 +1,15 @@
 """File-scope `__constant__` and `__device__` variables (`__constant__ float c_filter[25];`,
 `__device__ int d_count;`): kernels use them by name, so the front end declares them; the analyses and
-the emulator need their space, element type and dimensions."""
+the emulator need their space, element type and dimensions. File-scope integer constants (`const int
+threads_per_block = 512;`) are read as their values (find_file_constants)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import cuda_to_c
@@ -220,3 +222,86 @@ def variables_used(func: c_ast.FuncDef, variables: dict[str, FileVariable],
                 seen.add(name)
                 pending.append(device_functions[name])
     return used
+
+
+# -- file-scope integer constants ----------------------------------------------------------------------
+
+_CONSTANT_DECL = re.compile(r"(?:static\s+)?(?:const|constexpr)\s+(?:static\s+)?(?P<type>int|unsigned(?:\s+int)?|"
+                            r"signed(?:\s+int)?)\s+(?:const\s+)?(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<init>[^,;]+)",
+                            re.DOTALL)
+
+
+def find_file_constants(expanded: str) -> dict[str, c_ast.Constant]:
+    """The namespace-scope `const int N = 512;` (also `static`, `constexpr`, `unsigned`) of the preprocessed
+    file whose initializer is an integer constant expression (of literals and earlier such constants):
+    name -> its value as a literal of its type, which a kernel may use wherever it names the constant. A
+    name declared twice is left out (which one a kernel sees is not known here)."""
+    found: dict[str, c_ast.Constant] = {}
+    seen: set[str] = set()
+    for text in _file_scope_statements(expanded):
+        m = _CONSTANT_DECL.fullmatch(text.strip())
+        if m is None:
+            continue
+        name = m.group("name")
+        value = _initializer_value(m.group("init"), found)
+        if name in seen or value is None:
+            found.pop(name, None)
+            seen.add(name)
+            continue
+        seen.add(name)
+        unsigned = m.group("type").startswith("unsigned")
+        if (unsigned and 0 <= value < 2 ** 32) or (not unsigned and -2 ** 31 <= value < 2 ** 31):
+            found[name] = c_ast.Constant("unsigned int" if unsigned else "int", f"{value}u" if unsigned else str(value))
+    return found
+
+
+def _file_scope_statements(expanded: str):
+    """The text of each statement at namespace depth 0 that is not a function or a directive."""
+    tokens = scanner.tokenize(expanded)
+    depth, start = 0, None
+    for k, tok in enumerate(tokens):
+        if tok.kind == "pp":
+            start = None
+            continue
+        if tok.text == "{":
+            depth, start = depth + 1, None
+        elif tok.text == "}":
+            depth, start = depth - 1, None
+        elif depth == 0 and tok.text == ";":
+            if start is not None:
+                yield expanded[tokens[start].start:tok.start]
+            start = None
+        elif depth == 0 and start is None:
+            start = k
+
+
+def _initializer_value(text: str, constants: dict[str, c_ast.Constant]) -> int | None:
+    from pycparser import c_parser
+
+    try:
+        init = c_parser.CParser().parse(f"int __v = {text};", filename="<constant>").ext[-1].init
+    except Exception:  # noqa: BLE001 - pycparser raises several kinds of errors; all mean "not a C constant"
+        return None
+    for n in walk(init):
+        for attr in ("left", "right", "expr"):
+            child = getattr(n, attr, None)
+            if isinstance(child, c_ast.ID) and child.name in constants:
+                setattr(n, attr, constants[child.name])
+    if isinstance(init, c_ast.ID):
+        init = constants.get(init.name, init)
+    return constant_value(init)
+
+
+def substitute_file_constants(func: c_ast.FuncDef, constants: dict[str, c_ast.Constant]) -> None:
+    """Each use of a file-scope integer constant in `func` becomes its value, unless the function declares
+    something of that name itself (then which one a use means depends on scopes: left as written)."""
+    declared = {n.name for n in walk(func) if isinstance(n, c_ast.Decl) and n.name} - {func.decl.name}
+    mine = {name: value for name, value in constants.items() if name not in declared}
+    if not mine:
+        return
+
+    def replace(n):
+        if isinstance(n, c_ast.ID) and n.name in mine:
+            return c_ast.Constant(mine[n.name].type, mine[n.name].value, n.coord)
+        return None
+    transform(func.body, replace, skip_member_names=True)

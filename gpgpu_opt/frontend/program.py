@@ -11,7 +11,8 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
 from gpgpu_opt.frontend import scanner, templates
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
-from gpgpu_opt.frontend.file_scope import find_file_variables, variables_used
+from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variables, substitute_file_constants, \
+    variables_used
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess_program
 from gpgpu_opt.kernel import Kernel
@@ -170,7 +171,8 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
         return program
 
     file_variables = find_file_variables(expanded, typedefs.text, path, parse_c)
-    known = set(PRELUDE_NAMES) | {d.name for _, d in definitions} | set(file_variables)
+    file_constants = find_file_constants(expanded)
+    known = set(PRELUDE_NAMES) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
     unreadable: dict[str, str] = {}  # device functions passed through -> why
     template_uses = {scan.file.path: templates.TemplateUses(scan.file.text, scan.tokens, scan.launch_sites,
                                                             macros, expanded) for scan in scans}
@@ -199,6 +201,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                 _pass_through(program, diagnostics, unit_definition, f"{err.message} at {err.location or where}",
                               where, unreadable)
                 continue
+            substitute_file_constants(func, file_constants)
             # a kernel or helper calling a helper passed through cannot be analysed either
             calls = sorted(_called_functions(func) & set(unreadable))
             if calls:

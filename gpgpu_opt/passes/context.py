@@ -84,6 +84,10 @@ class PassContext:
     alignment: dict[str, int] = field(default_factory=dict)
     #: `--vector-width`: elements per widened access (1: no widening; None: the vectorize pass's model).
     vector_width: int | None = None
+    #: The block's (x, y) that every launch of the kernel in the file gives, proved (launch.proved_block);
+    #: a component None where it is not proved, and `launch_block_where` says where, or why not.
+    launch_block: tuple[int | None, int | None] = (None, None)
+    launch_block_where: str = "the launches of the kernel are not known"
     decisions: list[Decision] = field(default_factory=list)
 
     def stated_space_tiled_by(self, covers: tuple[int, int]) -> bool:

@@ -5,6 +5,10 @@
 Loads under `&&`, `||` or `?:` stay where they are (they may not execute), and so do loads in statements
 with other side effects (calls, increments) whose order relative to the load could matter.
 
+Thread indices are made canonical (gpgpu_opt.passes.normalize.index: `int bx = blockIdx.x; ... bx *
+NUMBER_THREADS + tx` is `blockIdx.x * blockDim.x + threadIdx.x` where every launch has blocks of
+NUMBER_THREADS), and a final `return;` is dropped (gpgpu_opt.passes.normalize.returns).
+
 `for (k...) C[e] += f;` becomes `float C_acc = C[e]; for (k...) C_acc += f; C[e] = C_acc;` where that is
 safe (gpgpu_opt.passes.normalize.accumulators says when).
 """
@@ -19,6 +23,8 @@ from gpgpu_opt.ast_util import fresh_name as _fresh, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.normalize.accumulators import promote_accumulators
+from gpgpu_opt.passes.normalize.index import canonical_indices
+from gpgpu_opt.passes.normalize.returns import drop_trailing_returns
 from gpgpu_opt.passes.context import PassContext
 
 _FOLDABLE = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
@@ -26,6 +32,8 @@ _FOLDABLE = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b:
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     transform(kernel.body, _fold)
+    drop_trailing_returns(kernel.body)
+    canonical_indices(kernel, ctx)
     promote_accumulators(kernel, ctx)
     _hoist_loads(kernel, ctx)
     return kernel
