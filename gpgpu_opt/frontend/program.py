@@ -15,6 +15,7 @@ from gpgpu_opt.frontend.file_scope import find_file_variables, variables_used
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess_program
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.frontend.dereferences import subscript_dereferences
 from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
 
 
@@ -206,6 +207,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                               f"through ({unreadable[calls[0]]})", where, unreadable)
                 continue
             if definition.is_kernel:
+                subscript_dereferences(func)  # `*(b + i) = s;` is an access, seen by every analysis
                 program.kernels.append(Kernel.from_funcdef(func, unit_definition, launch_bounds, shorthand,
                                                            source_file="" if file is main else file.path,
                                                            instance=unit.instance))
@@ -270,7 +272,8 @@ def _c_typedefs(expanded: str, path: str) -> _Typedefs:
     kept, scalars = [], {}
     for text in scanner.find_typedefs(expanded):
         try:
-            decl = c_parser.CParser().parse(f"{_PARSEABLE_TYPES}\n{text}", filename="<typedefs>").ext[-1]
+            # the earlier kept ones too: a struct's field may have a type the file declared before it
+            decl = c_parser.CParser().parse("\n".join([_PARSEABLE_TYPES, *kept, text]), filename="<typedefs>").ext[-1]
         except c_parser.ParseError:
             continue  # C++ (a template alias, a class): kernels that use it fail to parse, as before
         if decl.name in PRELUDE_NAMES:
