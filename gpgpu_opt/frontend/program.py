@@ -213,8 +213,10 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                                                            instance=unit.instance))
             else:
                 program.device_functions[definition.name] = func
+    layouts = _struct_layouts(typedefs, path)
     for kernel in program.kernels:
         kernel.file_variables = variables_used(kernel.funcdef, file_variables, program.device_functions)
+        kernel.struct_layouts = {p.base_type: layouts[p.base_type] for p in kernel.params if p.base_type in layouts}
     return program
 
 
@@ -245,6 +247,16 @@ def _parse_unit(unit: templates.FunctionUnit, pp_def: scanner.FunctionDefinition
     func.decl.funcspec = qualifiers + [s for s in func.decl.funcspec if s not in qualifiers]
     shorthand = resolve_names(func, known, gvalues, parse_expression)
     return func, launch_bounds, shorthand
+
+
+def _struct_layouts(typedefs: "_Typedefs", path: str) -> dict:
+    """The structs of the file whose layout is certain (analysis.aggregates), by type name."""
+    from gpgpu_opt.analysis.aggregates import uniform_layouts  # (the analyses import the front end)
+
+    try:
+        return uniform_layouts(parse_c(typedefs.text, path))
+    except CompileError:
+        return {}
 
 
 def _called_functions(func: c_ast.FuncDef) -> set[str]:

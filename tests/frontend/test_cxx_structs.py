@@ -160,3 +160,79 @@ def test_restrict_and_vectorize_see_the_dereferences_and_the_check_passes(deref_
     # c, read through a dereference only, is read-only; b, stored through one, is not
     assert "const float *__restrict__ c" in head and "const float *__restrict__ b" not in head
     assert "((float4 *) b)[i / 4] = make_float4(" in head  # the store is widened like any other
+
+
+# --- arrays of structs whose layout is certain (gpgpu_opt/analysis/aggregates.py) ---
+
+def _layouts(text: str) -> dict:
+    from gpgpu_opt.analysis.aggregates import uniform_layouts
+    from gpgpu_opt.frontend.cuda_c import parse_c
+
+    ast = parse_c(f'#line 1 "<typedefs>"\n{text}', "<t>")
+    return {name: (l.field_type, l.fields) for name, l in uniform_layouts(ast).items()}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("typedef struct latLong { float lat; float lng; } LatLong;", {"LatLong": ("float", ("lat", "lng"))}),
+    ("typedef struct P P; struct P { double x, y, z; };",
+     {"P": ("double", ("x", "y", "z")), "struct P": ("double", ("x", "y", "z"))}),
+    ("struct Node { int starting; int no_of_edges; };", {"struct Node": ("int", ("starting", "no_of_edges"))}),
+    ("typedef struct { float x; int n; } Mixed;", {}),             # two field types: padding is possible
+    ("typedef struct { float x; float v[3]; } WithArray;", {}),
+    ("typedef struct { int a : 3; int b : 5; } Bits;", {}),
+    ("typedef struct { float2 p; float2 v; } Vectors;", {}),          # vector fields: not in the whitelist
+    ("typedef struct { char c; char d; } Chars;", {}),
+    ("typedef union { float f; int i; } U;", {}),
+])
+def test_only_structs_of_one_scalar_field_type_have_a_certain_layout(text, expected):
+    assert _layouts(text) == expected
+
+
+AOS = """
+    struct Particle { float x, y, z; };
+    __global__ void drift(Particle *p, float *out, float dt, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        Particle *q = p + i;
+        if (i < n) {
+            p[i].x += dt * q->z;
+            out[i] = p[i].y;
+        }
+    }
+    int main() { Particle *p; float *o; cudaMalloc(&p, 1024 * sizeof(Particle)); cudaMalloc(&o, 4096);
+                 drift<<<4, 256>>>(p, o, 0.1f, 1024); return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def aos_program(tmp_path_factory):
+    return load_program(write(tmp_path_factory.mktemp("aos"), AOS), diagnostics=Diagnostics(quiet=True))
+
+
+def test_a_field_of_an_array_of_structs_is_an_access_of_stride_the_field_count(aos_program):
+    import sympy
+
+    from gpgpu_opt.analysis import collect_accesses
+    from gpgpu_opt.analysis.symbolic import BDIM, BID, TID
+
+    kernel = aos_program.kernel("drift")
+    i = BID["x"] * BDIM["x"] + TID["x"]
+    got = {(a.mode, a.extra.get("field"), sympy.expand(a.analysis_index - 3 * i), a.element_bytes, a.kind)
+           for a in collect_accesses(kernel) if a.array == "p"}
+    assert got == {("read", "x", 0, 4, "struct-field"), ("write", "x", 0, 4, "struct-field"),
+                   ("read", "z", 2, 4, "struct-field"),   # through `q = p + i`, `q->z`
+                   ("read", "y", 1, 4, "struct-field")}
+    assert all(a.index is None for a in collect_accesses(kernel) if a.array == "p")  # no pass rewrites them
+
+
+def test_an_array_of_structs_is_analysed_and_left_as_written_with_a_precise_note(aos_program):
+    from gpgpu_opt.passes import parse_pass_list
+    from gpgpu_opt.pipeline import compile_program
+    from gpgpu_opt.targets import get_target
+
+    diagnostics = Diagnostics(quiet=True)
+    result = compile_program(aos_program, get_target("sm_90"), parse_pass_list(None), diagnostics)
+    assert not result.kernels[0].transformed
+    assert "the parameter 'p' is an array of structs ('Particle': 3 float fields), its fields analysed as " \
+           "accesses of stride 3" in notes_of(diagnostics)
+    assert "races" not in notes_of(diagnostics)
