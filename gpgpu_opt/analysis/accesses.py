@@ -12,7 +12,7 @@ from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
                                          is_opaque, is_quasi_affine, iterator_symbol, opaque, param_symbol,
                                          quasi_terms, to_sympy)
-from gpgpu_opt.ast_util import ids_in
+from gpgpu_opt.ast_util import ids_in, walk as ast_walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.frontend import environment, math_api
@@ -99,6 +99,10 @@ class AccessCollector(c_ast.NodeVisitor):
         self.clamped.pop(node.name, None)
         if isinstance(node.type, c_ast.PtrDecl) and node.init is not None:
             alias = self._pointer_alias(node.init)
+            if alias is not None and node.name in self.reassigned:
+                # `p += n;` moves it: an access through it is of that array, at an offset not known here;
+                # `p = b;` may make it point anywhere (its accesses then stay unseen, as any local's)
+                alias = (alias[0], None) if _only_moved(self.kernel.body, node.name) else None
             if alias is not None:
                 self.pointer_aliases[node.name] = alias
                 if "volatile" in (getattr(node.type.type, "quals", None) or []) + (node.quals or []):
@@ -384,6 +388,18 @@ def mark_aggregate(access: Access, param, layout=None, member: str | None = None
         access.analysis_index = access.index = None
         access.kind = "unresolved"
         access.why_unresolved = f"an element of the struct type '{param.base_type}'"
+
+
+def _only_moved(body: c_ast.Node, name: str) -> bool:
+    """Is every change of the pointer `name` a step of it (`+=`, `-=`, `++`, `--`), never a new value, nor
+    its address taken?"""
+    for n in ast_walk(body):
+        if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == name \
+                and n.op not in ("+=", "-="):
+            return False
+        if isinstance(n, c_ast.UnaryOp) and n.op == "&" and isinstance(n.expr, c_ast.ID) and n.expr.name == name:
+            return False
+    return True
 
 
 def _member(lvalue, target: c_ast.ArrayRef) -> str | None:

@@ -56,7 +56,9 @@ def _parameters(func: c_ast.FuncDef) -> list[c_ast.Decl]:
 
 
 def _pointer_names(decls) -> set[str]:
-    return {d.name for d in decls if d.name and isinstance(d.type, c_ast.PtrDecl)}
+    """Pointers to data (a pointer to a function is called, not subscripted)."""
+    return {d.name for d in decls if d.name and isinstance(d.type, c_ast.PtrDecl)
+            and not isinstance(d.type.type, c_ast.FuncDecl)}
 
 
 def _declared_twice(func: c_ast.FuncDef) -> set[str]:

@@ -236,3 +236,25 @@ def test_an_array_of_structs_is_analysed_and_left_as_written_with_a_precise_note
     assert "the parameter 'p' is an array of structs ('Particle': 3 float fields), its fields analysed as " \
            "accesses of stride 3" in notes_of(diagnostics)
     assert "races" not in notes_of(diagnostics)
+
+
+def test_a_call_through_a_function_pointer_stays_a_call():
+    assert _kernel_text("float (*f)(float) = 0; b[i] = (*f)(a[i]);").endswith("b[i] = (*f)(a[i]);")
+
+
+def test_a_pointer_that_moves_gives_accesses_of_its_array_at_an_unknown_offset(tmp_path):
+    from gpgpu_opt.analysis import collect_accesses
+
+    program = load_program(write(tmp_path, """
+        __global__ void walk(float *a, const float *b, int n)
+        {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            float *p = a + i;
+            for (int k = 0; k < 4; k++) {
+                *p = b[i] + k;   // a[i + k * n], not a[i] four times
+                p += n;
+            }
+        }
+    """), diagnostics=Diagnostics(quiet=True))
+    (store,) = [a for a in collect_accesses(program.kernel("walk")) if a.array == "a"]
+    assert store.mode == "write" and store.kind == "unresolved" and store.index is None
