@@ -87,9 +87,11 @@ def _kernel_text(body: str, params: str = "float *a, float *b, int n, int i") ->
     ("*(b + i) = *(a + i);", "b[i] = a[i];"),
     ("*(i + b) = *a;", "b[i] = a[0];"),
     ("*b = 1.0f;", "b[0] = 1.0f;"),
-    ("*(a + n * (i + 1) + i) = *(a + n * i + i);", "a[n * (i + 1) + i] = a[n * i + i];"),  # a parameter
+    ("*(a + n * (i + 1) + i) = *(a + n * i + i);", "a[n * (i + 1) + i] = a[n * i + i];"),  # all int
     ("*(a + (n - 1)) = 0;", "a[n - 1] = 0;"),
     ("*(a + i - 1) = 0;", "a[i - 1] = 0;"),
+    ("float *q = a + i; *(q + n - 1) = 0;", "float *q = a + i;\n  q[n - 1] = 0;"),
+    ("*(a + blockIdx.x * blockDim.x + threadIdx.x) = 0;", "a[blockIdx.x * blockDim.x + threadIdx.x] = 0;"),
     ("b[0] = *(a + idx[i]);", "b[0] = a[idx[i]];"),
 ])
 def test_a_dereference_of_a_pointer_is_its_subscript(body, expected):
@@ -102,14 +104,17 @@ def test_a_member_through_a_pointer_is_a_member_of_its_element():
 
 
 @pytest.mark.parametrize("body", [
-    "float *q = a + i; *(q + n - 1) = 0;",           # a local may point into a buffer: only exact forms
-    "*(a - i) = 0;",                                  # -i of an unsigned i is no negative offset
+    "*(a + threadIdx.x - 1) = 0;",                   # element -1 at thread 0; threadIdx.x - 1 wraps
+    "*(a + threadIdx.x + n) = 0;",                   # n < 0 would wrap the unsigned sum likewise
+    "*(a + u + 1) = 0;",                             # (1 is an int: a mix)
+    "*(a + l + i) = 0;",                             # a long: not in the whitelist
+    "*(a - i) = 0;",                                  # one term subtracted: nothing to gain
     "*((float4 *) (a + i)) = *((float4 *) b);",      # a reinterpretation
     "*(a + (b - a)) = 0;",                            # a pointer difference in the offset
     "*a++ = 0;",
 ])
 def test_other_dereferences_stay_as_written(body):
-    assert "[" not in _kernel_text(body)
+    assert "[" not in _kernel_text(body, "float *a, float *b, int n, int i, unsigned int u, long l")
 
 
 DEREF_WRITE = """
