@@ -86,6 +86,9 @@ class Kernel:
     #: The file-scope `__constant__`/`__device__` variables it uses, itself or through its helpers, by
     #: name (frontend.file_scope.FileVariable).
     file_variables: dict = field(default_factory=dict)
+    #: The certain layouts (analysis.aggregates.StructLayout) of the structs its pointer parameters point to,
+    #: by type name: their fields are analysed as strided accesses.
+    struct_layouts: dict = field(default_factory=dict)
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(), source_file: str = "",

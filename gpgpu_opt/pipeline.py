@@ -357,8 +357,8 @@ def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int
     for line, why, file in found.unknown:
         diagnostics.note(f"the launch of '{kernel.name}' is not known here: {why}",
                          Location(file or program.path, line), kernel=kernel.name)
-    if None not in found.block[:2]:
-        block = found.block[:2]
+    # the dimensions the launch states (a scalar block is 1 in y), the default for the others
+    block = tuple(b if f is None else f for f, b in zip(found.block[:2], block))
     races = launch_races(kernel, block, found.grid[:2])
     for race in races:
         who = f"the {race.extent} threads of a block" if race.dimension.startswith("thread") else \

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.aggregates import is_element_type
+from gpgpu_opt.analysis.aggregates import is_element_type, param_layout
 from gpgpu_opt.analysis.clamps import interior
 from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
                                          is_opaque, is_quasi_affine, iterator_symbol, opaque, param_symbol,
                                          quasi_terms, to_sympy)
-from gpgpu_opt.ast_util import ids_in
+from gpgpu_opt.ast_util import ids_in, walk as ast_walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.frontend import environment, math_api
@@ -64,7 +64,7 @@ class Access:
 
 
 #: The kinds whose subscript the analysis evaluates but every pass leaves as written.
-AS_WRITTEN = ("quasi-affine", "clamped", "array-of-arrays", "volatile")
+AS_WRITTEN = ("quasi-affine", "clamped", "array-of-arrays", "struct-field", "volatile")
 
 
 class AccessCollector(c_ast.NodeVisitor):
@@ -87,6 +87,8 @@ class AccessCollector(c_ast.NodeVisitor):
         self.accesses: list[Access] = []
         self.reassigned = assigned_names(kernel.body)
         self.printer = CudaGenerator()
+        #: The field of the element being recorded (`p[i].x`: 'x'), for arrays of structs.
+        self.member: str | None = None
 
     # -- declarations and straight-line definitions -------------------------------------------
     def visit_Decl(self, node: c_ast.Decl):
@@ -97,6 +99,10 @@ class AccessCollector(c_ast.NodeVisitor):
         self.clamped.pop(node.name, None)
         if isinstance(node.type, c_ast.PtrDecl) and node.init is not None:
             alias = self._pointer_alias(node.init)
+            if alias is not None and node.name in self.reassigned:
+                # `p += n;` moves it: an access through it is of that array, at an offset not known here;
+                # `p = b;` may make it point anywhere (its accesses then stay unseen, as any local's)
+                alias = (alias[0], None) if _only_moved(self.kernel.body, node.name) else None
             if alias is not None:
                 self.pointer_aliases[node.name] = alias
                 if "volatile" in (getattr(node.type.type, "quals", None) or []) + (node.quals or []):
@@ -179,9 +185,9 @@ class AccessCollector(c_ast.NodeVisitor):
         self.visit(node.rvalue)
         target = _stored_element(node.lvalue)
         if target is not None:
-            self._record(target, "write")
+            self._record_member(target, "write", _member(node.lvalue, target))
             if node.op != "=":
-                self._record(target, "read")
+                self._record_member(target, "read", _member(node.lvalue, target))
             self._visit_subscripts(target)
         else:
             self.visit(node.lvalue)
@@ -189,8 +195,8 @@ class AccessCollector(c_ast.NodeVisitor):
     def visit_UnaryOp(self, node: c_ast.UnaryOp):
         target = _stored_element(node.expr) if node.op in ("++", "--", "p++", "p--") else None
         if target is not None:
-            self._record(target, "read")
-            self._record(target, "write")
+            self._record_member(target, "read", _member(node.expr, target))
+            self._record_member(target, "write", _member(node.expr, target))
             self._visit_subscripts(target)
         elif node.op == "&" and isinstance(node.expr, c_ast.ArrayRef):
             self._visit_subscripts(node.expr)  # an address, not an access
@@ -217,6 +223,22 @@ class AccessCollector(c_ast.NodeVisitor):
     def visit_ArrayRef(self, node: c_ast.ArrayRef):
         self._record(node, "read")
         self._visit_subscripts(node)
+
+    def visit_StructRef(self, node: c_ast.StructRef):
+        """`p[e].f`: a read of field f of an element of an array of structs (aggregates)."""
+        if node.type == "." and isinstance(node.name, c_ast.ArrayRef):
+            self._record_member(node.name, "read", node.field.name)
+            self._visit_subscripts(node.name)
+        else:
+            self.generic_visit(node)
+
+    def _record_member(self, node: c_ast.ArrayRef, mode: str, member: str | None) -> None:
+        """_record (which subclasses extend) of an element, knowing the field accessed, if any."""
+        self.member = member
+        try:
+            self._record(node, mode)
+        finally:
+            self.member = None
 
     def _visit_subscripts(self, node: c_ast.ArrayRef):
         self.visit(node.subscript)
@@ -255,7 +277,7 @@ class AccessCollector(c_ast.NodeVisitor):
         if param.is_volatile or base.name in self.volatile_pointers:
             mark_volatile(access)
         if param.inner_dims or param.indirect or not is_element_type(param.base_type):
-            mark_aggregate(access, param)
+            mark_aggregate(access, param, param_layout(self.kernel, array), self.member)
         self.accesses.append(access)
 
     def _record_nested(self, node: c_ast.ArrayRef, mode: str) -> None:
@@ -347,10 +369,18 @@ def mark_clamped(access: Access, interior_index: sympy.Expr) -> None:
                              "them")
 
 
-def mark_aggregate(access: Access, param) -> None:
+def mark_aggregate(access: Access, param, layout=None, member: str | None = None) -> None:
     """An element of an array of arrays, or of a struct: the analysis evaluates a flattened affine subscript,
-    the passes leave the access as written (they rewrite flat element accesses only)."""
-    if param.inner_dims and access.index is not None and access.kind not in ("unresolved", "quasi-affine"):
+    the passes leave the access as written (they rewrite flat element accesses only). A field of a struct
+    whose layout is certain (aggregates.StructLayout) is element `stride * e + k` of the field type."""
+    if layout is not None and member in layout.fields and access.index is not None \
+            and access.kind not in ("unresolved", "quasi-affine"):
+        access.analysis_index = sympy.expand(layout.stride * access.index + layout.fields.index(member))
+        access.index, access.element_bytes, access.kind = None, layout.field_bytes, "struct-field"
+        access.extra["field"] = member
+        access.why_unresolved = (f"field '{member}' of an array of structs ('{param.base_type}'): element "
+                                 f"{cuda_text(access.analysis_index)} of {layout.field_type}")
+    elif param.inner_dims and access.index is not None and access.kind not in ("unresolved", "quasi-affine"):
         access.analysis_index, access.index = access.index, None
         access.kind = "array-of-arrays"
         access.why_unresolved = "an element of an array of arrays"
@@ -358,6 +388,25 @@ def mark_aggregate(access: Access, param) -> None:
         access.analysis_index = access.index = None
         access.kind = "unresolved"
         access.why_unresolved = f"an element of the struct type '{param.base_type}'"
+
+
+def _only_moved(body: c_ast.Node, name: str) -> bool:
+    """Is every change of the pointer `name` a step of it (`+=`, `-=`, `++`, `--`), never a new value, nor
+    its address taken?"""
+    for n in ast_walk(body):
+        if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == name \
+                and n.op not in ("+=", "-="):
+            return False
+        if isinstance(n, c_ast.UnaryOp) and n.op == "&" and isinstance(n.expr, c_ast.ID) and n.expr.name == name:
+            return False
+    return True
+
+
+def _member(lvalue, target: c_ast.ArrayRef) -> str | None:
+    """The field stored, for a store `a[i].x = v` directly to a field of an element (None otherwise)."""
+    if isinstance(lvalue, c_ast.StructRef) and lvalue.type == "." and lvalue.name is target:
+        return lvalue.field.name
+    return None
 
 
 def _stored_element(lvalue) -> c_ast.ArrayRef | None:

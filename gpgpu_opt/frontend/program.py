@@ -16,6 +16,7 @@ from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variabl
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess_program
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.frontend.dereferences import subscript_dereferences
 from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
 
 
@@ -209,13 +210,16 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                               f"through ({unreadable[calls[0]]})", where, unreadable)
                 continue
             if definition.is_kernel:
+                subscript_dereferences(func)  # `*(b + i) = s;` is an access, seen by every analysis
                 program.kernels.append(Kernel.from_funcdef(func, unit_definition, launch_bounds, shorthand,
                                                            source_file="" if file is main else file.path,
                                                            instance=unit.instance))
             else:
                 program.device_functions[definition.name] = func
+    layouts = _struct_layouts(typedefs, path)
     for kernel in program.kernels:
         kernel.file_variables = variables_used(kernel.funcdef, file_variables, program.device_functions)
+        kernel.struct_layouts = {p.base_type: layouts[p.base_type] for p in kernel.params if p.base_type in layouts}
     return program
 
 
@@ -248,6 +252,16 @@ def _parse_unit(unit: templates.FunctionUnit, pp_def: scanner.FunctionDefinition
     return func, launch_bounds, shorthand
 
 
+def _struct_layouts(typedefs: "_Typedefs", path: str) -> dict:
+    """The structs of the file whose layout is certain (analysis.aggregates), by type name."""
+    from gpgpu_opt.analysis.aggregates import uniform_layouts  # (the analyses import the front end)
+
+    try:
+        return uniform_layouts(parse_c(typedefs.text, path))
+    except CompileError:
+        return {}
+
+
 def _called_functions(func: c_ast.FuncDef) -> set[str]:
     return {n.name.name for n in walk(func) if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID)}
 
@@ -273,7 +287,8 @@ def _c_typedefs(expanded: str, path: str) -> _Typedefs:
     kept, scalars = [], {}
     for text in scanner.find_typedefs(expanded):
         try:
-            decl = c_parser.CParser().parse(f"{_PARSEABLE_TYPES}\n{text}", filename="<typedefs>").ext[-1]
+            # the earlier kept ones too: a struct's field may have a type the file declared before it
+            decl = c_parser.CParser().parse("\n".join([_PARSEABLE_TYPES, *kept, text]), filename="<typedefs>").ext[-1]
         except c_parser.ParseError:
             continue  # C++ (a template alias, a class): kernels that use it fail to parse, as before
         if decl.name in PRELUDE_NAMES:

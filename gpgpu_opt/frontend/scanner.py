@@ -316,20 +316,53 @@ def find_gvalue_pragmas(tokens: list[Token]) -> dict[str, str]:
 
 
 def find_typedefs(text: str, tokens: list[Token] | None = None) -> list[str]:
-    """The text of each `typedef ...;` at namespace scope (kernels may use the names they declare)."""
+    """The text of each `typedef ...;` at namespace scope (kernels may use the names they declare), and of
+    each C-style struct or union definition there (`struct Node { int starting; };`), preceded by the
+    typedef C++ implies for it (`typedef struct Node Node;`: in C++ the tag is a type name). A definition
+    that is not plain C (base classes, methods, a template) fails to parse as C later and is dropped."""
     tokens = tokenize(text) if tokens is None else tokens
     found = []
     depth, start = 0, None
-    for tok in tokens:
+    statement_start = True  # the token is the first of a statement at namespace scope
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        i += 1
         if tok.kind == "pp":
+            statement_start = depth == 0 and start is None
             continue
+        first, statement_start = statement_start, False
+        if depth == 0 and start is None and first and tok.text in ("struct", "union"):
+            definition = _aggregate_definition(text, tokens, i - 1)
+            if definition is not None:
+                found.append(definition[0])
+                i = definition[1]
+                statement_start = True
+                continue
         if tok.text == "{":
             depth += 1
         elif tok.text == "}":
             depth -= 1
+            statement_start = depth == 0 and start is None
         elif depth == 0 and start is None and tok.text == "typedef":
             start = tok.start
         elif depth == 0 and start is not None and tok.text == ";":
             found.append(text[start:tok.end])
             start = None
+            statement_start = True
+        elif depth == 0 and tok.text == ";":
+            statement_start = True
     return found
+
+
+def _aggregate_definition(text: str, tokens: list[Token], i: int) -> tuple[str, int] | None:
+    """`struct X { ... };` at tokens[i] as `typedef struct X X; struct X { ... };` and the index of the
+    token after its `;`; None where the statement is anything else (a declaration `struct X *p;`, a
+    definition with declarators, base classes `struct X : Y {`)."""
+    if i + 2 >= len(tokens) or tokens[i + 1].kind != "ident" or tokens[i + 2].text != "{":
+        return None
+    close = matching(tokens, i + 2, "{", "}")
+    if close == -1 or close + 1 >= len(tokens) or tokens[close + 1].text != ";":
+        return None
+    keyword, tag = tokens[i].text, tokens[i + 1].text
+    return f"typedef {keyword} {tag} {tag}; {text[tokens[i].start:tokens[close + 1].end]}", close + 2

@@ -110,7 +110,7 @@ def compiled(tmp_path, source: str):
 
 
 @pytest.mark.parametrize("kernel, why", [
-    ("advance", "the parameter 'p' is a pointer to a struct ('Particle')"),
+    ("advance", "the parameter 'p' is an array of structs ('Particle': 4 float fields)"),
     ("add", "the parameter 's' is a struct passed by value ('Params')"),
     ("cells", "the parameter 'c' is a pointer to a struct,"),
     ("rows", "the parameter 'r' is a pointer to pointers"),
@@ -146,13 +146,20 @@ def test_a_member_store_is_a_store(tmp_path):
     assert modes == [("write", "i"), ("write", "i"), ("read", "i"), ("read", "i"), ("write", "i")]
 
 
-def test_struct_elements_are_unresolved_accesses_with_a_reason(tmp_path):
+def test_struct_elements_are_analysed_fields_or_unresolved_accesses_with_a_reason(tmp_path):
     program = load(tmp_path, STRUCTS)
     advance = next(k for k in program.kernels if k.name == "advance")
     accesses = [a for a in collect_accesses(advance) if a.array == "p"]
     assert {a.mode for a in accesses} == {"read", "write"}
-    assert all(a.kind == "unresolved" and a.index is None and a.analysis_index is None for a in accesses)
-    assert all("struct type 'Particle'" in a.why_unresolved for a in accesses)
+    # four floats, no padding: field k of p[i] is float 4 * i + k, which no pass rewrites
+    i = BID["x"] * BDIM["x"] + TID["x"]
+    assert {sympy.expand(a.analysis_index - 4 * i) for a in accesses} == {0, 3}
+    assert all(a.kind == "struct-field" and a.index is None for a in accesses)
+    cells = next(k for k in program.kernels if k.name == "cells")  # a float and an int: no certain layout
+    accesses = [a for a in collect_accesses(cells) if a.array == "c"]
+    assert accesses and all(a.kind == "unresolved" and a.index is None and a.analysis_index is None
+                            for a in accesses)
+    assert all("struct type" in a.why_unresolved for a in accesses)
 
 
 def test_array_of_arrays_parameters_record_their_inner_dimensions(tmp_path):
