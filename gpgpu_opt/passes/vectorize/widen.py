@@ -23,14 +23,13 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import AS_WRITTEN
-from gpgpu_opt.analysis.alignment import element_bytes
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID
 from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, text
-from gpgpu_opt.rewriting.vector import COMPONENTS, parse_vector_statements, vector_type
+from gpgpu_opt.rewriting.vector import COMPONENTS, constructor, element_size, parse_vector_statements, vector_type
 
 _X_BUILTINS = {("threadIdx", "x"), ("blockIdx", "x"), ("blockDim", "x"), ("gridDim", "x")}
 
@@ -39,8 +38,9 @@ class NotWidenable(Exception):
     """No access to widen, or widening switched off (no note needed beyond the caller's)."""
 
 
-def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
-    """Rewrite `kernel` in place (V = width); returns what was done, or raises NotWidenable/Unsupported."""
+def widen(kernel: Kernel, ctx, info: g.KernelInfo, requested: int | None = None) -> str:
+    """Rewrite `kernel` in place; returns what was done, or raises NotWidenable/Unsupported. V is `requested`
+    (`--vector-width`), else the target's preferred access over the element size (`_width`)."""
     body = kernel.body.block_items or []
     idx_pos, idx_decl = _index_local(info, body)
     idx = idx_decl.name
@@ -56,6 +56,8 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
         if not isinstance(s, (c_ast.Decl, c_ast.Assignment)):
             raise NotWidenable(f"a {type(s).__name__} statement (only declarations and assignments are widened)")
     vectors = _vector_locals(info, prefix + stmts, idx)
+    local_types = {s.name: " ".join(s.type.type.names) for s in prefix + stmts
+                   if isinstance(s, c_ast.Decl) and s.name in vectors}
     lead = 0
     while lead < len(stmts) and not (_names(stmts[lead]) & (vectors | {idx})):
         lead += 1
@@ -67,9 +69,10 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
     widened = [a for a in accesses if a[2]]
     if not widened:
         raise NotWidenable("no access runs along x one element per thread")
+    width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx)
     checks: list[str] = []
     for array, node, _ in widened:
-        need = width * element_bytes(elem[array])
+        need = width * element_size(elem[array])
         offset = info.by_node[(id(node), "read")] if (id(node), "read") in info.by_node else \
             info.by_node[(id(node), "write")]
         f = sympy.expand(offset.index - (BID["x"] * BDIM["x"] + TID["x"]))
@@ -98,7 +101,7 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
     first = f"{width} * ({text(idx_decl.init)})"
     idx_decl.init = parse_expr(first)
     along_x = {id(node) for _, node, _ in widened}
-    vector_body = _vector_statements(info, stmts, idx, vectors, elem, width, along_x)
+    vector_body = _vector_statements(info, stmts, idx, vectors, {**elem, **local_types}, width, along_x)
     scalar_guard = conj([clause for clause, _ in x_clauses])
     if checks:
         k = info.fresh("k")
@@ -123,9 +126,32 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
         kernel.body.block_items = body[:idx_pos] + [note, idx_decl] + prefix + ahead + inner_items
     kernel.launch = launch
     names = ", ".join(sorted({f"{a}[{text(n.subscript)}]" for a, n, _ in widened}))
-    return (f"{width} consecutive x per thread: {names} as {width}-element vectors"
+    vtypes = ", ".join(sorted({vector_type(elem[a], width) for a, _, _ in widened}))
+    return (f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
             + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
                "; alignment and the thread space's edge proved, no scalar path"))
+
+
+def _width(requested: int | None, element_types: list[str], ctx) -> int:
+    """V: `requested`, or the most elements of the widest element type that fill the target's preferred
+    access (16 bytes: float4, double2), lowered until every type has a V-element vector in the type table
+    (`__half` has only `__half2`)."""
+    if requested:
+        missing = sorted({t for t in element_types if vector_type(t, requested) is None})
+        if missing:
+            raise Unsupported(f"no {requested}-element vector type of {', '.join(missing)} "
+                              f"(--vector-width {requested})")
+        return requested
+    unknown = sorted({t for t in element_types if element_size(t) is None})
+    if unknown:
+        raise Unsupported(f"no vector type of {', '.join(unknown)}")
+    width = max(1, ctx.target.preferred_vector_bytes // max(element_size(t) for t in element_types))
+    while width > 1 and not all(vector_type(t, width) for t in element_types):
+        width //= 2
+    if width == 1:
+        raise Unsupported(f"no {ctx.target.preferred_vector_bytes}-byte-or-narrower vector type holds two "
+                          f"elements of each of {', '.join(sorted(set(element_types)))}")
+    return width
 
 
 def _names(stmt: c_ast.Node) -> set[str]:
@@ -194,7 +220,7 @@ def _accesses(info: g.KernelInfo, stmts: list, idx: str, elem: dict) -> list:
             f = sympy.expand(a.index - (BID["x"] * BDIM["x"] + TID["x"]))
             if not ({TID["x"], BID["x"]} & a.index.free_symbols):
                 out.append((a.array, n, False))
-            elif not ({TID["x"], BID["x"]} & f.free_symbols) and vector_type(params[a.array].base_type, 4):
+            elif not ({TID["x"], BID["x"]} & f.free_symbols):
                 out.append((a.array, n, True))
             else:
                 raise Unsupported(f"{a.array}[{a.index_text}] is not one element per thread along x")
@@ -263,7 +289,7 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
         return transform(e, per_lane, skip_member_names=True)
 
     def make(vtype: str, expr: c_ast.Node) -> c_ast.Node:
-        call = parse_expr(f"make_{vtype}(0)")
+        call = parse_expr(f"{constructor(vtype)}(0)")
         call.args.exprs = [component(expr, c) for c in range(width)]
         return call
 
@@ -307,7 +333,7 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
             out.append(c_ast.Assignment("=", vector_ref(array, target, False), make(vtype, value)))
             continue
         if isinstance(target, c_ast.ID) and target.name in vectors:
-            vtype = vector_type(elem.get(target.name, "float"), width)
+            vtype = vector_type(elem[target.name], width)
             out.append(c_ast.Assignment("=", c_ast.ID(target.name), make(vtype, s.rvalue if s.op == "=" else
                                                                           c_ast.BinaryOp(s.op[:-1], c_ast.ID(target.name), s.rvalue))))
             continue
