@@ -58,12 +58,12 @@ void run(int n, const __half *x, __half *y, float *r)
 """
 
 
-def _compile(tmp_path_factory, name: str, source: str, passes: str | None = "vectorize"):
+def _compile(tmp_path_factory, name: str, source: str, passes: str | None = "vectorize", validate: bool = True):
     path = tmp_path_factory.mktemp(name) / f"{name}.cu"
     path.write_text(textwrap.dedent(source))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=True)
+    return compile_program(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=validate)
 
 
 def _notes(kernel, action: str) -> list[str]:
@@ -129,3 +129,90 @@ def test_halves_are_widened_by_half2_with_exact_half_arithmetic(half_axpy, tmp_p
     for n in (37, 3, 64):
         _equivalent(k, {"n": n, "alpha": 0.75}, (n, 1))
     _nvcc(half_axpy, tmp_path_factory)
+
+
+# -- loops with a constant trip count -----------------------------------------------------------------------
+INIT_VARIABLES = """
+#define NDIM 3
+#define VAR_MOMENTUM 1
+#define NVAR (VAR_MOMENTUM + NDIM + 1)
+__constant__ float ff_variable[NVAR];
+
+__global__ void initialize_variables(int nelr, float *variables)
+{
+    const int i = (blockDim.x * blockIdx.x + threadIdx.x);
+    for (int j = 0; j < NVAR; j++)
+        variables[i + j * nelr] = ff_variable[j];
+}
+
+void init(int nelr)
+{
+    float *variables;
+    cudaMalloc(&variables, nelr * NVAR * sizeof(float));
+    initialize_variables<<<nelr / 128, 128>>>(nelr, variables);
+}
+"""
+
+SUM_ROWS = """
+__global__ void sum_rows(int n, int m, const double *a, double *s, double *t)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        double acc = 0.0;
+        for (int j = 0; j < 3; j++) {
+            double v = a[i + j * n];
+            acc += v * v;
+        }
+        s[i] = acc;
+        for (int j = 1; j < m; j++)
+            t[i] = t[i] + 1.0;
+    }
+}
+"""
+
+ROWS_SUM = SUM_ROWS.replace("        for (int j = 1; j < m; j++)\n            t[i] = t[i] + 1.0;\n", "")
+
+
+@pytest.fixture(scope="module")
+def init_variables(tmp_path_factory):
+    # not validated in the pipeline: the check's sizes (nelr = 37) start no block of `nelr / 128` blocks
+    # (choosing the sizes from the launch is another piece of work); emulated below at sizes that do
+    return _compile(tmp_path_factory, "init_variables", INIT_VARIABLES, validate=False)
+
+
+@pytest.fixture(scope="module")
+def rows_sum(tmp_path_factory):
+    return _compile(tmp_path_factory, "rows_sum", ROWS_SUM)
+
+
+def test_a_constant_trip_loop_stays_and_its_stores_along_x_become_vectors(init_variables, tmp_path_factory):
+    """Before: "a For statement" stopped widen, and no note said so. The loop stays; each iteration's store
+    along x is one float4; the rows start aligned at every iteration when nelr is a multiple of 4, tested
+    at run time (else the scalar path)."""
+    (k,) = init_variables.kernels
+    text = kernel_source(k.optimized.funcdef)
+    assert "const int i = 4 * (blockDim.x * blockIdx.x + threadIdx.x);" in text
+    assert "if (nelr % 4 == 0) {" in text
+    assert "((float4 *) (variables + j * nelr))[i / 4] = make_float4(ff_variable[j], ff_variable[j], " in text
+    assert k.optimized.launch.block == (32, 1)
+    for nelr in (256, 130, 388):   # 130: rows that do not start aligned, the scalar path
+        _equivalent(k, {"nelr": nelr}, (nelr // 128 * 128, 1))    # the launch's threads
+    _nvcc(init_variables, tmp_path_factory)
+
+
+def test_a_loop_accumulating_loads_along_x_is_widened_by_double2(rows_sum, tmp_path_factory):
+    (k,) = rows_sum.kernels
+    text = kernel_source(k.optimized.funcdef)
+    assert "double2 acc = make_double2(0.0, 0.0);" in text
+    assert "double2 v = ((const double2 *) (a + j * n))[i / 2];" in text
+    assert "if (i + 1 < n && n % 2 == 0 && " in text
+    assert k.validation.status == "passed"
+    for n in (37, 5, 64):
+        _equivalent(k, {"n": n, "m": 2}, (n, 1))
+    _nvcc(rows_sum, tmp_path_factory)
+
+
+def test_a_loop_without_a_constant_trip_count_is_not_widened_with_a_note(tmp_path_factory):
+    (k,) = _compile(tmp_path_factory, "sum_rows", SUM_ROWS).kernels
+    assert "double2" not in kernel_source(k.optimized.funcdef)
+    assert any("not widened: the loop at line 12 has no constant trip count" in n for n in _notes(k, "skipped"))

@@ -23,7 +23,8 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import AS_WRITTEN
-from gpgpu_opt.analysis.symbolic import BDIM, BID, TID
+from gpgpu_opt.analysis.loops import canonical_loop
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
 from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
@@ -52,11 +53,9 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, requested: int | None = None)
             raise NotWidenable("more control flow than one guard around straight-line statements")
         prefix, guard = rest[:ifs[0]], rest[ifs[0]]
         stmts = g.items(guard.iftrue)
-    for s in prefix + stmts:
-        if not isinstance(s, (c_ast.Decl, c_ast.Assignment)):
-            raise NotWidenable(f"a {type(s).__name__} statement (only declarations and assignments are widened)")
-    vectors = _vector_locals(info, prefix + stmts, idx)
-    local_types = {s.name: " ".join(s.type.type.names) for s in prefix + stmts
+    loops = _loop_vars(info, prefix + stmts, idx)
+    vectors = _vector_locals(info, _flat(prefix + stmts), idx)
+    local_types = {s.name: " ".join(s.type.type.names) for s in _flat(prefix + stmts)
                    if isinstance(s, c_ast.Decl) and s.name in vectors}
     lead = 0
     while lead < len(stmts) and not (_names(stmts[lead]) & (vectors | {idx})):
@@ -76,10 +75,21 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, requested: int | None = None)
         offset = info.by_node[(id(node), "read")] if (id(node), "read") in info.by_node else \
             info.by_node[(id(node), "write")]
         f = sympy.expand(offset.index - (BID["x"] * BDIM["x"] + TID["x"]))
+        f, strides = _loop_strides(f, loops, node, info)
+        fixed = [t for t in strides if t.lstrip("-").isdigit() and int(t) % width]
+        if fixed:
+            raise Unsupported(f"{array}[{text(node.subscript)}]: a loop iteration moves it by {fixed[0]} elements, "
+                              f"so its {width}-element vectors are never aligned")
+        strides = [t for t in strides if not t.lstrip("-").isdigit()]
+        for stride in strides:      # every iteration's row start is aligned when the first one's is
+            check = f"{stride} % {width} == 0"
+            if check not in checks:
+                checks.append(check)
         proven_base = ctx.alignment.get(array, 0) >= need
         if proven_base and _multiple(f, width):
             continue
-        where = array if _multiple(f, width) else _row(array, node.subscript, idx)
+        subscript = substitute(node.subscript, {v: c_ast.Constant("int", "0") for v in loops})
+        where = array if _multiple(f, width) else _row(array, subscript, idx)
         check = f"((size_t) {where} & {need - 1}) == 0"
         if check not in checks:
             checks.append(check)
@@ -152,6 +162,67 @@ def _width(requested: int | None, element_types: list[str], ctx) -> int:
         raise Unsupported(f"no {ctx.target.preferred_vector_bytes}-byte-or-narrower vector type holds two "
                           f"elements of each of {', '.join(sorted(set(element_types)))}")
     return width
+
+
+def _flat(stmts: list) -> list:
+    """The statements and, in place of each loop, the statements of its body (recursively)."""
+    out = []
+    for s in stmts:
+        out.extend(_flat(g.items(s.stmt)) if isinstance(s, c_ast.For) else [s])
+    return out
+
+
+def _loop_vars(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
+    """The iterators of the loops among `stmts`, after checking that only declarations, assignments and
+    loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`, kept as loops: each iteration's
+    accesses along x become vectors) of such statements are there."""
+    names: set[str] = set()
+    for s in stmts:
+        if isinstance(s, (c_ast.Decl, c_ast.Assignment)):
+            continue
+        if not isinstance(s, c_ast.For):
+            raise NotWidenable(f"{_what(s)} at line {s.coord.line if s.coord else '?'} (only declarations, "
+                               "assignments and loops with a constant trip count are widened)")
+        loop = canonical_loop(s, info._flat_env())
+        if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
+            raise NotWidenable(f"the loop at line {s.coord.line} is not 'for (int j = a; j < b; j += c)' with "
+                               "its own iterator")
+        trips = loop.trip_count()
+        if trips is None or not trips.is_Integer:
+            raise NotWidenable(f"the loop at line {s.coord.line} has no constant trip count")
+        if loop.var == idx or idx in ids_in(s.init) or idx in ids_in(s.cond) or idx in ids_in(s.next):
+            raise NotWidenable(f"the loop at line {s.coord.line} depends on x in its header")
+        names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
+    return names
+
+
+def _what(stmt: c_ast.Node) -> str:
+    kinds = {c_ast.If: "an 'if'", c_ast.While: "a 'while' loop", c_ast.DoWhile: "a 'do' loop",
+             c_ast.Return: "a 'return'", c_ast.Break: "a 'break'", c_ast.Continue: "a 'continue'",
+             c_ast.FuncCall: "a call statement", c_ast.Switch: "a 'switch'", c_ast.Goto: "a 'goto'",
+             c_ast.UnaryOp: "an increment statement", c_ast.Compound: "a nested block"}
+    return kinds.get(type(stmt), f"a {type(stmt).__name__} statement")
+
+
+def _loop_strides(f: sympy.Expr, loops: set[str], node: c_ast.Node, info: g.KernelInfo):
+    """(f at the loops' first iterations, the run-time tests that every iteration's stride keeps the vectors
+    aligned) for an access offset f affine in the loop iterators, each iterator's coefficient a product of
+    integer scalar parameters (`j * nelr`: f0 = 0, `nelr % V == 0` unless nelr is a known multiple)."""
+    names = {sympy.Symbol(v, integer=True) for v in loops} & f.free_symbols
+    if not names:
+        return f, []
+    params = {p.name for p in info.kernel.params if not p.is_pointer}
+    strides = []
+    for var in sorted(names, key=str):
+        coefficient = sympy.expand(f.coeff(var))
+        if f.diff(var, 2) != 0 or coefficient.free_symbols & names \
+                or any(str(v) not in params for v in coefficient.free_symbols) \
+                or not all(e == 1 for term in sympy.Mul.make_args(coefficient) for _, e in [term.as_base_exp()]):
+            raise Unsupported(f"{text(node)}: its offset {f} is not an iterator times a product of the "
+                              "kernel's integer parameters")
+        strides.append(coefficient)
+    first = sympy.expand(f.subs({v: 0 for v in names}))
+    return first, [cuda_text(s) if s.is_Atom else f"({cuda_text(s)})" for s in strides]
 
 
 def _names(stmt: c_ast.Node) -> set[str]:
@@ -302,6 +373,11 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
         depends = bool(_names(s) & (vectors | {idx}))
         if not depends:
             out.append(s)
+            continue
+        if isinstance(s, c_ast.For):    # the loop stays; its body's accesses along x are vectors
+            loop = copy.copy(s)
+            loop.stmt = c_ast.Compound(_vector_statements(info, g.items(s.stmt), idx, vectors, elem, width, along_x))
+            out.append(loop)
             continue
         if isinstance(s, c_ast.Decl):
             base = " ".join(s.type.type.names)
