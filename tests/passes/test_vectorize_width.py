@@ -216,3 +216,54 @@ def test_a_loop_without_a_constant_trip_count_is_not_widened_with_a_note(tmp_pat
     (k,) = _compile(tmp_path_factory, "sum_rows", SUM_ROWS).kernels
     assert "double2" not in kernel_source(k.optimized.funcdef)
     assert any("not widened: the loop at line 12 has no constant trip count" in n for n in _notes(k, "skipped"))
+
+
+# -- every refusal is a note --------------------------------------------------------------------------------
+NOT_WIDENED = {
+    "srad_index": ("""
+#define NUMBER_THREADS 512
+__global__ void extract(long d_Ne, float *d_I)
+{
+    int bx = blockIdx.x;
+    int tx = threadIdx.x;
+    int ei = (bx * NUMBER_THREADS) + tx;
+    if (ei < d_Ne)
+        d_I[ei] = exp(d_I[ei] / 255);
+}
+""", "not widened: 'ei' is 512*blockIdx.x + threadIdx.x, not the global x index blockIdx.x * blockDim.x + "
+     "threadIdx.x that widening starts from"),
+    "nested_if": ("""
+__global__ void clamp_low(const float *a, float *b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = a[i];
+        if (v < 0.0f)
+            v = 0.0f;
+        b[i] = v;
+    }
+}
+""", "not widened: an 'if' at line 7 (only declarations, assignments and loops with a constant trip count are "
+     "widened)"),
+    "misaligned_stride": ("""
+__global__ void odd_rows(const float *a, float *b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        for (int j = 0; j < 4; j++)
+            b[i + 3 * j] = a[i] * 2.0f;
+    }
+}
+""", "not widened: b[i + 3 * j]: a loop iteration moves it by 3 elements, so its 4-element vectors are never "
+     "aligned"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_WIDENED))
+def test_a_kernel_not_widened_says_why(name, tmp_path_factory):
+    """Before: srad's index and the nested `if` raised NotWidenable, which was dropped with no note (the
+    corpus run listed such kernels as 'no pass applied (no note)')."""
+    source, why = NOT_WIDENED[name]
+    (k,) = _compile(tmp_path_factory, name, source, validate=False).kernels
+    assert "4 *" not in kernel_source(k.optimized.funcdef)
+    assert f"kernel: {why}" in _notes(k, "skipped")

@@ -244,7 +244,22 @@ def _index_local(info: g.KernelInfo, body: list) -> tuple[int, c_ast.Decl]:
             if others:
                 raise Unsupported("the kernel uses the x builtins other than through its global x index")
             return k, s
-    raise NotWidenable("no local holding the global x index")
+    raise NotWidenable(_no_index(info, body, env))
+
+
+def _no_index(info: g.KernelInfo, body: list, env: dict) -> str:
+    """Why no statement of the body is `int i = blockIdx.x * blockDim.x + threadIdx.x;` (declared once, never
+    assigned again), naming the local that comes closest."""
+    for s in body:
+        if not (isinstance(s, c_ast.Decl) and s.init is not None):
+            continue
+        value = env.get(s.name)
+        if value is None and {"threadIdx", "blockIdx"} & ids_in(s.init):
+            return f"'{s.name}' holds an x index but is assigned again or declared twice"
+        if value is not None and TID["x"] in value.free_symbols and value.free_symbols - {TID["x"]}:
+            return (f"'{s.name}' is {cuda_text(value)}, not the global x index blockIdx.x * blockDim.x + "
+                    "threadIdx.x that widening starts from")
+    return "no local holds the global x index (int i = blockIdx.x * blockDim.x + threadIdx.x;)"
 
 
 def _vector_locals(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
