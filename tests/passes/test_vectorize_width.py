@@ -267,3 +267,39 @@ def test_a_kernel_not_widened_says_why(name, tmp_path_factory):
     (k,) = _compile(tmp_path_factory, name, source, validate=False).kernels
     assert "4 *" not in kernel_source(k.optimized.funcdef)
     assert f"kernel: {why}" in _notes(k, "skipped")
+
+
+HALF_PAIRS = """
+#include <cuda_fp16.h>
+__global__ void swap_pairs(const __half *a, __half *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        __half lo = a[2 * i];
+        __half hi = a[2 * i + 1];
+        c[2 * i] = hi;
+        c[2 * i + 1] = lo;
+    }
+}
+
+void run(int n)
+{
+    __half *a, *c;
+    cudaMalloc(&a, 2 * n * sizeof(__half));
+    cudaMalloc(&c, 2 * n * sizeof(__half));
+    swap_pairs<<<(n + 63) / 64, 64>>>(a, c, n);
+}
+"""
+
+
+def test_half_pairs_are_one_half2_access(tmp_path_factory):
+    """The paper's pair rule on `__half` (before: "no two-element vector of __half"): loads and stores of
+    two adjacent halves are one `__half2`, built by `__halves2half2`, `.x` the lower address."""
+    result = _compile(tmp_path_factory, "half_pairs", HALF_PAIRS)
+    (k,) = result.kernels
+    text = kernel_source(k.optimized.funcdef)
+    assert "const __half2 a2 = ((const __half2 *) a)[i];" in text
+    assert "((__half2 *) c)[i] = __halves2half2(hi, lo);" in text
+    assert k.validation.status == "passed"
+    _equivalent(k, {"n": 37}, (37, 1))
+    _nvcc(result, tmp_path_factory)
