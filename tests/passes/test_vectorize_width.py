@@ -256,6 +256,30 @@ __global__ void odd_rows(const float *a, float *b, int n)
 }
 """, "not widened: b[i + 3 * j]: a loop iteration moves it by 3 elements, so its 4-element vectors are never "
      "aligned"),
+    "broadcast_in_loop": ("""
+#define H 64
+__global__ void tmv(const float *A, const float *B, float *C, int w)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    float sum = 0.0f;
+    for (int i = 0; i < H; i++)
+        sum += A[i * w + idx] * B[i];
+    C[idx] = sum;
+}
+""", "not widened: B[i] in the loop at line 7 is the same element for every thread in x: reuse left to the later "
+     "passes"),
+    "rows_in_loop": ("""
+__global__ void column_sum(const float *in, float *out, int w)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    float s = 0.0f;
+    for (int j = 0; j < 3; j++)
+        s += in[(y + j) * w + x];
+    out[y * w + x] = s;
+}
+""", "not widened: in[(y + j) * w + x] in the loop at line 7 moves with both the loop and y: threads in y read it "
+     "again, reuse left to the later passes"),
 }
 
 

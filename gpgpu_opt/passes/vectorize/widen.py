@@ -68,6 +68,8 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, requested: int | None = None)
     widened = [a for a in accesses if a[2]]
     if not widened:
         raise NotWidenable("no access runs along x one element per thread")
+    if loops:
+        _no_reuse_in_loops(info, stmts, loops)
     width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx)
     checks: list[str] = []
     for array, node, _ in widened:
@@ -78,7 +80,8 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, requested: int | None = None)
         f, strides = _loop_strides(f, loops, node, info)
         fixed = [t for t in strides if t.lstrip("-").isdigit() and int(t) % width]
         if fixed:
-            raise Unsupported(f"{array}[{text(node.subscript)}]: a loop iteration moves it by {fixed[0]} elements, "
+            plural = "" if fixed[0] in ("1", "-1") else "s"
+            raise Unsupported(f"{array}[{text(node.subscript)}]: a loop iteration moves it by {fixed[0]} element{plural}, "
                               f"so its {width}-element vectors are never aligned")
         strides = [t for t in strides if not t.lstrip("-").isdigit()]
         for stride in strides:      # every iteration's row start is aligned when the first one's is
@@ -194,6 +197,28 @@ def _loop_vars(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
             raise NotWidenable(f"the loop at line {s.coord.line} depends on x in its header")
         names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
     return names
+
+
+def _no_reuse_in_loops(info: g.KernelInfo, stmts: list, loops: set[str]) -> None:
+    """A kernel with loops is widened only where its loops stream: no global element that other threads or
+    iterations read again (`B[k]` read by every thread, `in[(y + j) * w + x]` by the next rows' threads),
+    which coalesce, merge and prefetch turn into reuse from shared memory or registers, and which a
+    widened launch would take from them."""
+    iterators = {sympy.Symbol(v, integer=True) for v in loops}
+    across = {TID["y"], BID["y"], TID["z"], BID["z"]}
+    params = {p.name for p in info.kernel.arrays}
+    for loop in (s for s in stmts if isinstance(s, c_ast.For)):
+        for n in walk(loop.stmt):
+            if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
+                continue
+            a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
+            symbols = a.index.free_symbols
+            if not {TID["x"], BID["x"]} & symbols:
+                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {loop.coord.line} is the same "
+                                  "element for every thread in x: reuse left to the later passes")
+            if symbols & iterators and symbols & across:
+                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {loop.coord.line} moves with "
+                                  "both the loop and y: threads in y read it again, reuse left to the later passes")
 
 
 def _what(stmt: c_ast.Node) -> str:
