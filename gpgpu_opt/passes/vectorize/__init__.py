@@ -4,7 +4,9 @@
   stores of one basic block, become one `float2` (int2, double2) access, `.x` the lower address;
 - `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
-  V-element vector (`--vector-width V`; 1 turns widening off).
+  V-element vector: V = 16 bytes over the element size (float4, double2; `__half2` for halves, the widest
+  vector of the CUDA type table), or `--vector-width V` (1 turns widening off). Why a kernel is not widened
+  is a note.
 Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
 """
 from __future__ import annotations

@@ -13,7 +13,13 @@ places them), so that the V elements of a copy group are one aligned vector:
   original statements for idx, idx + 1, ..., idx + V - 1, each under the original guard (the ragged tail);
 - the launch covers V times as many x per block (unguarded kernels: a block V times narrower, so that it
   still covers whole naive blocks, unless the stated thread space is tiled by the wider one).
-Only straight-line kernels (declarations and assignments, optionally under one guard) are widened.
+Only declarations, assignments and loops with a constant trip count, optionally under one guard, are widened
+(`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses along x are
+vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time), and loops only where they
+stream: an element read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge
+and prefetch, which reuse it. V fills the target's preferred access (16 bytes: float4, double2) with the
+widest element, lowered to a vector every element type has in the CUDA type table (`__half2` for halves).
+Every refusal is a note.
 """
 from __future__ import annotations
 
@@ -81,8 +87,8 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, requested: int | None = None)
         fixed = [t for t in strides if t.lstrip("-").isdigit() and int(t) % width]
         if fixed:
             plural = "" if fixed[0] in ("1", "-1") else "s"
-            raise Unsupported(f"{array}[{text(node.subscript)}]: a loop iteration moves it by {fixed[0]} element{plural}, "
-                              f"so its {width}-element vectors are never aligned")
+            raise Unsupported(f"{array}[{text(node.subscript)}]: a loop iteration moves it by {fixed[0]} "
+                              f"element{plural}, so its {width}-element vectors are never aligned")
         strides = [t for t in strides if not t.lstrip("-").isdigit()]
         for stride in strides:      # every iteration's row start is aligned when the first one's is
             check = f"{stride} % {width} == 0"
@@ -184,17 +190,17 @@ def _loop_vars(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
         if isinstance(s, (c_ast.Decl, c_ast.Assignment)):
             continue
         if not isinstance(s, c_ast.For):
-            raise NotWidenable(f"{_what(s)} at line {s.coord.line if s.coord else '?'} (only declarations, "
+            raise NotWidenable(f"{_what(s)} at line {_line(s)} (only declarations, "
                                "assignments and loops with a constant trip count are widened)")
         loop = canonical_loop(s, info._flat_env())
         if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
-            raise NotWidenable(f"the loop at line {s.coord.line} is not 'for (int j = a; j < b; j += c)' with "
+            raise NotWidenable(f"the loop at line {_line(s)} is not 'for (int j = a; j < b; j += c)' with "
                                "its own iterator")
         trips = loop.trip_count()
         if trips is None or not trips.is_Integer:
-            raise NotWidenable(f"the loop at line {s.coord.line} has no constant trip count")
+            raise NotWidenable(f"the loop at line {_line(s)} has no constant trip count")
         if loop.var == idx or idx in ids_in(s.init) or idx in ids_in(s.cond) or idx in ids_in(s.next):
-            raise NotWidenable(f"the loop at line {s.coord.line} depends on x in its header")
+            raise NotWidenable(f"the loop at line {_line(s)} depends on x in its header")
         names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
     return names
 
@@ -212,13 +218,19 @@ def _no_reuse_in_loops(info: g.KernelInfo, stmts: list, loops: set[str]) -> None
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
+            if a is None or a.index is None:
+                raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
             symbols = a.index.free_symbols
             if not {TID["x"], BID["x"]} & symbols:
-                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {loop.coord.line} is the same "
+                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {_line(loop)} is the same "
                                   "element for every thread in x: reuse left to the later passes")
             if symbols & iterators and symbols & across:
-                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {loop.coord.line} moves with "
+                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {_line(loop)} moves with "
                                   "both the loop and y: threads in y read it again, reuse left to the later passes")
+
+
+def _line(stmt: c_ast.Node) -> str:
+    return str(stmt.coord.line) if stmt.coord else "?"
 
 
 def _what(stmt: c_ast.Node) -> str:
@@ -415,9 +427,8 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
             out.append(s)
             continue
         if isinstance(s, c_ast.For):    # the loop stays; its body's accesses along x are vectors
-            loop = copy.copy(s)
-            loop.stmt = c_ast.Compound(_vector_statements(info, g.items(s.stmt), idx, vectors, elem, width, along_x))
-            out.append(loop)
+            body = c_ast.Compound(_vector_statements(info, g.items(s.stmt), idx, vectors, elem, width, along_x))
+            out.append(c_ast.For(copy.deepcopy(s.init), copy.deepcopy(s.cond), copy.deepcopy(s.next), body, s.coord))
             continue
         if isinstance(s, c_ast.Decl):
             base = " ".join(s.type.type.names)
