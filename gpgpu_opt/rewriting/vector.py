@@ -4,18 +4,36 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
+from gpgpu_opt.frontend.environment import type_sizes
 from gpgpu_opt.rewriting.staging import parse_statements
 
-_PREFIX = {"float": "float", "double": "double", "int": "int", "unsigned int": "uint", "unsigned": "uint"}
+_PREFIX = {"float": "float", "double": "double", "int": "int", "unsigned int": "uint", "unsigned": "uint",
+           "__half": "__half", "half": "__half"}
 COMPONENTS = "xyzw"
+#: The widest access a thread makes in one instruction.
+MAX_VECTOR_BYTES = 16
+_SIZES = type_sizes()   # the one CUDA type table (frontend/environment.py)
 
 
 def vector_type(base_type: str, n: int) -> str | None:
-    """`float2`, `int4`, ... for n elements of `base_type` (None: no such CUDA vector, or wider than 16 B)."""
+    """`float2`, `int4`, `__half2`, ... for n elements of `base_type` (None: no such CUDA vector in the type
+    table, e.g. `double4` is 32 bytes and `__half4` does not exist, or wider than 16 B)."""
     prefix = _PREFIX.get(base_type)
-    if prefix is None or n not in (2, 4) or (prefix == "double" and n > 2):
+    name = f"{prefix}{n}"
+    if prefix is None or n not in (2, 4) or _SIZES.get(name, MAX_VECTOR_BYTES + 1) > MAX_VECTOR_BYTES:
         return None
-    return f"{prefix}{n}"
+    return name
+
+
+def element_size(base_type: str) -> int | None:
+    """Bytes of one element of a type of the table (`__half`: 2, `double`: 8), None if it is not there."""
+    return _SIZES.get("unsigned int" if base_type == "unsigned" else base_type)
+
+
+def constructor(vtype: str) -> str:
+    """The function that builds a `vtype` from its components: `make_float4`; `__halves2half2` for `__half2`
+    (whose `make_half2` only recent headers declare)."""
+    return "__halves2half2" if vtype == "__half2" else f"make_{vtype}"
 
 
 def parse_vector_statements(source: str, types: set[str]) -> list[c_ast.Node]:
@@ -24,6 +42,8 @@ def parse_vector_statements(source: str, types: set[str]) -> list[c_ast.Node]:
     for name in sorted(types):
         base = next(b for b, p in _PREFIX.items() if name.startswith(p) and name[len(p):].isdigit())
         fields = ", ".join(COMPONENTS[:int(name[-1])])
+        if base == "__half":    # not a C type: the snippet parser only needs to know it is one
+            typedefs.append("typedef struct { unsigned short __x; } __half;")
         typedefs.append(f"typedef struct {{ {base} {fields}; }} {name};")
     stmts = parse_statements("\n".join(typedefs + [source]))
     return stmts[len(typedefs):]

@@ -4,7 +4,9 @@
   stores of one basic block, become one `float2` (int2, double2) access, `.x` the lower address;
 - `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
-  V-element vector (`--vector-width V`; 1 turns widening off).
+  V-element vector: V = 16 bytes over the element size (float4, double2; `__half2` for halves, the widest
+  vector of the CUDA type table), or `--vector-width V` (1 turns widening off). Why a kernel is not widened
+  is a note.
 Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
 """
 from __future__ import annotations
@@ -34,25 +36,24 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 
 def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
-    """The kernel widened by `--vector-width` or the target's preferred access (16 bytes: 4 floats), where
+    """The kernel widened by `--vector-width` or the target's preferred access (16 bytes: 4 floats, 2 doubles), where
     warps are served by sectors (on the paper's GPUs a half-warp's 4-byte accesses already fill a segment)."""
     where = Location.of(kernel.funcdef)
     if ctx.target.coalescing_rule != "sectors" or ctx.vector_width == 1:
-        return None
-    width = ctx.vector_width or max(1, ctx.target.preferred_vector_bytes // 4)
-    if width == 1:
         return None
     work = kernel.copy()
     g.normalize_early_returns(work.body)
     info = g.KernelInfo(work, ctx)
     try:
-        what = widen.widen(work, ctx, info, width)
-    except widen.NotWidenable:
+        what = widen.widen(work, ctx, info, ctx.vector_width)
+    except widen.NotWidenable as why:
+        ctx.skip("kernel", f"not widened: {why}", where)
         return None
     except Unsupported as why:
         ctx.skip("kernel", f"not widened: {why}", where)
         return None
     ctx.applied("kernel", f"widened: {what}", where)
+    width = work.launch.outputs_per_block[0] // work.launch.block[0]
     ctx.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
                           "per thread in x", where)
     return work

@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.alignment import element_bytes
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.ast_util import substitute, transform, walk
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import text
-from gpgpu_opt.rewriting.vector import parse_vector_statements, vector_type
+from gpgpu_opt.rewriting.vector import constructor, element_size, parse_vector_statements, vector_type
 
 
 @dataclass
@@ -159,7 +158,7 @@ def vectorize_run(info: g.KernelInfo, compound: c_ast.Compound, run: list[int], 
     for pair in finder.pairs("read") + finder.pairs("write"):
         param = finder.params[pair.array]
         vector = vector_type(param.base_type, 2)
-        need = 2 * element_bytes(param.base_type)
+        need = 2 * (element_size(param.base_type) or 1)
         if vector is None:
             finder.refused.append(f"{pair.array}: no two-element vector of {param.base_type}")
             continue
@@ -226,7 +225,7 @@ def _combine_stores(info: g.KernelInfo, stmts: list, pair: Pair, ref: str, vecto
     first, last = pair.statements
     values = {pair.members[id(stmts[k].lvalue)]: stmts[k].rvalue for k in (first, last)}
     if last == first + 1:
-        replaced[last] = parse_vector_statements(f"{ref} = make_{vector}(__x, __y);", {vector})[0]
+        replaced[last] = parse_vector_statements(f"{ref} = {constructor(vector)}(__x, __y);", {vector})[0]
         replaced[last].rvalue.args.exprs = [values[0], values[1]]
         replaced[first] = []
         return
@@ -235,6 +234,6 @@ def _combine_stores(info: g.KernelInfo, stmts: list, pair: Pair, ref: str, vecto
     keep = parse_vector_statements(f"const {base} {name} = __v;", set())[0]
     keep.init = values[first_member]
     replaced[first] = keep
-    store = parse_vector_statements(f"{ref} = make_{vector}(__x, __y);", {vector})[0]
+    store = parse_vector_statements(f"{ref} = {constructor(vector)}(__x, __y);", {vector})[0]
     store.rvalue.args.exprs = [c_ast.ID(name), values[1]] if first_member == 0 else [values[0], c_ast.ID(name)]
     replaced[last] = store

@@ -13,7 +13,13 @@ places them), so that the V elements of a copy group are one aligned vector:
   original statements for idx, idx + 1, ..., idx + V - 1, each under the original guard (the ragged tail);
 - the launch covers V times as many x per block (unguarded kernels: a block V times narrower, so that it
   still covers whole naive blocks, unless the stated thread space is tiled by the wider one).
-Only straight-line kernels (declarations and assignments, optionally under one guard) are widened.
+Only declarations, assignments and loops with a constant trip count, optionally under one guard, are widened
+(`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses along x are
+vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time), and loops only where they
+stream: an element read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge
+and prefetch, which reuse it. V fills the target's preferred access (16 bytes: float4, double2) with the
+widest element, lowered to a vector every element type has in the CUDA type table (`__half2` for halves).
+Every refusal is a note.
 """
 from __future__ import annotations
 
@@ -23,14 +29,14 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import AS_WRITTEN
-from gpgpu_opt.analysis.alignment import element_bytes
-from gpgpu_opt.analysis.symbolic import BDIM, BID, TID
+from gpgpu_opt.analysis.loops import canonical_loop
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
 from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, text
-from gpgpu_opt.rewriting.vector import COMPONENTS, parse_vector_statements, vector_type
+from gpgpu_opt.rewriting.vector import COMPONENTS, constructor, element_size, parse_vector_statements, vector_type
 
 _X_BUILTINS = {("threadIdx", "x"), ("blockIdx", "x"), ("blockDim", "x"), ("gridDim", "x")}
 
@@ -39,8 +45,9 @@ class NotWidenable(Exception):
     """No access to widen, or widening switched off (no note needed beyond the caller's)."""
 
 
-def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
-    """Rewrite `kernel` in place (V = width); returns what was done, or raises NotWidenable/Unsupported."""
+def widen(kernel: Kernel, ctx, info: g.KernelInfo, requested: int | None = None) -> str:
+    """Rewrite `kernel` in place; returns what was done, or raises NotWidenable/Unsupported. V is `requested`
+    (`--vector-width`), else the target's preferred access over the element size (`_width`)."""
     body = kernel.body.block_items or []
     idx_pos, idx_decl = _index_local(info, body)
     idx = idx_decl.name
@@ -52,10 +59,10 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
             raise NotWidenable("more control flow than one guard around straight-line statements")
         prefix, guard = rest[:ifs[0]], rest[ifs[0]]
         stmts = g.items(guard.iftrue)
-    for s in prefix + stmts:
-        if not isinstance(s, (c_ast.Decl, c_ast.Assignment)):
-            raise NotWidenable(f"a {type(s).__name__} statement (only declarations and assignments are widened)")
-    vectors = _vector_locals(info, prefix + stmts, idx)
+    loops = _loop_vars(info, prefix + stmts, idx)
+    vectors = _vector_locals(info, _flat(prefix + stmts), idx)
+    local_types = {s.name: " ".join(s.type.type.names) for s in _flat(prefix + stmts)
+                   if isinstance(s, c_ast.Decl) and s.name in vectors}
     lead = 0
     while lead < len(stmts) and not (_names(stmts[lead]) & (vectors | {idx})):
         lead += 1
@@ -67,16 +74,31 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
     widened = [a for a in accesses if a[2]]
     if not widened:
         raise NotWidenable("no access runs along x one element per thread")
+    if loops:
+        _no_reuse_in_loops(info, stmts, loops)
+    width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx)
     checks: list[str] = []
     for array, node, _ in widened:
-        need = width * element_bytes(elem[array])
+        need = width * element_size(elem[array])
         offset = info.by_node[(id(node), "read")] if (id(node), "read") in info.by_node else \
             info.by_node[(id(node), "write")]
         f = sympy.expand(offset.index - (BID["x"] * BDIM["x"] + TID["x"]))
+        f, strides = _loop_strides(f, loops, node, info)
+        fixed = [t for t in strides if t.lstrip("-").isdigit() and int(t) % width]
+        if fixed:
+            plural = "" if fixed[0] in ("1", "-1") else "s"
+            raise Unsupported(f"{array}[{text(node.subscript)}]: a loop iteration moves it by {fixed[0]} "
+                              f"element{plural}, so its {width}-element vectors are never aligned")
+        strides = [t for t in strides if not t.lstrip("-").isdigit()]
+        for stride in strides:      # every iteration's row start is aligned when the first one's is
+            check = f"{stride} % {width} == 0"
+            if check not in checks:
+                checks.append(check)
         proven_base = ctx.alignment.get(array, 0) >= need
         if proven_base and _multiple(f, width):
             continue
-        where = array if _multiple(f, width) else _row(array, node.subscript, idx)
+        subscript = substitute(node.subscript, {v: c_ast.Constant("int", "0") for v in loops})
+        where = array if _multiple(f, width) else _row(array, subscript, idx)
         check = f"((size_t) {where} & {need - 1}) == 0"
         if check not in checks:
             checks.append(check)
@@ -98,7 +120,7 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
     first = f"{width} * ({text(idx_decl.init)})"
     idx_decl.init = parse_expr(first)
     along_x = {id(node) for _, node, _ in widened}
-    vector_body = _vector_statements(info, stmts, idx, vectors, elem, width, along_x)
+    vector_body = _vector_statements(info, stmts, idx, vectors, {**elem, **local_types}, width, along_x)
     scalar_guard = conj([clause for clause, _ in x_clauses])
     if checks:
         k = info.fresh("k")
@@ -123,9 +145,121 @@ def widen(kernel: Kernel, ctx, info: g.KernelInfo, width: int) -> str:
         kernel.body.block_items = body[:idx_pos] + [note, idx_decl] + prefix + ahead + inner_items
     kernel.launch = launch
     names = ", ".join(sorted({f"{a}[{text(n.subscript)}]" for a, n, _ in widened}))
-    return (f"{width} consecutive x per thread: {names} as {width}-element vectors"
+    vtypes = ", ".join(sorted({vector_type(elem[a], width) for a, _, _ in widened}))
+    return (f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
             + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
                "; alignment and the thread space's edge proved, no scalar path"))
+
+
+def _width(requested: int | None, element_types: list[str], ctx) -> int:
+    """V: `requested`, or the most elements of the widest element type that fill the target's preferred
+    access (16 bytes: float4, double2), lowered until every type has a V-element vector in the type table
+    (`__half` has only `__half2`)."""
+    if requested:
+        missing = sorted({t for t in element_types if vector_type(t, requested) is None})
+        if missing:
+            raise Unsupported(f"no {requested}-element vector type of {', '.join(missing)} "
+                              f"(--vector-width {requested})")
+        return requested
+    unknown = sorted({t for t in element_types if element_size(t) is None})
+    if unknown:
+        raise Unsupported(f"no vector type of {', '.join(unknown)}")
+    width = max(1, ctx.target.preferred_vector_bytes // max(element_size(t) for t in element_types))
+    while width > 1 and not all(vector_type(t, width) for t in element_types):
+        width //= 2
+    if width == 1:
+        raise Unsupported(f"no {ctx.target.preferred_vector_bytes}-byte-or-narrower vector type holds two "
+                          f"elements of each of {', '.join(sorted(set(element_types)))}")
+    return width
+
+
+def _flat(stmts: list) -> list:
+    """The statements and, in place of each loop, the statements of its body (recursively)."""
+    out = []
+    for s in stmts:
+        out.extend(_flat(g.items(s.stmt)) if isinstance(s, c_ast.For) else [s])
+    return out
+
+
+def _loop_vars(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
+    """The iterators of the loops among `stmts`, after checking that only declarations, assignments and
+    loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`, kept as loops: each iteration's
+    accesses along x become vectors) of such statements are there."""
+    names: set[str] = set()
+    for s in stmts:
+        if isinstance(s, (c_ast.Decl, c_ast.Assignment)):
+            continue
+        if not isinstance(s, c_ast.For):
+            raise NotWidenable(f"{_what(s)} at line {_line(s)} (only declarations, "
+                               "assignments and loops with a constant trip count are widened)")
+        loop = canonical_loop(s, info._flat_env())
+        if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
+            raise NotWidenable(f"the loop at line {_line(s)} is not 'for (int j = a; j < b; j += c)' with "
+                               "its own iterator")
+        trips = loop.trip_count()
+        if trips is None or not trips.is_Integer:
+            raise NotWidenable(f"the loop at line {_line(s)} has no constant trip count")
+        if loop.var == idx or idx in ids_in(s.init) or idx in ids_in(s.cond) or idx in ids_in(s.next):
+            raise NotWidenable(f"the loop at line {_line(s)} depends on x in its header")
+        names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
+    return names
+
+
+def _no_reuse_in_loops(info: g.KernelInfo, stmts: list, loops: set[str]) -> None:
+    """A kernel with loops is widened only where its loops stream: no global element that other threads or
+    iterations read again (`B[k]` read by every thread, `in[(y + j) * w + x]` by the next rows' threads),
+    which coalesce, merge and prefetch turn into reuse from shared memory or registers, and which a
+    widened launch would take from them."""
+    iterators = {sympy.Symbol(v, integer=True) for v in loops}
+    across = {TID["y"], BID["y"], TID["z"], BID["z"]}
+    params = {p.name for p in info.kernel.arrays}
+    for loop in (s for s in stmts if isinstance(s, c_ast.For)):
+        for n in walk(loop.stmt):
+            if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
+                continue
+            a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
+            if a is None or a.index is None:
+                raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
+            symbols = a.index.free_symbols
+            if not {TID["x"], BID["x"]} & symbols:
+                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {_line(loop)} is the same "
+                                  "element for every thread in x: reuse left to the later passes")
+            if symbols & iterators and symbols & across:
+                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {_line(loop)} moves with "
+                                  "both the loop and y: threads in y read it again, reuse left to the later passes")
+
+
+def _line(stmt: c_ast.Node) -> str:
+    return str(stmt.coord.line) if stmt.coord else "?"
+
+
+def _what(stmt: c_ast.Node) -> str:
+    kinds = {c_ast.If: "an 'if'", c_ast.While: "a 'while' loop", c_ast.DoWhile: "a 'do' loop",
+             c_ast.Return: "a 'return'", c_ast.Break: "a 'break'", c_ast.Continue: "a 'continue'",
+             c_ast.FuncCall: "a call statement", c_ast.Switch: "a 'switch'", c_ast.Goto: "a 'goto'",
+             c_ast.UnaryOp: "an increment statement", c_ast.Compound: "a nested block"}
+    return kinds.get(type(stmt), f"a {type(stmt).__name__} statement")
+
+
+def _loop_strides(f: sympy.Expr, loops: set[str], node: c_ast.Node, info: g.KernelInfo):
+    """(f at the loops' first iterations, the run-time tests that every iteration's stride keeps the vectors
+    aligned) for an access offset f affine in the loop iterators, each iterator's coefficient a product of
+    integer scalar parameters (`j * nelr`: f0 = 0, `nelr % V == 0` unless nelr is a known multiple)."""
+    names = {sympy.Symbol(v, integer=True) for v in loops} & f.free_symbols
+    if not names:
+        return f, []
+    params = {p.name for p in info.kernel.params if not p.is_pointer}
+    strides = []
+    for var in sorted(names, key=str):
+        coefficient = sympy.expand(f.coeff(var))
+        if f.diff(var, 2) != 0 or coefficient.free_symbols & names \
+                or any(str(v) not in params for v in coefficient.free_symbols) \
+                or not all(e == 1 for term in sympy.Mul.make_args(coefficient) for _, e in [term.as_base_exp()]):
+            raise Unsupported(f"{text(node)}: its offset {f} is not an iterator times a product of the "
+                              "kernel's integer parameters")
+        strides.append(coefficient)
+    first = sympy.expand(f.subs({v: 0 for v in names}))
+    return first, [cuda_text(s) if s.is_Atom else f"({cuda_text(s)})" for s in strides]
 
 
 def _names(stmt: c_ast.Node) -> set[str]:
@@ -147,7 +281,22 @@ def _index_local(info: g.KernelInfo, body: list) -> tuple[int, c_ast.Decl]:
             if others:
                 raise Unsupported("the kernel uses the x builtins other than through its global x index")
             return k, s
-    raise NotWidenable("no local holding the global x index")
+    raise NotWidenable(_no_index(info, body, env))
+
+
+def _no_index(info: g.KernelInfo, body: list, env: dict) -> str:
+    """Why no statement of the body is `int i = blockIdx.x * blockDim.x + threadIdx.x;` (declared once, never
+    assigned again), naming the local that comes closest."""
+    for s in body:
+        if not (isinstance(s, c_ast.Decl) and s.init is not None):
+            continue
+        value = env.get(s.name)
+        if value is None and {"threadIdx", "blockIdx"} & ids_in(s.init):
+            return f"'{s.name}' holds an x index but is assigned again or declared twice"
+        if value is not None and TID["x"] in value.free_symbols and value.free_symbols - {TID["x"]}:
+            return (f"'{s.name}' is {cuda_text(value)}, not the global x index blockIdx.x * blockDim.x + "
+                    "threadIdx.x that widening starts from")
+    return "no local holds the global x index (int i = blockIdx.x * blockDim.x + threadIdx.x;)"
 
 
 def _vector_locals(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
@@ -194,7 +343,7 @@ def _accesses(info: g.KernelInfo, stmts: list, idx: str, elem: dict) -> list:
             f = sympy.expand(a.index - (BID["x"] * BDIM["x"] + TID["x"]))
             if not ({TID["x"], BID["x"]} & a.index.free_symbols):
                 out.append((a.array, n, False))
-            elif not ({TID["x"], BID["x"]} & f.free_symbols) and vector_type(params[a.array].base_type, 4):
+            elif not ({TID["x"], BID["x"]} & f.free_symbols):
                 out.append((a.array, n, True))
             else:
                 raise Unsupported(f"{a.array}[{a.index_text}] is not one element per thread along x")
@@ -263,7 +412,7 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
         return transform(e, per_lane, skip_member_names=True)
 
     def make(vtype: str, expr: c_ast.Node) -> c_ast.Node:
-        call = parse_expr(f"make_{vtype}(0)")
+        call = parse_expr(f"{constructor(vtype)}(0)")
         call.args.exprs = [component(expr, c) for c in range(width)]
         return call
 
@@ -276,6 +425,10 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
         depends = bool(_names(s) & (vectors | {idx}))
         if not depends:
             out.append(s)
+            continue
+        if isinstance(s, c_ast.For):    # the loop stays; its body's accesses along x are vectors
+            body = c_ast.Compound(_vector_statements(info, g.items(s.stmt), idx, vectors, elem, width, along_x))
+            out.append(c_ast.For(copy.deepcopy(s.init), copy.deepcopy(s.cond), copy.deepcopy(s.next), body, s.coord))
             continue
         if isinstance(s, c_ast.Decl):
             base = " ".join(s.type.type.names)
@@ -307,7 +460,7 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
             out.append(c_ast.Assignment("=", vector_ref(array, target, False), make(vtype, value)))
             continue
         if isinstance(target, c_ast.ID) and target.name in vectors:
-            vtype = vector_type(elem.get(target.name, "float"), width)
+            vtype = vector_type(elem[target.name], width)
             out.append(c_ast.Assignment("=", c_ast.ID(target.name), make(vtype, s.rvalue if s.op == "=" else
                                                                           c_ast.BinaryOp(s.op[:-1], c_ast.ID(target.name), s.rvalue))))
             continue
