@@ -64,6 +64,23 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
         case = _case(program, naive, block, bindings or {})
     except CompileError as err:
         return _without_check(versions, f"not emulated: {err.message}", None)
+    found = _check_at(program, naive, versions, block, case, seed, give_up_if_naive_fails=True)
+    if found is not None:
+        return found
+    for grown in _grown_cases(program, naive, block, bindings or {}, case):
+        found = _check_at(program, naive, versions, block, grown, seed, give_up_if_naive_fails=True)
+        if found is not None:
+            kernel, validation = found
+            validation.detail += (f" (at {_sizes_text(grown.sizes)}: at {_sizes_text(case.sizes)} the naive "
+                                  "launch could not run)")
+            return found
+    return _check_at(program, naive, versions, block, case, seed, give_up_if_naive_fails=False)
+
+
+def _check_at(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: tuple[int, int], case: Case,
+              seed: int, give_up_if_naive_fails: bool) -> tuple[Kernel, Validation] | None:
+    """validate at one case. None when `give_up_if_naive_fails` and the naive kernel races or starts no
+    block there (RETRIED_FAILURES: sizes its launch does not serve, which other sizes may)."""
     work = estimated_work(naive, case)
     regions, where, unrunnable = None, "", {}
     if work > WORK_BUDGET:
@@ -95,6 +112,8 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
                 emulator_error = emulator_error or err
             else:
                 if result.naive_failed:  # the check cannot run, whatever the version
+                    if give_up_if_naive_fails and result.error.startswith(RETRIED_FAILURES):
+                        return None
                     why = f"not emulated: {result.error}"
         if why is None and result.ok:
             if first_problem is None:
@@ -151,6 +170,43 @@ def _changed_by(versions: list[tuple[str, Kernel]]) -> list[str]:
         return kernel_source(kernel.funcdef), kernel.launch
 
     return [name for (_, before), (name, after) in zip(versions, versions[1:]) if form(before) != form(after)]
+
+
+#: Naive failures that other sizes may avoid: a race between threads past the end of a size parameter and
+#: its elements (`a[i + k*n]` with more threads than n), a grid `n / 192` that is 0 at small n.
+RETRIED_FAILURES = ("the naive kernel races", "naive kernel: its launch at these sizes starts no block")
+#: The ragged sizes are grown by these multiples of the naive block (they stay ragged: the residue is kept).
+GROWTH = (1, 2, 4)
+
+
+def _grown_cases(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int], case: Case):
+    """Cases at larger sizes the naive launch may run race-free at, for a kernel that races or starts no
+    block at the ragged case: the integer parameters the launch's grid depends on (all free ones when it
+    depends on none) grow by whole naive blocks, so their residue stays ragged and the program's own
+    launch expression still decides the thread space. Only cases within the work budget."""
+    from gpgpu_opt.launch import naive_launch
+
+    free = [p.name for p in naive.scalars if p.name not in bindings and isinstance(case.sizes.get(p.name), int)
+            and p.base_type not in ("float", "double")]
+    step = math.lcm(*block)
+
+    def grid_at(sizes):
+        found = naive_launch(program, naive, sizes)
+        return None if found is None else found.grid
+
+    moving = [name for name in free if grid_at(case.sizes) != grid_at({**case.sizes, name: case.sizes[name] + step})]
+    for factor in GROWTH:
+        sizes = {**case.sizes, **{name: case.sizes[name] + factor * step for name in moving or free}}
+        try:
+            grown = _case(program, naive, block, sizes)
+        except CompileError:
+            return
+        if estimated_work(naive, grown) <= WORK_BUDGET:
+            yield grown
+
+
+def _sizes_text(sizes: dict) -> str:
+    return ", ".join(f"{name}={value}" for name, value in sorted(sizes.items()))
 
 
 def _case(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int]) -> Case:
