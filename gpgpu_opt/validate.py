@@ -20,7 +20,7 @@ from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.verify import Case, Region, default_cases, naive_geometry, run_case
+from gpgpu_opt.verify import Case, Region, default_cases, naive_geometry, null_tested_pointers, run_case
 from gpgpu_opt.verify_launches import odd_launch_check
 
 #: Threads x loop iterations the check may emulate per kernel (well under a second of emulation).
@@ -105,6 +105,7 @@ def _check_at(program, naive: Kernel, versions: list[tuple[str, Kernel]], block:
                 odd = odd_launch_check(program, naive, kernel, block, case, seed) if result.ok and regions is None \
                     else None  # no launch in the file: also a naive launch of blocks that divide no tile
                 result = odd if odd is not None and not odd.ok else result
+                result = _with_null_pointers(program, naive, kernel, block, case, seed, regions, result)
             except CompileError as err:  # the case cannot be set up (an array it cannot size)
                 why = f"not emulated: {err.message}"
             except Exception as err:  # noqa: BLE001 - an emulator bug must not become a crash or a silent pass
@@ -137,6 +138,19 @@ def _check_at(program, naive: Kernel, versions: list[tuple[str, Kernel]], block:
     return naive, Validation("rolled back", first_problem or "", case, None, emulated, error=emulator_error)
 
 
+
+
+def _with_null_pointers(program, naive: Kernel, kernel: Kernel, block: tuple[int, int], case: Case, seed: int,
+                        regions, result):
+    """A kernel that tests a pointer parameter against null (`if (bias != 0)`) is also run with that pointer
+    null, one at a time: the first failing result, else `result`. A run where the naive kernel itself cannot
+    take the null pointer (it also reads through it unguarded) is not a launch the program makes."""
+    for null in null_tested_pointers(naive) if result.ok else ():
+        with_null = run_case(naive, kernel, block, case, seed, program.device_functions, regions=regions,
+                             null_pointers=frozenset({null}))
+        if not with_null.ok and not with_null.naive_failed:
+            return with_null
+    return result
 
 
 def _without_check(versions: list[tuple[str, Kernel]], why: str, case: Case | None) -> tuple[Kernel, Validation]:

@@ -3,10 +3,14 @@
 `a[i + k*n]` stores race. The check then grows the launch's size parameters by whole naive blocks (the
 residue stays ragged, so the naive launch leaves the last elements undone), and still compares every
 element there."""
+from pathlib import Path
+
+import numpy as np
 import pytest
 from pycparser import c_ast, c_parser
 
 from gpgpu_opt import launch, pipeline
+from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.targets import get_target
@@ -43,6 +47,7 @@ void run_time_step(int j, int nelr, float *old_variables, float *variables, floa
 """
 
 PASSES = ["restrict", "normalize", "vectorize"]
+CXX = Path(__file__).resolve().parents[1] / "programs" / "cxx"
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +104,61 @@ def test_the_grown_case_still_catches_a_version_that_writes_past_the_naive_launc
     assert validation.status == "rolled back" and validation.emulated, validation.detail
     assert validation.kept_after == "vectorize"
     assert "after bad: variables:" in validation.detail and "differ" in validation.detail
+
+
+#: An optional bias, as C++ code writes it (`bias != nullptr`, lowered to 0).
+ADD_BIAS = """
+__global__ void add_bias(float *out, const float *in, const float *bias, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = in[i];
+        if (bias != 0)
+            v += bias[i];
+        out[i] = v;
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def add_bias(tmp_path_factory):
+    path = tmp_path_factory.mktemp("check_case") / "add_bias.cu"
+    path.write_text(ADD_BIAS)
+    return load_program(str(path), diagnostics=Diagnostics(quiet=True))
+
+
+def test_the_emulator_compares_pointers_with_null_and_runs_a_null_argument(add_bias):
+    from gpgpu_opt.emulator import run_kernel
+
+    kernel = add_bias.kernels[0]
+    x, b = np.arange(8, dtype=np.float32), np.full(8, 10, np.float32)
+    for bias, expected in ((b, x + 10), (None, x)):
+        out = np.zeros(8, np.float32)
+        run_kernel(kernel, (1, 1, 1), (8, 1, 1), {"out": out, "in": x, "bias": bias, "n": 8})
+        assert (out == expected).all()
+
+
+def _drops_the_null_test(kernel, ctx):
+    """A broken pass: it reads the bias whether or not it is null (right for every non-null bias)."""
+    for node in walk(kernel.body):
+        if isinstance(node, c_ast.If) and isinstance(node.cond, c_ast.BinaryOp) and node.cond.op == "!=":
+            node.cond = c_ast.Constant("int", "1")
+    ctx.applied("kernel", "the bias is read unconditionally")
+    return kernel
+
+
+def test_a_pointer_the_kernel_tests_for_null_is_also_checked_null(add_bias, monkeypatch):
+    registered = pipeline.registered_passes()
+    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "bad": _drops_the_null_test})
+    kernel, _ = _compile(add_bias, ["restrict", "normalize", "bad"])
+    validation = kernel.validation
+    assert validation.status == "rolled back" and validation.emulated, validation.detail
+    assert "after bad: optimized kernel:" in validation.detail and "'bias'" in validation.detail
+
+
+def test_cxx_casts_optional_bias_kernel_is_checked_and_transformed():
+    program = load_program(str(CXX / "cxx_casts.cu"), diagnostics=Diagnostics(quiet=True))
+    kernel, _ = _compile(program, ["restrict", "normalize", "vectorize", "coalesce", "merge"])
+    assert kernel.validation.status == "passed", kernel.validation.detail
+    assert kernel.validation.kept_after == "merge"
