@@ -494,18 +494,23 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
 
 
 def null_tested_pointers(kernel: Kernel) -> frozenset[str]:
-    """Pointer parameters the kernel compares with a null constant (`if (bias != 0)`, `nullptr` lowered to
-    0): the program may pass them null, so the check also runs with each of them null."""
+    """Pointer parameters the kernel tests for null (`if (bias != 0)`, `nullptr` lowered to 0, `if (bias)`,
+    `!bias`, `bias && ...`): the program may pass them null, so the check also runs with each of them null."""
     from gpgpu_opt.emulator.expressions import _null_constant
 
     pointers = {p.name for p in kernel.arrays}
-    found = set()
+    tested = []
     for node in walk(kernel.body):
         if isinstance(node, c_ast.BinaryOp) and node.op in ("==", "!="):
-            for side, other in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(side, c_ast.ID) and side.name in pointers and _null_constant(other):
-                    found.add(side.name)
-    return frozenset(found)
+            tested += [side for side, other in ((node.left, node.right), (node.right, node.left))
+                       if _null_constant(other)]
+        elif isinstance(node, c_ast.BinaryOp) and node.op in ("&&", "||"):
+            tested += [node.left, node.right]
+        elif isinstance(node, c_ast.UnaryOp) and node.op == "!":
+            tested.append(node.expr)
+        elif isinstance(node, (c_ast.If, c_ast.TernaryOp, c_ast.While, c_ast.DoWhile, c_ast.For)):
+            tested.append(node.cond)
+    return frozenset(n.name for n in tested if isinstance(n, c_ast.ID) and n.name in pointers)
 
 
 def _compare(result: CaseResult, name: str, expected: np.ndarray, actual: np.ndarray, tolerance: float) -> None:

@@ -372,6 +372,8 @@ class Expressions:
         return arith(op, a, b, mask, node)
 
     def _truth(self, v, node):
+        if isinstance(v, PtrValue):   # `if (bias)`, `!bias`: not null
+            return np.logical_not(np.logical_and(v.buffer.null, np.equal(v.offset, 0)))
         if not isinstance(v, Value) or not isinstance(v.ctype, CType):
             raise UnsupportedConstruct(f"truth value of a pointer or vector at {where(node)}")
         return truth(v.data)

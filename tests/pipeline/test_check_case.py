@@ -128,15 +128,18 @@ def add_bias(tmp_path_factory):
     return load_program(str(path), diagnostics=Diagnostics(quiet=True))
 
 
-def test_the_emulator_compares_pointers_with_null_and_runs_a_null_argument(add_bias):
+def _adds_the_bias_only_when_given(kernel):
     from gpgpu_opt.emulator import run_kernel
 
-    kernel = add_bias.kernels[0]
     x, b = np.arange(8, dtype=np.float32), np.full(8, 10, np.float32)
     for bias, expected in ((b, x + 10), (None, x)):
         out = np.zeros(8, np.float32)
         run_kernel(kernel, (1, 1, 1), (8, 1, 1), {"out": out, "in": x, "bias": bias, "n": 8})
         assert (out == expected).all()
+
+
+def test_the_emulator_compares_pointers_with_null_and_runs_a_null_argument(add_bias):
+    _adds_the_bias_only_when_given(add_bias.kernels[0])
 
 
 def _drops_the_null_test(kernel, ctx):
@@ -162,3 +165,13 @@ def test_cxx_casts_optional_bias_kernel_is_checked_and_transformed():
     kernel, _ = _compile(program, ["restrict", "normalize", "vectorize", "coalesce", "merge"])
     assert kernel.validation.status == "passed", kernel.validation.detail
     assert kernel.validation.kept_after == "merge"
+
+
+def test_a_pointer_tested_by_its_truth_value_is_checked_null_too(tmp_path):
+    from gpgpu_opt.verify import null_tested_pointers
+
+    path = tmp_path / "truth.cu"
+    path.write_text(ADD_BIAS.replace("if (bias != 0)", "if (bias)"))
+    kernel = load_program(str(path), diagnostics=Diagnostics(quiet=True)).kernels[0]
+    assert null_tested_pointers(kernel) == {"bias"}
+    _adds_the_bias_only_when_given(kernel)
