@@ -209,7 +209,7 @@ def _grown_cases(program, naive: Kernel, block: tuple[int, int], bindings: dict[
         return None if found is None else found.grid
 
     moving = [name for name in free if grid_at(case.sizes) != grid_at({**case.sizes, name: case.sizes[name] + step})]
-    for factor in GROWTH:
+    for factor in GROWTH if free else ():   # nothing to grow: the program fixes every size
         sizes = {**case.sizes, **{name: case.sizes[name] + factor * step for name in moving or free}}
         try:
             grown = _case(program, naive, block, sizes)

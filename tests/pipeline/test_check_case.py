@@ -175,3 +175,14 @@ def test_a_pointer_tested_by_its_truth_value_is_checked_null_too(tmp_path):
     kernel = load_program(str(path), diagnostics=Diagnostics(quiet=True)).kernels[0]
     assert null_tested_pointers(kernel) == {"bias"}
     _adds_the_bias_only_when_given(kernel)
+
+
+def test_no_grown_case_when_the_program_fixes_every_size(tmp_path):
+    from gpgpu_opt.validate import _case, _grown_cases
+
+    path = tmp_path / "fixed.cu"
+    path.write_text("#define N 1000\n__global__ void flag(float *f, const float *a)\n{\n"
+                    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < N) f[0] = a[i];\n}\n")
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    kernel = program.kernels[0]
+    assert list(_grown_cases(program, kernel, (256, 1), {}, _case(program, kernel, (256, 1), {}))) == []
