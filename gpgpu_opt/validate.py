@@ -8,7 +8,13 @@ failure) counts as failing, unless every pass that changed it is proved without 
 Where the program fixes its sizes (macros) and the whole launch is too large to emulate, the check runs the
 blocks that cover two corners of the thread space, the first and the last (where a ragged edge would be),
 each corner made of whole blocks of the naive kernel and of every version. A kernel the file does not launch
-is also run under one naive launch of blocks that divide no tile, as its launch helpers would serve it."""
+is also run under one naive launch of blocks that divide no tile, as its launch helpers would serve it.
+
+Where the naive kernel races or starts no block at the ragged case (an unguarded `a[i + k*n]` under the
+launch `dim3 Dg(n / 192)`, which starts no block at n = 45 and, given more threads than n, overlaps its own
+stores), the check grows the sizes the launch depends on by whole naive blocks, keeping them ragged (the
+launch then leaves the last elements undone, and every version must leave them too). A kernel that tests a
+pointer parameter for null (`if (bias != nullptr)`) is also run with that pointer null."""
 from __future__ import annotations
 
 import math
