@@ -195,8 +195,9 @@ def _changed_by(versions: list[tuple[str, Kernel]]) -> list[str]:
 #: Naive failures that other sizes may avoid: a race between threads past the end of a size parameter and
 #: its elements (`a[i + k*n]` with more threads than n), a grid `n / 192` that is 0 at small n.
 RETRIED_FAILURES = ("the naive kernel races", "naive kernel: its launch at these sizes starts no block")
-#: The ragged sizes are grown by these multiples of the naive block (they stay ragged: the residue is kept).
-GROWTH = (1, 2, 4)
+#: The ragged sizes are grown by these multiples of the naive block (they stay ragged: the residue is kept);
+#: two blocks at least, so that a version's block index is exercised too.
+GROWTH = (2, 4, 8)
 
 
 def _grown_cases(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int], case: Case):

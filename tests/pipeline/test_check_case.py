@@ -85,6 +85,7 @@ def test_the_check_grows_the_sizes_the_launch_serves_and_keeps_them_ragged(progr
     nelr = validation.case.sizes["nelr"]
     threads = validation.case.global_space[0]
     assert nelr % 192 and threads == nelr // 192 * 192 < nelr  # the naive launch leaves the tail undone
+    assert threads >= 2 * 192                                   # in more than one block
     assert validation.case.sizes["j"] == 37                    # the launch does not depend on j: not grown
     assert "the naive launch could not run" in validation.detail
 
