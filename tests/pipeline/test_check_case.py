@@ -187,3 +187,27 @@ def test_no_grown_case_when_the_program_fixes_every_size(tmp_path):
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
     kernel = program.kernels[0]
     assert list(_grown_cases(program, kernel, (256, 1), {}, _case(program, kernel, (256, 1), {}))) == []
+
+
+POINTER_WALK = """
+__global__ void pointer_walk(float *out, const float *a, int n)
+{
+    int i = threadIdx.x;
+    const float *end = a + n;
+    float s = 0.0f;
+    for (const float *p = a + i; p < end; p += 8)
+        s += *p;
+    out[i] = (a == (const float *) out) ? -1.0f : s;
+}
+"""
+
+
+def test_the_emulator_orders_pointers_into_one_array_and_tells_two_arrays_apart(tmp_path):
+    from gpgpu_opt.emulator import run_kernel
+
+    path = tmp_path / "walk.cu"
+    path.write_text(POINTER_WALK)
+    kernel = load_program(str(path), diagnostics=Diagnostics(quiet=True)).kernels[0]
+    a, out = np.arange(20, dtype=np.float32), np.zeros(8, np.float32)
+    run_kernel(kernel, (1, 1, 1), (8, 1, 1), {"out": out, "a": a, "n": 20})
+    assert out.tolist() == [float(a[i::8].sum()) for i in range(8)]
