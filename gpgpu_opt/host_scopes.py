@@ -191,7 +191,51 @@ def _declared_functions(fn: HostFunction) -> frozenset[str]:
 _NOT_TYPES = {"return", "else", "do", "case", "goto", "throw", "new", "delete", "sizeof"}
 
 
-_DIM3_DEFAULT = re.compile(r"\bdim3\s+(?P<name>[A-Za-z_]\w*)\s*;")
+_DIM3_START = re.compile(r"\bdim3\s+(?=[A-Za-z_])")
+_DIM3_DECLARATOR = re.compile(r"(?P<name>[A-Za-z_]\w*)\s*(?:\((?P<a>.*)\)|=\s*dim3\s*\((?P<b>.*)\)|\{(?P<c>.*)\}|"
+                              r"(?P<default>))", re.DOTALL)
+
+
+def dim3_declarators(text: str):
+    """(name, offset of the name, components) of each variable a `dim3` declaration statement declares,
+    several in one (`dim3 grid(n / 192), block(192);`, `dim3 g, b(64);`) included; `dim3 g;` is 1x1x1.
+    A parameter list (`f(dim3 g, dim3 b)`) is no declaration: its `)` closes before any `;`."""
+    from gpgpu_opt.host_expr import split_top_level
+
+    for start in _DIM3_START.finditer(text):
+        depth, end = 0, None
+        for k in range(start.end(), min(len(text), start.end() + 2000)):
+            depth += text[k] in "([{"
+            depth -= text[k] in ")]}"
+            if depth < 0:
+                break
+            if depth == 0 and text[k] == ";":
+                end = k
+                break
+        if end is None:
+            continue
+        offset = start.end()
+        for part in _declarator_parts(text[offset:end]):
+            m = _DIM3_DECLARATOR.fullmatch(part.strip())
+            if m is not None:
+                args = next((g for g in (m.group("a"), m.group("b"), m.group("c")) if g is not None), None)
+                at = offset + part.index(m.group("name"))
+                yield m.group("name"), at, ["1", "1", "1"] if args is None else split_top_level(args)
+            offset += len(part) + 1
+
+
+def _declarator_parts(text: str) -> list[str]:
+    """The declarators of a declaration, split at its top-level commas, spacing kept (for offsets)."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return parts + [current]
 
 
 @functools.lru_cache(maxsize=8)
@@ -202,7 +246,7 @@ def _host_function(text: str) -> HostFunction:
 @functools.lru_cache(maxsize=256)
 def declarations_at(host_text: str, offset: int):
     """The HostDeclarations a launch site at `offset` of the host text sees (shared: not to be changed)."""
-    from gpgpu_opt.host_expr import _COMMENT, _DIM3_DECL, _SCALAR_DECL, HostDeclarations, split_top_level
+    from gpgpu_opt.host_expr import _COMMENT, _SCALAR_DECL, HostDeclarations, split_top_level
 
     fn = _host_function(host_text)
     text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), host_text)   # offsets kept
@@ -215,11 +259,8 @@ def declarations_at(host_text: str, offset: int):
         scalars.setdefault(m.group("name"), []).append((m.start("name"), (" ".join(m.group("type").split()),
                                                                           m.group("init"))))
     dim3s: dict[str, list] = {}
-    for m in _DIM3_DECL.finditer(text):
-        args = next(g for g in (m.group("a"), m.group("b"), m.group("c")) if g is not None)
-        dim3s.setdefault(m.group("name"), []).append((m.start("name"), split_top_level(args)))
-    for m in _DIM3_DEFAULT.finditer(text):
-        dim3s.setdefault(m.group("name"), []).append((m.start("name"), ["1", "1", "1"]))
+    for name, offset, components in dim3_declarators(text):
+        dim3s.setdefault(name, []).append((offset, components))
     for name, decls in scalars.items():
         visible = _visible(fn, decls, site, shadowed)
         if visible is None:

@@ -8,7 +8,13 @@ failure) counts as failing, unless every pass that changed it is proved without 
 Where the program fixes its sizes (macros) and the whole launch is too large to emulate, the check runs the
 blocks that cover two corners of the thread space, the first and the last (where a ragged edge would be),
 each corner made of whole blocks of the naive kernel and of every version. A kernel the file does not launch
-is also run under one naive launch of blocks that divide no tile, as its launch helpers would serve it."""
+is also run under one naive launch of blocks that divide no tile, as its launch helpers would serve it.
+
+Where the naive kernel races or starts no block at the ragged case (an unguarded `a[i + k*n]` under the
+launch `dim3 Dg(n / 192)`, which starts no block at n = 45 and, given more threads than n, overlaps its own
+stores), the check grows the sizes the launch depends on by whole naive blocks, keeping them ragged (the
+launch then leaves the last elements undone, and every version must leave them too). A kernel that tests a
+pointer parameter for null (`if (bias != nullptr)`) is also run with that pointer null."""
 from __future__ import annotations
 
 import math
@@ -20,7 +26,7 @@ from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.verify import Case, Region, default_cases, naive_geometry, run_case
+from gpgpu_opt.verify import Case, Region, default_cases, naive_geometry, null_tested_pointers, run_case
 from gpgpu_opt.verify_launches import odd_launch_check
 
 #: Threads x loop iterations the check may emulate per kernel (well under a second of emulation).
@@ -64,6 +70,23 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
         case = _case(program, naive, block, bindings or {})
     except CompileError as err:
         return _without_check(versions, f"not emulated: {err.message}", None)
+    found = _check_at(program, naive, versions, block, case, seed, give_up_if_naive_fails=True)
+    if found is not None:
+        return found
+    for grown in _grown_cases(program, naive, block, bindings or {}, case):
+        found = _check_at(program, naive, versions, block, grown, seed, give_up_if_naive_fails=True)
+        if found is not None:
+            kernel, validation = found
+            validation.detail += (f" (at {_sizes_text(grown.sizes)}: at {_sizes_text(case.sizes)} the naive "
+                                  "launch could not run)")
+            return found
+    return _check_at(program, naive, versions, block, case, seed, give_up_if_naive_fails=False)
+
+
+def _check_at(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: tuple[int, int], case: Case,
+              seed: int, give_up_if_naive_fails: bool) -> tuple[Kernel, Validation] | None:
+    """validate at one case. None when `give_up_if_naive_fails` and the naive kernel races or starts no
+    block there (RETRIED_FAILURES: sizes its launch does not serve, which other sizes may)."""
     work = estimated_work(naive, case)
     regions, where, unrunnable = None, "", {}
     if work > WORK_BUDGET:
@@ -88,6 +111,7 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
                 odd = odd_launch_check(program, naive, kernel, block, case, seed) if result.ok and regions is None \
                     else None  # no launch in the file: also a naive launch of blocks that divide no tile
                 result = odd if odd is not None and not odd.ok else result
+                result = _with_null_pointers(program, naive, kernel, block, case, seed, regions, result)
             except CompileError as err:  # the case cannot be set up (an array it cannot size)
                 why = f"not emulated: {err.message}"
             except Exception as err:  # noqa: BLE001 - an emulator bug must not become a crash or a silent pass
@@ -95,6 +119,8 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
                 emulator_error = emulator_error or err
             else:
                 if result.naive_failed:  # the check cannot run, whatever the version
+                    if give_up_if_naive_fails and result.error.startswith(RETRIED_FAILURES):
+                        return None
                     why = f"not emulated: {result.error}"
         if why is None and result.ok:
             if first_problem is None:
@@ -118,6 +144,19 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
     return naive, Validation("rolled back", first_problem or "", case, None, emulated, error=emulator_error)
 
 
+
+
+def _with_null_pointers(program, naive: Kernel, kernel: Kernel, block: tuple[int, int], case: Case, seed: int,
+                        regions, result):
+    """A kernel that tests a pointer parameter against null (`if (bias != 0)`) is also run with that pointer
+    null, one at a time: the first failing result, else `result`. A run where the naive kernel itself cannot
+    take the null pointer (it also reads through it unguarded) is not a launch the program makes."""
+    for null in null_tested_pointers(naive) if result.ok else ():
+        with_null = run_case(naive, kernel, block, case, seed, program.device_functions, regions=regions,
+                             null_pointers=frozenset({null}))
+        if not with_null.ok and not with_null.naive_failed:
+            return with_null
+    return result
 
 
 def _without_check(versions: list[tuple[str, Kernel]], why: str, case: Case | None) -> tuple[Kernel, Validation]:
@@ -151,6 +190,44 @@ def _changed_by(versions: list[tuple[str, Kernel]]) -> list[str]:
         return kernel_source(kernel.funcdef), kernel.launch
 
     return [name for (_, before), (name, after) in zip(versions, versions[1:]) if form(before) != form(after)]
+
+
+#: Naive failures that other sizes may avoid: a race between threads past the end of a size parameter and
+#: its elements (`a[i + k*n]` with more threads than n), a grid `n / 192` that is 0 at small n.
+RETRIED_FAILURES = ("the naive kernel races", "naive kernel: its launch at these sizes starts no block")
+#: The ragged sizes are grown by these multiples of the naive block (they stay ragged: the residue is kept);
+#: two blocks at least, so that a version's block index is exercised too.
+GROWTH = (2, 4, 8)
+
+
+def _grown_cases(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int], case: Case):
+    """Cases at larger sizes the naive launch may run race-free at, for a kernel that races or starts no
+    block at the ragged case: the integer parameters the launch's grid depends on (all free ones when it
+    depends on none) grow by whole naive blocks, so their residue stays ragged and the program's own
+    launch expression still decides the thread space. Only cases within the work budget."""
+    from gpgpu_opt.launch import naive_launch
+
+    free = [p.name for p in naive.scalars if p.name not in bindings and isinstance(case.sizes.get(p.name), int)
+            and p.base_type not in ("float", "double")]
+    step = math.lcm(*block)
+
+    def grid_at(sizes):
+        found = naive_launch(program, naive, sizes)
+        return None if found is None else found.grid
+
+    moving = [name for name in free if grid_at(case.sizes) != grid_at({**case.sizes, name: case.sizes[name] + step})]
+    for factor in GROWTH if free else ():   # nothing to grow: the program fixes every size
+        sizes = {**case.sizes, **{name: case.sizes[name] + factor * step for name in moving or free}}
+        try:
+            grown = _case(program, naive, block, sizes)
+        except CompileError:
+            return
+        if estimated_work(naive, grown) <= WORK_BUDGET:
+            yield grown
+
+
+def _sizes_text(sizes: dict) -> str:
+    return ", ".join(f"{name}={value}" for name, value in sorted(sizes.items()))
 
 
 def _case(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int]) -> Case:

@@ -437,12 +437,13 @@ ATOMIC_TOLERANCE = 1e-5
 
 def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], case: Case, seed: int,
              device_functions: dict, check_races: bool = True, launch=None,
-             regions: list[Region] | None = None) -> CaseResult:
+             regions: list[Region] | None = None, null_pointers: frozenset[str] = frozenset()) -> CaseResult:
     """Run both kernels on the same fresh random inputs and compare every output element. `launch`
     gives the optimized kernel's (block, grid); by default the naive launch for a kernel without its own
     LaunchConfig (the thread mapping is unchanged), else derived from its LaunchConfig. `regions`: emulate
     only the blocks of each kernel that cover these parts of the naive thread space (each must be made of
-    whole blocks of both kernels), for launches too large to emulate whole."""
+    whole blocks of both kernels), for launches too large to emulate whole. `null_pointers`: pointer
+    parameters passed as null (see null_tested_pointers)."""
     from gpgpu_opt.emulator import EmulationError, RaceError, run_kernel
 
     result = CaseResult(case)
@@ -453,8 +454,9 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
     extents = array_extents(naive, case.sizes, block, case.global_space, grid if case.grid else None,
                             case.extents)
     inputs = make_arguments(naive, case.sizes, extents, rng, gather_bounds(naive, extents))
+    inputs.update({name: None for name in null_pointers})
     outputs = written_arrays(naive) | device_variables(naive)
-    for name in outputs - device_variables(naive):
+    for name in outputs - device_variables(naive) - null_pointers:
         if inputs[name].dtype.kind == "f":
             if not any(a.array == name and a.mode == "read" for a in accesses):
                 inputs[name][:] = np.nan  # poisoned: an element nobody writes stays NaN in both
@@ -485,10 +487,30 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
         atomics = max(atomics, stats.atomics)
         runs[label] = args
     atomic_arrays = {a.array for a in accesses if a.extra.get("atomic")}
-    for name in sorted(outputs):
+    for name in sorted(outputs - null_pointers):
         tolerance = TOLERANCE + (ATOMIC_TOLERANCE * math.sqrt(atomics) if name in atomic_arrays else 0.0)
         _compare(result, name, runs["naive"][name], runs["optimized"][name], tolerance)
     return _finish(result, start)
+
+
+def null_tested_pointers(kernel: Kernel) -> frozenset[str]:
+    """Pointer parameters the kernel tests for null (`if (bias != 0)`, `nullptr` lowered to 0, `if (bias)`,
+    `!bias`, `bias && ...`): the program may pass them null, so the check also runs with each of them null."""
+    from gpgpu_opt.emulator.expressions import _null_constant
+
+    pointers = {p.name for p in kernel.arrays}
+    tested = []
+    for node in walk(kernel.body):
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("==", "!="):
+            tested += [side for side, other in ((node.left, node.right), (node.right, node.left))
+                       if _null_constant(other)]
+        elif isinstance(node, c_ast.BinaryOp) and node.op in ("&&", "||"):
+            tested += [node.left, node.right]
+        elif isinstance(node, c_ast.UnaryOp) and node.op == "!":
+            tested.append(node.expr)
+        elif isinstance(node, (c_ast.If, c_ast.TernaryOp, c_ast.While, c_ast.DoWhile, c_ast.For)):
+            tested.append(node.cond)
+    return frozenset(n.name for n in tested if isinstance(n, c_ast.ID) and n.name in pointers)
 
 
 def _compare(result: CaseResult, name: str, expected: np.ndarray, actual: np.ndarray, tolerance: float) -> None:

@@ -368,10 +368,12 @@ class Expressions:
         if op in ("+", "-"):
             return self.add_sub(op, a, b, mask, node)
         if isinstance(a, PtrValue) or isinstance(b, PtrValue):
-            raise UnsupportedConstruct(f"operator '{op}' on pointers at {where(node)}")
+            return compare_pointers(op, a, b, node)
         return arith(op, a, b, mask, node)
 
     def _truth(self, v, node):
+        if isinstance(v, PtrValue):   # `if (bias)`, `!bias`: not null
+            return np.logical_not(np.logical_and(v.buffer.null, np.equal(v.offset, 0)))
         if not isinstance(v, Value) or not isinstance(v.ctype, CType):
             raise UnsupportedConstruct(f"truth value of a pointer or vector at {where(node)}")
         return truth(v.data)
@@ -452,3 +454,30 @@ class Expressions:
 
     def ev_FuncCall(self, node, mask):
         return self.call(node, mask)
+
+
+def compare_pointers(op: str, a, b, node) -> Value:
+    """`p == q`, `p != q` (and `<`... within one array), `p != 0` / `p == nullptr` (lowered to 0): the
+    arguments are distinct arrays (their binding refuses overlaps), and a pointer is null only where it is
+    a null argument (Buffer.null) at offset 0."""
+    if op not in ("==", "!=", "<", ">", "<=", ">="):
+        raise UnsupportedConstruct(f"operator '{op}' on pointers at {where(node)}")
+    if isinstance(a, PtrValue) and isinstance(b, PtrValue):
+        if a.buffer is b.buffer:
+            return arith(op, Value(LONG, a.offset), Value(LONG, b.offset), None, node)
+        if op in ("==", "!="):
+            return Value(BOOL, np.bool_(op == "!="))
+        raise UnsupportedConstruct(f"operator '{op}' on pointers into different arrays at {where(node)}")
+    pointer, other = (a, node.right) if isinstance(a, PtrValue) else (b, node.left)
+    if op not in ("==", "!=") or not _null_constant(other):
+        raise UnsupportedConstruct(f"operator '{op}' on a pointer and an integer at {where(node)}")
+    null = np.logical_and(pointer.buffer.null, np.equal(pointer.offset, 0))
+    return Value(BOOL, null if op == "==" else np.logical_not(null))
+
+
+def _null_constant(node) -> bool:
+    """`0`, `0L`, `(void *) 0`, `(float *) 0`: a null pointer constant."""
+    while isinstance(node, c_ast.Cast):
+        node = node.expr
+    return isinstance(node, c_ast.Constant) and node.type in ("int", "long", "unsigned int", "long int") and \
+        node.value.rstrip("uUlL") in ("0", "0x0")

@@ -54,6 +54,11 @@ def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bo
             if view is None:
                 raise UnsupportedConstruct(f"kernel '{name}': void * parameter '{d.name}' at {where(d)}")
             scalar = view.base if isinstance(view, VecType) else view
+            if value is None:   # a null pointer: every access through it is out of bounds
+                buf = Buffer(d.name, "global", np.zeros(0, scalar.dtype), scalar, 0)
+                buf.null = True
+                params[d.name] = Var(d.name, PtrType(view), PtrValue(buf, np.int64(0), view))
+                continue
             if not isinstance(value, np.ndarray):
                 raise EmulationError(f"kernel '{name}': argument '{d.name}' must be a numpy array")
             if value.dtype != scalar.dtype:

@@ -25,6 +25,7 @@ class Buffer:
         self.stride = extent            # words between the copies of consecutive blocks / lanes
         self.race: RaceTracker | None = None
         self.read_only = False
+        self.null = False               # a null pointer argument: no element, compares equal to 0
         self.lane_base: np.ndarray | None = None   # per lane of the batch: the copy's first word
 
     @property
