@@ -99,12 +99,27 @@ class HostDeclarations:
         for name, count in scalar_counts.items():
             if count > 1 or _assigned_after_declaration(text, name):
                 found.scalars.pop(name, None)
-        for m in _DIM3_DECL.finditer(text):
-            name = m.group("name")
-            args = next(g for g in (m.group("a"), m.group("b"), m.group("c")) if g is not None)
+        for name, _, args in dim3_declarations(text):
             again = name in found.dim3 or _assigned_after_declaration(text, name)
             found.dim3[name] = None if again else split_top_level(args)
         return found
+
+
+def dim3_declarations(text: str) -> list[tuple[str, int, str]]:
+    """(name, offset of the name, constructor arguments) of every declarator of each dim3 declaration with
+    arguments: `dim3 g(n / 4), b(4);` gives g's and b's (one `_DIM3_DECL` match over both would read
+    `n / 4), b(4` as g's arguments)."""
+    found = []
+    for m in re.finditer(r"\bdim3\s+([^;{}]*(?:\{[^;{}]*\}[^;{}]*)*);", text):
+        at = m.start(1)
+        for part in split_top_level(m.group(1)):
+            at = text.index(part, at)
+            one = _DIM3_DECL.fullmatch(f"dim3 {part};")
+            if one is not None:
+                args = next(g for g in (one.group("a"), one.group("b"), one.group("c")) if g is not None)
+                found.append((one.group("name"), at, args))
+            at += len(part)
+    return found
 
 
 def _assigned_after_declaration(text: str, name: str) -> bool:

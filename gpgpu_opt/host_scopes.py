@@ -201,7 +201,7 @@ def _host_function(text: str) -> HostFunction:
 @functools.lru_cache(maxsize=256)
 def declarations_at(host_text: str, offset: int):
     """The HostDeclarations a launch site at `offset` of the host text sees (shared: not to be changed)."""
-    from gpgpu_opt.host_expr import _COMMENT, _DIM3_DECL, _SCALAR_DECL, HostDeclarations, split_top_level
+    from gpgpu_opt.host_expr import _COMMENT, _SCALAR_DECL, HostDeclarations, dim3_declarations, split_top_level
 
     fn = _host_function(host_text)
     text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), host_text)   # offsets kept
@@ -214,9 +214,8 @@ def declarations_at(host_text: str, offset: int):
         scalars.setdefault(m.group("name"), []).append((m.start("name"), (" ".join(m.group("type").split()),
                                                                           m.group("init"))))
     dim3s: dict[str, list] = {}
-    for m in _DIM3_DECL.finditer(text):
-        args = next(g for g in (m.group("a"), m.group("b"), m.group("c")) if g is not None)
-        dim3s.setdefault(m.group("name"), []).append((m.start("name"), split_top_level(args)))
+    for name, at, args in dim3_declarations(text):
+        dim3s.setdefault(name, []).append((at, split_top_level(args)))
     for m in _DIM3_DEFAULT.finditer(text):
         dim3s.setdefault(m.group("name"), []).append((m.start("name"), ["1", "1", "1"]))
     for name, decls in scalars.items():
