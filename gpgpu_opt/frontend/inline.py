@@ -89,7 +89,9 @@ class _Inliner:
         self.func, self.helpers = func, helpers
         self.taken = {n.name for n in walk(func) if isinstance(n, (c_ast.ID, c_ast.Decl)) and n.name}
         for helper in helpers.values():   # a fresh local must not capture a name a helper uses from file scope
-            self.taken |= {n.name for n in _variables(helper.func.body)}
+            own = {p.name for p in _parameters(helper.func)} | \
+                {n.name for n in walk(helper.func.body) if isinstance(n, c_ast.Decl)}
+            self.taken |= _free_names(helper.func.body, own)
         self.types = _variable_types(func)
 
     def run(self) -> None:
@@ -112,7 +114,8 @@ class _Inliner:
             body, result = self._inline(item.init)
             item.init = self._converted(result, item.init, _type_names(item.type))
             return body + [item]
-        if isinstance(item, c_ast.Assignment) and _calls(item.rvalue, self.helpers) and _plain_lvalue(item.lvalue):
+        # `a[i] = f(x)`: the right operand is evaluated before the left (C++17), so after the helper's body
+        if isinstance(item, c_ast.Assignment) and _calls(item.rvalue, self.helpers):
             body, result = self._inline(item.rvalue)
             item.rvalue = self._converted(result, item.rvalue, self._lvalue_type(item.lvalue))
             return body + [item]
