@@ -175,3 +175,29 @@ def test_vectorize_widens_a_local_declared_before_it_is_assigned_with_its_own_ty
     assert "float4 s;" in result.output and "s = make_float4(" in result.output
     _, result, _ = _compile(tmp_path, text.format(T="int"), validate=True)   # an int4, not a float4
     assert "int4 s;" in result.output and "s = make_int4(" in result.output and "float4" not in result.output
+
+
+def test_every_declarator_of_a_dim3_declaration_is_read():
+    """cfd's `dim3 Dg(nelr / BLOCK_SIZE_2), Db(BLOCK_SIZE_2);` gave Dg the text `nelr / B), Db(B` and no Db."""
+    from gpgpu_opt.host_scopes import declarations_at
+
+    text = "void f(int n) { dim3 Dg(n / 2), Db(128), Dz{4, 2}; k<<<Dg, Db>>>(n); }"
+    found = declarations_at(text, text.index("k<<<"))
+    assert found.dim3 == {"Dg": ["n / 2"], "Db": ["128"], "Dz": ["4", "2"]}
+
+
+def test_an_unguarded_kernel_is_not_widened_when_its_launch_block_is_unknown(tmp_path):
+    """Blocks cut from an assumed 256 would cover 256 naive threads each, past the launch's nelr / 192."""
+    _, result, notes = _compile(tmp_path, """
+        __global__ void k(int n, float *a, float *b) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            b[i] = 2.0f * a[i];
+        }
+        int main(int argc, char **argv) {
+            float *a, *b; int threads = atoi(argv[1]), n = 192 * 5;
+            k<<<n / threads, threads>>>(n, a, b);
+        }
+    """)
+    assert not result.kernels[0].rewritten
+    assert any("not widened: the kernel has no guard and the block its launch uses is not known" in n
+               for n in notes), notes
