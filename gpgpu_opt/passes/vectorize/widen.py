@@ -245,7 +245,8 @@ def _launch(info: g.KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
     stated = ctx.global_space[0]
     if guarded or (stated is not None and stated % (bx * width) == 0):
         return LaunchConfig(block=(bx, by), outputs_per_block=(bx * width, by))
-    if not ctx.naive_block_known:   # the cut block covers bx naive threads: only right if the launch's is bx
+    if ctx.launched_in_file and not ctx.naive_block_known:   # the cut block covers bx naive threads: only
+        # right if the sites' block is bx (a kernel the file does not launch gets a run-time contract instead)
         raise Unsupported(f"the kernel has no guard and the block its launch uses is not known (assumed {bx}x{by})")
     if bx % width or (bx // width) * by < ctx.target.warp_size:
         raise Unsupported(f"the kernel has no guard and a {bx}x{by} block cannot be cut {width} times in x")
