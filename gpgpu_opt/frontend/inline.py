@@ -391,8 +391,10 @@ def split_vector_locals(func: c_ast.FuncDef) -> list[str]:
 
     transform(func.body, scalar)
     scalars = {name for members in split.values() for name in members.values()}
-    for block in [n for n in walk(func.body) if isinstance(n, c_ast.Compound)]:
-        _declare_at_first_assignment(block, scalars)
+    if not any(isinstance(n, (c_ast.Switch, c_ast.Label, c_ast.Goto)) for n in walk(func.body)):
+        # (a jump past a declaration with an initializer is an error in C++: none can cross one here)
+        for block in [n for n in walk(func.body) if isinstance(n, c_ast.Compound)]:
+            _declare_at_first_assignment(block, scalars)
     return list(split)
 
 
