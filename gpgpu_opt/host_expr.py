@@ -66,8 +66,6 @@ def split_top_level(text: str) -> list[str]:
 _SCALAR_DECL = re.compile(r"\b(?:(?:const|static|constexpr)\s+)*(?P<type>unsigned\s+int|unsigned\s+long|unsigned|"
                           r"long\s+long|long|int|short|size_t|float|double)\s+(?P<name>[A-Za-z_]\w*)\s*="
                           r"(?!=)\s*(?P<init>[^;{}]+?)\s*;")
-_DIM3_DECL = re.compile(r"\bdim3\s+(?P<name>[A-Za-z_]\w*)\s*(?:\((?P<a>.*?)\)|=\s*dim3\s*\((?P<b>.*?)\)|"
-                        r"\{(?P<c>.*?)\})\s*;", re.DOTALL)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
@@ -99,11 +97,11 @@ class HostDeclarations:
         for name, count in scalar_counts.items():
             if count > 1 or _assigned_after_declaration(text, name):
                 found.scalars.pop(name, None)
-        for m in _DIM3_DECL.finditer(text):
-            name = m.group("name")
-            args = next(g for g in (m.group("a"), m.group("b"), m.group("c")) if g is not None)
+        from gpgpu_opt.host_scopes import dim3_declarators
+
+        for name, _, components in dim3_declarators(text):
             again = name in found.dim3 or _assigned_after_declaration(text, name)
-            found.dim3[name] = None if again else split_top_level(args)
+            found.dim3[name] = None if again else components
         return found
 
 

@@ -22,7 +22,7 @@ from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import outside_namespaces
 from gpgpu_opt.frontend.templates import specialization_edits
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch_contract import launch_assumptions
+from gpgpu_opt.launch_contract import has_launch_site, launch_assumptions
 from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes import grid_stride
 from gpgpu_opt.passes.context import Decision, MergeRequest, PassContext
@@ -209,7 +209,7 @@ def compile_program(program: Program, target: Target, pass_names: list[str], dia
             block = block_override or default_block(program, kernel)
             known = block_override is not None or launch.naive_block(program, kernel) is not None
             ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
-                              naive_block_known=known,
+                              naive_block_known=known, launched_in_file=has_launch_site(program, kernel),
                               device_functions=program.device_functions,
                               aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
                               requested=getattr(pass_names, "named", frozenset()),

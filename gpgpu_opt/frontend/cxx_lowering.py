@@ -14,7 +14,10 @@ user's file:
   `threadIdx`/`blockIdx`/`blockDim`/`gridDim` arithmetic, which is unsigned int, see `cxx_types`);
 - the cooperative-groups block `cg::thread_block b = cg::this_thread_block();`, used only to synchronize
   (`cg::sync(b)`, `b.sync()`), is the block barrier: the declaration is dropped and each sync becomes
-  `__syncthreads()`.
+  `__syncthreads()`;
+- on request (a `__device__` helper), a reference parameter `float& d` is read as the value parameter
+  `float  d` (the `&` blanked): the C text then has the helper's body, which only `frontend.inline` may use,
+  inlining it where the reference is bound to the caller's variable (`reference_parameters` names them).
 
 The check is a whitelist: a node of a type C kernels are made of passes as it is; any other (a reference,
 a lambda, a class, `new`, `this`, a template, a qualified name that is not a math function, an `auto`
@@ -124,14 +127,16 @@ def cooperative_groups_names(file_text: str) -> frozenset[str]:
     return frozenset({"cooperative_groups", *_GROUPS_ALIAS.findall(file_text)})
 
 
-def lower_function(text: str, groups: frozenset[str] = frozenset({"cooperative_groups"})) -> Lowering | None:
+def lower_function(text: str, groups: frozenset[str] = frozenset({"cooperative_groups"}),
+                   references: bool = False) -> Lowering | None:
     """The function `text` (one definition, C++ allowed) lowered to C; `groups`: the names of the
-    cooperative_groups namespace. None when the parser could not read it (an ERROR node): the caller then
+    cooperative_groups namespace; `references`: lower its lvalue reference parameters to value parameters
+    (see the module doc). None when the parser could not read it (an ERROR node): the caller then
     decides as it did without a syntax tree."""
     tree = parse_cxx(text)
     if tree.root_node.has_error:
         return None
-    lowerer = _Lowerer(to_bytes(text), tree.root_node, groups)
+    lowerer = _Lowerer(to_bytes(text), tree.root_node, groups, references)
     try:
         lowered = lowerer.render(tree.root_node)
     except _Refused as refused:
@@ -139,10 +144,39 @@ def lower_function(text: str, groups: frozenset[str] = frozenset({"cooperative_g
     return Lowering(lowered, None, lowered != text)
 
 
+def reference_parameters(text: str) -> tuple[str, ...]:
+    """The names of the lvalue reference parameters (`float& d`, `const float3 &v`) of the function `text`."""
+    tree = parse_cxx(text)
+    source = to_bytes(text)
+    return tuple(source[p.start_byte:p.end_byte].decode(errors="surrogateescape")
+                 for p in map(_reference_parameter_name, _parameters(tree.root_node)) if p is not None)
+
+
+def _parameters(root: Node) -> list[Node]:
+    """The parameter declarations of the function `root` defines (none when it is not one definition)."""
+    function = next((c for c in root.named_children if c.type == "function_definition"), None)
+    declarator = function.child_by_field_name("declarator") if function is not None else None
+    params = declarator.child_by_field_name("parameters") if declarator is not None \
+        and declarator.type == "function_declarator" else None
+    return [p for p in params.named_children if p.type == "parameter_declaration"] if params is not None else []
+
+
+def _reference_parameter_name(param: Node) -> Node | None:
+    """The name of the parameter `param` when it is `T& name` (an lvalue reference to a named parameter)."""
+    declarator = param.child_by_field_name("declarator")
+    if declarator is None or declarator.type != "reference_declarator" or len(declarator.children) != 2:
+        return None
+    amp, name = declarator.children
+    return name if amp.type == "&" and name.type == "identifier" else None
+
+
 class _Lowerer:
-    def __init__(self, source: bytes, root: Node, groups: frozenset[str]):
+    def __init__(self, source: bytes, root: Node, groups: frozenset[str], references: bool = False):
         self.source = source
         self.groups = groups
+        #: the reference declarators of the parameters to lower (when asked to)
+        self.references = {p.child_by_field_name("declarator").start_byte for p in _parameters(root)
+                           if _reference_parameter_name(p) is not None} if references else set()
         self.blocks: set[str] = set()  # cooperative-groups handles of the thread block
         self.std_names, self.global_names = _math_names()
         self.types = ExpressionTypes(self.text_of)
@@ -175,6 +209,8 @@ class _Lowerer:
 
     def _lowered(self, node: Node) -> str | None:
         kind = node.type
+        if kind == "reference_declarator" and node.start_byte in self.references:
+            return " " + self.text_of(node)[1:]   # `&d` -> ` d`
         if kind == "call_expression":
             return self._block_sync(node) or self._cast_call(node)
         if kind == "declaration" and self._block_declaration(node):

@@ -11,8 +11,10 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
 from gpgpu_opt.frontend import scanner, templates
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
+from gpgpu_opt.frontend.cxx_lowering import reference_parameters
 from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variables, substitute_file_constants, \
     variables_used
+from gpgpu_opt.frontend.inline import NotInlined, ReferenceHelper, inline_reference_helpers
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess_program
 from gpgpu_opt.kernel import Kernel
@@ -175,6 +177,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
     file_constants = find_file_constants(expanded)
     known = set(PRELUDE_NAMES) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
     unreadable: dict[str, str] = {}  # device functions passed through -> why
+    reference_helpers: dict[str, ReferenceHelper] = {}  # helpers taking C++ references: inlined where called
     template_uses = {scan.file.path: templates.TemplateUses(scan.file.text, scan.tokens, scan.launch_sites,
                                                             macros, expanded) for scan in scans}
     for file, definition in definitions:
@@ -209,7 +212,19 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                 _pass_through(program, diagnostics, unit_definition, f"it calls '{calls[0]}', which is passed "
                               f"through ({unreadable[calls[0]]})", where, unreadable)
                 continue
-            if definition.is_kernel:
+            try:
+                func, inlined = inline_reference_helpers(func, reference_helpers)
+            except NotInlined as why:
+                _pass_through(program, diagnostics, unit_definition, f"a helper taking C++ references is not "
+                              f"inlined: {why}", where, unreadable)
+                continue
+            if inlined and definition.is_kernel:
+                diagnostics.note(f"'{unit_definition.name}': inlined {', '.join(inlined)} (__device__ helpers taking "
+                                 f"C++ references)", where, kernel=definition.name)
+            references = () if definition.is_kernel else reference_parameters(expanded[pp_def.start:pp_def.end])
+            if references:
+                reference_helpers[definition.name] = ReferenceHelper(func, references)
+            elif definition.is_kernel:
                 subscript_dereferences(func)  # `*(b + i) = s;` is an access, seen by every analysis
                 program.kernels.append(Kernel.from_funcdef(func, unit_definition, launch_bounds, shorthand,
                                                            source_file="" if file is main else file.path,

@@ -195,7 +195,7 @@ def function_units(definition: scanner.FunctionDefinition, text: str, uses: Temp
 
 def _lower(definition: scanner.FunctionDefinition, text: str, groups: frozenset[str]) -> str:
     """The lowered text, or (a str too, told apart by `_Refusal`) why the function passes through."""
-    lowering = lower_function(text, groups)
+    lowering = lower_function(text, groups, references=not definition.is_kernel)  # helpers: frontend.inline
     if lowering is None:  # the C++ grammar could not read it: pycparser may (a macro it cannot see)
         if definition.cxx_constructs:
             return _Refusal(f"uses C++ ({', '.join(definition.cxx_constructs)})")

@@ -72,6 +72,9 @@ class PassContext:
     #: Whether the program launches the kernel with `naive_block` (else it is a default the launch may
     #: narrow, so an unguarded kernel's thread space is only known to be whole blocks of some divisor).
     naive_block_known: bool = True
+    #: Whether the file launches the kernel: its sites then call the new launch's helpers with whatever
+    #: block they use, and no run-time contract checks that block (launch_contract.launch_assumptions).
+    launched_in_file: bool = False
     #: The kernel as each pass that ran received it (a later pass may re-plan an earlier one's work).
     received: dict = field(default_factory=dict)
     #: Integer parameters n that every launch site provably covers with at least n threads in x

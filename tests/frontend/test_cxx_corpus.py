@@ -30,7 +30,7 @@ from corpus_kit.sources import program_kernels  # noqa: E402
 #: The main file of each program (kernels_header's kernels live in kernels.cuh).
 PROGRAMS = ["template_affine.cu", "kernels_header/main.cu", "saxpy_gridstride.cu", "stencil3d.cu",
             "bool_consts.cu", "constant_coeffs.cu", "particles.cu", "half_scale.cu", "mixed_good_bad.cu",
-            "cxx_casts.cu"]
+            "cxx_casts.cu", "ref_helpers.cu"]
 
 #: What the merged compiler makes of each kernel: "transformed" (a pass beyond restrict is kept,
 #: corpus_kit.runner.kernel_transformed) or a regular expression that one of the notes naming the kernel's file
@@ -48,6 +48,8 @@ OUTCOMES = {
     "half_scale.cu": {"haxpy": "transformed", "saxpy_ref": "transformed"},   # widened by __half2 (and float2)
     "mixed_good_bad.cu": {"lane_ids": r"'lane_ids' uses C\+\+ \(inline asm", "vadd": "transformed"},
     "cxx_casts.cu": {"scale_rows": "transformed"},     # checked with the bias given and null
+    "ref_helpers.cu": {"energy_fluxes": "transformed",            # float& / float3& helpers inlined, widened
+                       "step_factor": "transformed"},             # checked at sizes its launch serves
 }
 
 #: Kernels issue 20 asks to transform that the merged compiler leaves as written (OUTCOMES asserts how):

@@ -312,6 +312,10 @@ def _vector_locals(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
                 vectors.add(name)
                 changed = True
     for s in stmts:
+        # `v.x = f(x)`: one member for the V lanes (the per-lane copies would all write it)
+        if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.StructRef) and \
+                (ids_in(s.rvalue) & (vectors | {idx}) or ids_in(s.lvalue) & vectors):
+            raise Unsupported(f"'{text(s.lvalue)}' depends on x and is a member of a local, which is not widened")
         if isinstance(s, c_ast.Decl) and s.name in vectors:
             t = s.type
             if not (isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType)
@@ -390,6 +394,9 @@ def _launch(info: g.KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
     stated = ctx.global_space[0]
     if guarded or (stated is not None and stated % (bx * width) == 0):
         return LaunchConfig(block=(bx, by), outputs_per_block=(bx * width, by))
+    if ctx.launched_in_file and not ctx.naive_block_known:   # the cut block covers bx naive threads: only
+        # right if the sites' block is bx (a kernel the file does not launch gets a run-time contract instead)
+        raise Unsupported(f"the kernel has no guard and the block its launch uses is not known (assumed {bx}x{by})")
     if bx % width or (bx // width) * by < ctx.target.warp_size:
         raise Unsupported(f"the kernel has no guard and a {bx}x{by} block cannot be cut {width} times in x")
     return LaunchConfig(block=(bx // width, by), outputs_per_block=(bx, by))
@@ -400,7 +407,6 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
     """The statements of the vector path. `along_x`: the ids of the accesses that run along x one element per
     thread, the only ones read or written as vectors (`A[0 * x]` names x but reads one element for all)."""
     out = []
-
     def component(expr: c_ast.Node, c: int) -> c_ast.Node:
         e = substitute(expr, {idx: parse_expr(f"{idx} + {c}")} if c else {})
 
@@ -434,7 +440,9 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
             base = " ".join(s.type.type.names)
             vtype = vector_type(base, width)
             init = s.init
-            if id(init) in along_x:
+            if init is None:      # `float v;`, assigned later: a vector declared the same way
+                value = None
+            elif id(init) in along_x:
                 value = vector_ref(init.name.name, init, True)
             else:
                 value = make(vtype, init)
@@ -460,7 +468,7 @@ def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[s
             out.append(c_ast.Assignment("=", vector_ref(array, target, False), make(vtype, value)))
             continue
         if isinstance(target, c_ast.ID) and target.name in vectors:
-            vtype = vector_type(elem[target.name], width)
+            vtype = vector_type(elem[target.name], width)     # its own type (a double stays double)
             out.append(c_ast.Assignment("=", c_ast.ID(target.name), make(vtype, s.rvalue if s.op == "=" else
                                                                           c_ast.BinaryOp(s.op[:-1], c_ast.ID(target.name), s.rvalue))))
             continue
