@@ -65,7 +65,53 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
     `--bind` fixed (the versions are specialized to them, so the case takes them too). Returns the newest
     version that computes what the naive kernel computes on the check's case, and what the check found. A
     version the check cannot run on is only kept when every pass that changed it is proved without emulation
-    (PROVED_WITHOUT_EMULATION); else an earlier version is, at worst the naive kernel."""
+    (PROVED_WITHOUT_EMULATION); else an earlier version is, at worst the naive kernel. A version vectorize
+    changed that passes is also checked where its vector path runs (ALIGNED_MULTIPLE)."""
+    found = _validate_ragged(program, naive, versions, block, seed, bindings)
+    kernel, validation = found
+    kept = next((k for k, (name, _) in enumerate(versions) if name == validation.kept_after and
+                 versions[k][1] is kernel), None)
+    if validation.status != "passed" or kept is None or "vectorize" not in _changed_by(versions[:kept + 1]):
+        return found
+    aligned = _aligned_case(program, naive, block, bindings or {}, validation.case)
+    if aligned is None:
+        return found
+    again = _check_at(program, naive, versions[:kept + 1], block, aligned, seed, give_up_if_naive_fails=True)
+    if again is None or again[1].status == "passed" and again[0] is kernel:
+        validation.detail += f"; and at {_sizes_text(aligned.sizes)}, where rows are aligned (the vector path)"
+        return found
+    earlier, checked = validate(program, naive, versions[:kept], block, seed, bindings)  # without the failing one
+    problem = f"{again[1].detail} (at {_sizes_text(aligned.sizes)}, where rows are aligned: the vector path)"
+    return earlier, Validation("rolled back", problem, checked.case, checked.kept_after, checked.emulated,
+                               error=checked.error)
+
+
+#: vectorize takes its vector path only where the rows are aligned: a stride of integer parameters (`a[i + j*n]`)
+#: is tested at run time (n % V == 0). The ragged case leaves them unaligned, so a vectorized version is also
+#: checked with each free integer size rounded up to a multiple of this (every vector width divides it).
+ALIGNED_MULTIPLE = 16
+
+
+def _aligned_case(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int], case: Case) -> Case | None:
+    """The case at `case`'s sizes with each free integer size rounded up to ALIGNED_MULTIPLE; None when that
+    is the same case, cannot be set up, or is past the work budget."""
+    sizes = dict(case.sizes)
+    for p in naive.scalars:
+        value = sizes.get(p.name)
+        if p.name not in bindings and isinstance(value, int) and p.base_type not in ("float", "double"):
+            sizes[p.name] = -(-value // ALIGNED_MULTIPLE) * ALIGNED_MULTIPLE
+    if sizes == case.sizes:
+        return None
+    try:
+        aligned = _case(program, naive, block, sizes)
+    except CompileError:
+        return None
+    return aligned if estimated_work(naive, aligned) <= WORK_BUDGET else None
+
+
+def _validate_ragged(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: tuple[int, int],
+                     seed: int, bindings: dict[str, int] | None) -> tuple[Kernel, Validation]:
+    """validate at the ragged case, or at grown sizes where the naive launch cannot run at it."""
     try:
         case = _case(program, naive, block, bindings or {})
     except CompileError as err:

@@ -107,6 +107,26 @@ def test_the_grown_case_still_catches_a_version_that_writes_past_the_naive_launc
     assert "after bad: variables:" in validation.detail and "differ" in validation.detail
 
 
+def _breaks_aligned_rows(kernel, ctx):
+    """A broken pass that only shows where the rows are aligned (where vectorize takes its vector path)."""
+    tail = c_parser.CParser().parse("void f() { if (i == 0 && nelr % 16 == 0) variables[0] = 0.0f; }").ext[0].body
+    kernel.body.block_items.extend(tail.block_items)
+    return kernel
+
+
+def test_a_vectorized_version_is_also_checked_where_its_vector_path_runs(program, monkeypatch):
+    """The ragged sizes leave `i + j*nelr` rows unaligned, so only the scalar path ran there: the check also
+    runs the sizes rounded up to a multiple of 16, and rolls back what fails there."""
+    kernel, _ = _compile(program, PASSES)
+    assert kernel.validation.status == "passed" and "where rows are aligned" in kernel.validation.detail
+    registered = pipeline.registered_passes()
+    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "bad": _breaks_aligned_rows})
+    kernel, _ = _compile(program, [*PASSES, "bad"])
+    validation = kernel.validation
+    assert validation.status == "rolled back" and validation.kept_after == "vectorize", validation.detail
+    assert "where rows are aligned" in validation.detail and "after bad" in validation.detail
+
+
 #: An optional bias, as C++ code writes it (`bias != nullptr`, lowered to 0).
 ADD_BIAS = """
 __global__ void add_bias(float *out, const float *in, const float *bias, int n)
