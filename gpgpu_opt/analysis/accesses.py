@@ -27,6 +27,10 @@ _INTEGER_TYPES = {"int", "unsigned int", "unsigned", "long", "long int", "unsign
                   *environment.integer_aliases("i", 4), *environment.integer_aliases("u", 4)}
 
 
+def is_integer_type(type_name: str) -> bool:
+    return type_name in _INTEGER_TYPES or type_name.startswith("unsigned")
+
+
 @dataclass
 class Access:
     array: str
@@ -115,7 +119,7 @@ class AccessCollector(c_ast.NodeVisitor):
         if not isinstance(node.type, c_ast.TypeDecl):
             return
         type_name = " ".join(getattr(node.type.type, "names", []))
-        if type_name not in _INTEGER_TYPES and not type_name.startswith("unsigned"):
+        if not is_integer_type(type_name):
             return
         self.types[node.name] = type_name
         self.reaching.values[node.name] = opaque(node.name)
@@ -395,8 +399,8 @@ class AccessCollector(c_ast.NodeVisitor):
         if probe.kind in ("thread", "loop", "constant"):
             redefined = sorted(ids_in(subscript) & self.definitions.redefined) or sorted(ids_in(subscript))
             access.analysis_index, access.index, access.kind = probe.index, None, "redefined"
-            access.why_unresolved = (f"`{redefined[0]}` is assigned more than once: here it makes the subscript "
-                                     f"`{cuda_text(probe.index)}`")
+            access.why_unresolved = (f"`{redefined[0]}` is assigned more than once (here the subscript is "
+                                     f"`{cuda_text(probe.index)}`): left as written")
 
     def _clamp_interior(self, expr: c_ast.Node) -> sympy.Expr | None:
         """The interior piece of an expression with edge clamps (analysis.clamps), through the clamped
