@@ -400,7 +400,7 @@ class AccessCollector(c_ast.NodeVisitor):
             redefined = sorted(ids_in(subscript) & self.definitions.redefined) or sorted(ids_in(subscript))
             access.analysis_index, access.index, access.kind = probe.index, None, "redefined"
             access.why_unresolved = (f"`{redefined[0]}` is assigned more than once (here the subscript is "
-                                     f"`{cuda_text(probe.index)}`): left as written")
+                                     f"`{cuda_text(probe.index)}`)")
 
     def _clamp_interior(self, expr: c_ast.Node) -> sympy.Expr | None:
         """The interior piece of an expression with edge clamps (analysis.clamps), through the clamped

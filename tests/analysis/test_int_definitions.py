@@ -10,6 +10,7 @@ import pytest
 import sympy
 
 from gpgpu_opt.analysis.accesses import collect_accesses
+from gpgpu_opt.analysis.launch_races import launch_races
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, iterator_symbol, param_symbol
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
@@ -197,3 +198,10 @@ def test_a_reassigned_parameter_is_not_the_value_it_was_passed(tmp_path):
                 if a.array == "out"]
     assert not store.understood and store.kind == "redefined"
     assert same(store.analysis_index, param_symbol("off") + 1 + TID["x"])
+
+
+def test_an_unresolved_store_is_not_taken_for_a_race_of_the_naive_launch(tmp_path):
+    """`tOut[c]` after the loop is unresolved (`?c`): that says nothing of which threads store where. Before,
+    it was read as a subscript free of threadIdx.y, a race of every 64x4 launch."""
+    (kernel,) = load(tmp_path, HOTSPOT_STYLE).kernels
+    assert launch_races(kernel, (64, 4), (None, 1)) == []
