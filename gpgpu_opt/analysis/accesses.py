@@ -224,7 +224,7 @@ class AccessCollector(c_ast.NodeVisitor):
                 continue
             op, rvalue = steps[name]
             step = self.reaching.value_of(rvalue, self.types, name)
-            if not is_opaque(step):
+            if not is_opaque(step) and not any(is_opaque(s) for s in trip_index(loop).free_symbols):
                 self.clamped[name] = sympy.expand(clamp + (1 if op == "+=" else -1) * trip_index(loop) * step)
         return saved, saved_clamps
 

@@ -207,7 +207,7 @@ class ReachingValues:
                 step = sympy.expand(to_sympy(rvalue, saved, types))
             except NotAffine:
                 continue
-            if any(is_opaque(s) for s in step.free_symbols):
+            if any(is_opaque(s) for s in step.free_symbols | trip_index(loop).free_symbols):
                 continue
             self.values[name] = sympy.expand(saved[name] + (1 if op == "+=" else -1) * trip_index(loop) * step)
         return saved, steps

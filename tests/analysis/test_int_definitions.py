@@ -205,3 +205,17 @@ def test_an_unresolved_store_is_not_taken_for_a_race_of_the_naive_launch(tmp_pat
     it was read as a subscript free of threadIdx.y, a race of every 64x4 launch."""
     (kernel,) = load(tmp_path, HOTSPOT_STYLE).kernels
     assert launch_races(kernel, (64, 4), (None, 1)) == []
+
+
+def test_a_loop_whose_start_is_not_known_has_no_closed_form(tmp_path):
+    """The trip index `k - s` with `s` redefined is not one known expression: the clamped W in the loop gets no
+    interior (an interior with an opaque part would be no value at all)."""
+    body = """
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int W = (c == 0) ? c : c - 1;
+    int s = 0;
+    s = n;
+    for (int k = s; k < n + 4; k++) { out[c] = in[W]; W += 4; }
+    """
+    (read,) = [a for a in accesses_of(tmp_path, body) if a.array == "in"]
+    assert read.kind == "unresolved"
