@@ -65,6 +65,9 @@ def definitions(body: c_ast.Node) -> Definitions:
     for n in walk(body):
         if isinstance(n, c_ast.Switch):
             found.untracked |= assigned_names(n)
+    # A name declared twice (a block shadowing it): the values are kept by name, not by scope.
+    declared = [n.name for n in walk(body) if isinstance(n, c_ast.Decl) and n.name]
+    found.untracked |= {name for name in assigned if declared.count(name) > 1}
     found.single = {name for name in _declared_then_assigned(body) if counts.get(name) == 1} - found.untracked
     found.redefined = assigned - found.single - found.untracked
     return found

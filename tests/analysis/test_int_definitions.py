@@ -219,3 +219,14 @@ def test_a_loop_whose_start_is_not_known_has_no_closed_form(tmp_path):
     """
     (read,) = [a for a in accesses_of(tmp_path, body) if a.array == "in"]
     assert read.kind == "unresolved"
+
+
+def test_a_local_shadowed_in_a_block_is_not_followed(tmp_path):
+    body = """
+    int c = threadIdx.x;
+    c = c + 1;
+    { int c = 5; out[c] = 0.0f; }
+    out[c] = 1.0f;
+    """
+    last = [a for a in accesses_of(tmp_path, body) if a.array == "out"][-1]
+    assert last.kind == "unresolved"
