@@ -32,6 +32,7 @@ class AccessReport:
              "affine": cuda_text(a.index) if a.index is not None and a.kind != "unresolved" else None,
              **({"quasi_affine": cuda_text(a.analysis_index)} if a.kind == "quasi-affine" else {}),
              **({"interior": cuda_text(a.analysis_index)} if a.kind == "clamped" else {}),
+             **({"reaching": cuda_text(a.analysis_index)} if a.kind == "redefined" else {}),
              "loops": [l.var for l in a.loops]}
         if self.coalescing is not None:
             d.update(self.coalescing.as_dict())

@@ -8,6 +8,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.aggregates import is_element_type, param_layout
 from gpgpu_opt.analysis.clamps import interior
+from gpgpu_opt.analysis.definitions import ReachingValues, as_update, definitions, trip_index
 from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
                                          is_opaque, is_quasi_affine, iterator_symbol, opaque, param_symbol,
@@ -26,6 +27,10 @@ _INTEGER_TYPES = {"int", "unsigned int", "unsigned", "long", "long int", "unsign
                   *environment.integer_aliases("i", 4), *environment.integer_aliases("u", 4)}
 
 
+def is_integer_type(type_name: str) -> bool:
+    return type_name in _INTEGER_TYPES or type_name.startswith("unsigned")
+
+
 @dataclass
 class Access:
     array: str
@@ -37,8 +42,8 @@ class Access:
     element_bytes: int
     location: Location | None
     guarded: bool                   # under an `if`
-    kind: str = ""                  # constant / thread / loop / quasi-affine / clamped / array-of-arrays /
-    #                                 volatile / unresolved
+    kind: str = ""                  # constant / thread / loop / quasi-affine / clamped / redefined /
+    #                                 array-of-arrays / volatile / unresolved
     why_unresolved: str | None = None
     extra: dict = field(default_factory=dict)
     #: The subscript of a quasi-affine (`x[i % 7]`, `in[(i - 3) / 2]`) or volatile access, or the interior
@@ -64,7 +69,7 @@ class Access:
 
 
 #: The kinds whose subscript the analysis evaluates but every pass leaves as written.
-AS_WRITTEN = ("quasi-affine", "clamped", "array-of-arrays", "struct-field", "volatile")
+AS_WRITTEN = ("quasi-affine", "clamped", "redefined", "array-of-arrays", "struct-field", "volatile")
 
 
 class AccessCollector(c_ast.NodeVisitor):
@@ -85,7 +90,16 @@ class AccessCollector(c_ast.NodeVisitor):
         self.unanalysable_loops: int = 0
         self.guard_depth = 0
         self.accesses: list[Access] = []
-        self.reassigned = assigned_names(kernel.body)
+        #: Integer locals assigned more than once (analysis.definitions): opaque in `env`, which the passes
+        #: read; their reaching definitions are followed in `reaching`, for the analysis only. A local
+        #: declared without an initializer and then assigned once is defined at that assignment.
+        self.definitions = definitions(kernel.body)
+        self.reassigned = self.definitions.redefined | self.definitions.untracked
+        for name in self.reassigned & set(self.env):
+            self.env[name] = opaque(name)   # a parameter the kernel assigns
+        self.reaching = ReachingValues(self.env, self.definitions)
+        for name in self.definitions.redefined & set(self.env):
+            self.reaching.values[name] = param_symbol(name)
         self.printer = CudaGenerator()
         #: The field of the element being recorded (`p[i].x`: 'x'), for arrays of structs.
         self.member: str | None = None
@@ -111,19 +125,60 @@ class AccessCollector(c_ast.NodeVisitor):
         if not isinstance(node.type, c_ast.TypeDecl):
             return
         type_name = " ".join(getattr(node.type.type, "names", []))
-        if type_name not in _INTEGER_TYPES and not type_name.startswith("unsigned"):
+        if not is_integer_type(type_name):
             return
         self.types[node.name] = type_name
+        self.reaching.values[node.name] = opaque(node.name)
+        if node.name in self.definitions.redefined and node.init is not None:
+            self.reaching.values[node.name] = self.reaching.value_of(node.init, self.types, node.name)
+            if is_opaque(self.reaching.values[node.name]):
+                self._define_clamp(node.name, node.init)
         if node.init is None or node.name in self.reassigned:
             self.env[node.name] = opaque(node.name)
             return
+        self.reaching.values[node.name] = self.reaching.value_of(node.init, self.types, node.name)
         try:
             self.env[node.name] = to_sympy(node.init, self.env, self.types)
         except NotAffine:
             self.env[node.name] = opaque(node.name)
-            clamp = self._clamp_interior(node.init)
-            if clamp is not None:
-                self.clamped[node.name] = clamp
+            self._define_clamp(node.name, node.init)
+
+    def _define_clamp(self, name: str, init: c_ast.Node) -> None:
+        clamp = self._clamp_interior(init)
+        if clamp is not None:
+            self.clamped[name] = clamp
+        else:
+            self.clamped.pop(name, None)
+
+    def _update_local(self, stmt: c_ast.Node) -> None:
+        """A statement `x = e;`, `x += e;`, `x++;` on an integer local: its single definition (the value the
+        passes see), or a redefinition, which only the reaching values follow. An edge-clamped local moved
+        by a step (`W += xy`) stays clamped, its interior moved too."""
+        if id(stmt) not in self.definitions.statements:
+            return
+        name = stmt.lvalue.name if isinstance(stmt, c_ast.Assignment) else stmt.expr.name
+        if name not in self.types or name in self.definitions.untracked:
+            return
+        op, rvalue = as_update(stmt)
+        if name in self.definitions.single:
+            try:
+                self.env[name] = to_sympy(rvalue, self.env, self.types)
+            except NotAffine:
+                self.env[name] = opaque(name)
+        clamp = self.clamped.get(name) if is_opaque(self.reaching.values.get(name, opaque(name))) else None
+        self.reaching.update(stmt, self.types)
+        if not is_opaque(self.reaching.values[name]):
+            self.clamped.pop(name, None)
+        elif op == "=":
+            self._define_clamp(name, rvalue)
+        elif clamp is not None:
+            step = self.reaching.value_of(rvalue, self.types, name)
+            if is_opaque(step) or name in ids_in(rvalue):
+                self.clamped.pop(name, None)
+            else:
+                self.clamped[name] = sympy.expand(clamp + step if op == "+=" else clamp - step)
+        else:
+            self.clamped.pop(name, None)
 
     def _pointer_alias(self, init) -> tuple[str, sympy.Expr | None] | None:
         if isinstance(init, c_ast.ID) and init.name in self.arrays:
@@ -143,6 +198,7 @@ class AccessCollector(c_ast.NodeVisitor):
             self.visit(node.init)
         loop = canonical_loop(node, self.env)
         saved = dict(self.env)
+        saved_reaching, saved_clamps = self._enter_loop(loop, node)
         if loop is not None:
             self.env[loop.var] = iterator_symbol(loop.var)
             self.loops.append(loop)
@@ -160,24 +216,54 @@ class AccessCollector(c_ast.NodeVisitor):
         else:
             self.unanalysable_loops -= 1
         self.env = saved
+        self._leave_loop(node, saved_reaching, saved_clamps)
+
+    def _enter_loop(self, loop: Loop | None, node: c_ast.Node) -> tuple[dict, dict]:
+        """The reaching values and clamps at the top of every iteration (analysis.definitions): an induction
+        variable in closed form, a clamped one with its interior moved likewise, the rest the loop assigns
+        opaque."""
+        saved_clamps = dict(self.clamped)
+        saved, steps = self.reaching.enter_loop(loop, node, self.types)
+        for name in assigned_names(node):
+            clamp = self.clamped.pop(name, None)
+            if clamp is None or name not in steps or not is_opaque(saved.get(name, opaque(name))):
+                continue
+            op, rvalue = steps[name]
+            step = self.reaching.value_of(rvalue, self.types, name)
+            if not is_opaque(step) and not any(is_opaque(s) for s in trip_index(loop).free_symbols):
+                self.clamped[name] = sympy.expand(clamp + (1 if op == "+=" else -1) * trip_index(loop) * step)
+        return saved, saved_clamps
+
+    def _leave_loop(self, node: c_ast.Node, saved_reaching: dict, saved_clamps: dict) -> None:
+        self.reaching.leave_loop(saved_reaching, node)
+        self.clamped = saved_clamps
+        for name in assigned_names(node):
+            self.clamped.pop(name, None)
 
     def visit_While(self, node):
         saved = dict(self.env)
+        saved_reaching, saved_clamps = self._enter_loop(None, node)
         for name in assigned_names(node):
             self.env[name] = opaque(name)
         self.unanalysable_loops += 1
         self.generic_visit(node)
         self.unanalysable_loops -= 1
         self.env = saved
+        self._leave_loop(node, saved_reaching, saved_clamps)
 
     visit_DoWhile = visit_While
 
     def visit_If(self, node: c_ast.If):
         self.visit(node.cond)
         self.guard_depth += 1
+        before, clamps_before = self.reaching.branch(), dict(self.clamped)
         self.visit(node.iftrue)
+        after_true, clamps_true = self.reaching.branch(), self.clamped
+        self.reaching.values, self.clamped = dict(before), dict(clamps_before)
         if node.iffalse is not None:
             self.visit(node.iffalse)
+        self.reaching.join(before, after_true, self.reaching.values)
+        self.clamped = {n: v for n, v in self.clamped.items() if clamps_true.get(n) == v}
         self.guard_depth -= 1
 
     # -- accesses -------------------------------------------------------------------------------
@@ -191,6 +277,8 @@ class AccessCollector(c_ast.NodeVisitor):
             self._visit_subscripts(target)
         else:
             self.visit(node.lvalue)
+            if isinstance(node.lvalue, c_ast.ID):
+                self._update_local(node)
 
     def visit_UnaryOp(self, node: c_ast.UnaryOp):
         target = _stored_element(node.expr) if node.op in ("++", "--", "p++", "p--") else None
@@ -198,6 +286,8 @@ class AccessCollector(c_ast.NodeVisitor):
             self._record_member(target, "read", _member(node.expr, target))
             self._record_member(target, "write", _member(node.expr, target))
             self._visit_subscripts(target)
+        elif node.op in ("++", "--", "p++", "p--") and isinstance(node.expr, c_ast.ID):
+            self._update_local(node)
         elif node.op == "&" and isinstance(node.expr, c_ast.ArrayRef):
             self._visit_subscripts(node.expr)  # an address, not an access
         else:
@@ -274,6 +364,8 @@ class AccessCollector(c_ast.NodeVisitor):
             clamp = self._clamp_interior(node.subscript)
             if clamp is not None:
                 mark_clamped(access, sympy.expand(offset + clamp))
+        if access.kind == "unresolved" and offset is not None and not self.unanalysable_loops:
+            self._through_reaching_definitions(access, offset, node.subscript)
         if param.is_volatile or base.name in self.volatile_pointers:
             mark_volatile(access)
         if param.inner_dims or param.indirect or not is_element_type(param.base_type):
@@ -315,10 +407,28 @@ class AccessCollector(c_ast.NodeVisitor):
         self.accesses.append(access)
 
 
+    def _through_reaching_definitions(self, access: Access, offset: sympy.Expr, subscript: c_ast.Node) -> None:
+        """An access the passes cannot see through (a redefined local in its subscript) whose value is
+        still one known expression here: kind `redefined`, analysed from that value, left as written."""
+        if any(is_opaque(s) for s in offset.free_symbols):
+            return
+        value = self.reaching.value_of(subscript, self.types, "subscript")
+        if is_opaque(value):
+            return
+        probe = Access(access.array, access.mode, access.node, access.index_text, sympy.expand(offset + value),
+                       access.loops, access.element_bytes, access.location, access.guarded)
+        classify(probe)
+        if probe.kind in ("thread", "loop", "constant"):
+            redefined = sorted(ids_in(subscript) & self.definitions.redefined) or sorted(ids_in(subscript))
+            access.analysis_index, access.index, access.kind = probe.index, None, "redefined"
+            access.why_unresolved = (f"`{redefined[0]}` is assigned more than once (here the subscript is "
+                                     f"`{cuda_text(probe.index)}`)")
+
     def _clamp_interior(self, expr: c_ast.Node) -> sympy.Expr | None:
         """The interior piece of an expression with edge clamps (analysis.clamps), through the clamped
-        locals it uses; None when it has none or is not piecewise affine."""
-        env = dict(self.env)
+        locals it uses (and the reaching definitions of redefined locals); None when it has none or is not
+        piecewise affine."""
+        env = dict(self.reaching.values)
         used = [n for n, v in self.clamped.items() if env.get(n) == opaque(n)]
         env.update({n: self.clamped[n] for n in used})
         moving = THREAD_SYMBOLS | BLOCK_SYMBOLS | {iterator_symbol(l.var) for l in self.loops}

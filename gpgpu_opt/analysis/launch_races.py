@@ -47,8 +47,8 @@ def launch_races(kernel: Kernel, block: tuple[int, int], grid: tuple[int | None,
     found = []
     seen = set()
     for access in collect_accesses(kernel):
-        if access.mode != "write" or access.evaluable_index is None:
-            continue
+        if access.mode != "write" or access.evaluable_index is None or access.kind == "unresolved":
+            continue  # an unresolved subscript (`?c`) says nothing of which threads store where
         used = set(access.evaluable_index.free_symbols)
         for loop in access.loops:
             used |= loop.start.free_symbols | (loop.bound.free_symbols if loop.bound is not None else _ALL_SYMBOLS)

@@ -37,8 +37,17 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
             if t.is_number:
                 count = max(0, min(_MAX_ITERATIONS, int(t)))
         ranges.append([start * l.step ** k if l.multiplicative else start + k * l.step for k in range(count)])
+    combos = list(itertools.product(*ranges)) if ranges else [()]
+    if len(combos) > 1:
+        try:  # every iteration at once (the same elements as one call per iteration, far fewer calls)
+            columns = [np.array([c[j] for c in combos], dtype=np.int64)[None, :] for j in range(len(ranges))]
+            idx = np.broadcast_to(np.asarray(fn(tx[:, None], ty[:, None], block_id[0], block_id[1], *columns),
+                                             dtype=np.int64), (tx.shape[0], len(combos)))
+            return set(idx.ravel().tolist())
+        except (ValueError, TypeError):
+            pass  # a function numpy does not broadcast: one iteration at a time
     out: set[int] = set()
-    for values in itertools.product(*ranges) if ranges else [()]:
+    for values in combos:
         idx = np.broadcast_to(np.asarray(fn(tx, ty, block_id[0], block_id[1], *values), dtype=np.int64), tx.shape)
         out.update(idx.tolist())
     return out

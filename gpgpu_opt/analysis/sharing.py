@@ -75,6 +75,16 @@ class Sharing:
         return " ".join(f"{axis}:{a}" for axis, a in self.axes.items())
 
 
+def _sibling_footprint(access: Access, subs: dict, block: tuple[int, int], block_id: tuple[int, int]) -> set[int]:
+    """A sibling read's footprint in a neighbouring block, kept on the access: every read of the array asks
+    for it (a kernel with many reads in nested loops would otherwise enumerate them quadratically often)."""
+    cache = access.extra.setdefault("sibling_footprints", {})
+    key = (tuple(block), tuple(block_id), tuple(sorted((str(k), str(v)) for k, v in subs.items())))
+    if key not in cache:
+        cache[key] = _footprint(access, subs, block, block_id=block_id)
+    return cache[key]
+
+
 def analyse_sharing(access: Access, load_path: str, block: tuple[int, int], bindings: dict[str, int],
                     axes: tuple[str, ...], siblings: list[Access] = ()) -> Sharing | None:
     """The sharing of one read (None for a write or a subscript that cannot be analysed). `siblings`: the
@@ -95,7 +105,7 @@ def analyse_sharing(access: Access, load_path: str, block: tuple[int, int], bind
         common = here & _footprint(access, subs, block, block_id=_neighbour(axis, 1))
         for other, other_subs in others:
             for side in (1, -1):
-                common |= here & _footprint(other, other_subs, block, block_id=_neighbour(axis, side))
+                common |= here & _sibling_footprint(other, other_subs, block, _neighbour(axis, side))
         if common:
             out[axis] = AxisSharing("overlap", len(common), len(here))
             continue

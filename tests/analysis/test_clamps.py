@@ -110,7 +110,9 @@ def test_clamped_reads_are_classified_with_their_interior(tmp_path):
         assert sympy.expand(access.analysis_index - interior_index) == 0
         assert "edge clamp" in access.why_unresolved
     assert reads["c"].kind == "thread" and reads["c"].understood
-    assert reads["moved"].kind == "unresolved"  # reassigned: not a straight-line clamp
+    # reassigned (`moved = moved + 1`): its reaching definition is still a clamp, interior `c - 1 + 1`
+    assert reads["moved"].kind == "clamped" and not reads["moved"].understood
+    assert sympy.expand(reads["moved"].analysis_index - (y * nx + x)) == 0
 
 
 def test_a_clamped_store_stays_unresolved(tmp_path):
@@ -129,7 +131,7 @@ def test_coalescing_is_reported_from_the_interior(tmp_path):
     assert by_text["w"].as_dict()["sectors_per_request"] > by_text["n"].as_dict()["sectors_per_request"]
     assert by_text["w"].as_dict()["interior"] == "blockDim.x*blockIdx.x + blockDim.y*blockIdx.y*nx + " \
                                                  "nx*threadIdx.y + threadIdx.x - 1"
-    assert by_text["moved"].coalescing is None
+    assert by_text["moved"].coalescing.coalesced  # a clamp with interior `c` (its reaching definition)
 
 
 MV_CLAMP = """

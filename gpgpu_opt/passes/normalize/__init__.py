@@ -23,6 +23,7 @@ from gpgpu_opt.ast_util import fresh_name as _fresh, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.normalize.accumulators import promote_accumulators
+from gpgpu_opt.passes.normalize.definitions import merge_single_definitions
 from gpgpu_opt.passes.normalize.index import canonical_indices
 from gpgpu_opt.passes.normalize.returns import drop_trailing_returns
 from gpgpu_opt.passes.context import PassContext
@@ -31,6 +32,7 @@ _FOLDABLE = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b:
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+    merge_single_definitions(kernel)
     transform(kernel.body, _fold)
     drop_trailing_returns(kernel.body)
     canonical_indices(kernel, ctx)
