@@ -25,6 +25,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.codegen import CudaGenerator
+from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.rewriting.vector import parse_vector_statements, vector_type
 
 COMPONENTS = "xyzw"
@@ -48,13 +49,21 @@ def vectorize_struct_reads(kernel, ctx) -> list[str]:
     written = _written_structs(body, pointers)
     taken = {n.name for n in walk(kernel.funcdef) if isinstance(n, c_ast.ID)} | \
             {n.name for n in walk(kernel.funcdef) if isinstance(n, c_ast.Decl) and n.name}
-    for compound in [n for n in walk(body) if isinstance(n, c_ast.Compound)]:
-        position = 0
-        while position < len(compound.block_items or []):
-            stmt = compound.block_items[position]
-            inserted = _rewrite_statement(stmt, pointers, layouts, written, ctx, taken, done)
-            compound.block_items[position:position] = inserted
-            position += len(inserted) + 1
+    where = Location.of(kernel.funcdef)
+    for node in list(walk(body)):
+        if isinstance(node, c_ast.Compound):
+            position = 0
+            while position < len(node.block_items or []):
+                stmt = node.block_items[position]
+                inserted = _rewrite_statement(stmt, pointers, written, ctx, taken, done, where)
+                node.block_items[position:position] = inserted
+                position += len(inserted) + 1
+        for attr in ("iftrue", "iffalse", "stmt"):  # a statement that is not a block: becomes one if needed
+            stmt = getattr(node, attr, None) if not isinstance(node, c_ast.Compound) else None
+            if stmt is not None and not isinstance(stmt, c_ast.Compound):
+                inserted = _rewrite_statement(stmt, pointers, written, ctx, taken, done, where)
+                if inserted:
+                    setattr(node, attr, c_ast.Compound(inserted + [stmt], stmt.coord))
     return done
 
 
@@ -149,7 +158,7 @@ def _field_reads(stmt, pointers) -> tuple[list, bool]:
     return reads, conditional
 
 
-def _rewrite_statement(stmt, pointers, layouts, written, ctx, taken, done) -> list:
+def _rewrite_statement(stmt, pointers, written, ctx, taken, done, where) -> list:
     """The vector loads to insert before `stmt` (its whole-struct reads rewritten in place)."""
     if not isinstance(stmt, (c_ast.Assignment, c_ast.Decl, c_ast.FuncCall, c_ast.UnaryOp, c_ast.Return)):
         return []
@@ -167,7 +176,7 @@ def _rewrite_statement(stmt, pointers, layouts, written, ctx, taken, done) -> li
         subject = f"{q}[{index}]"
         why = _refusal(layout, vector, origin, written, conditional, group, stmt, ctx)
         if why:
-            ctx.skip(subject, f"whole struct not loaded as one vector: {why}")
+            ctx.skip(subject, f"whole struct not loaded as one vector: {why}", where)
             continue
         name = _fresh(f"{q}_v", taken)
         const_vector = f"const {vector}"
