@@ -161,3 +161,34 @@ def test_the_emulator_reads_the_vector_view_of_the_fields_in_field_order(compile
     out = np.zeros(2, np.float32)
     run_kernel(optimized, (1, 1), (2, 1), {"b": fields, "out": out, "n": 2})
     assert out.tolist() == [60.0, 1500.0]
+
+
+def test_a_local_struct_pointer_declared_twice_has_no_known_origin(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(textwrap.dedent("""
+        struct Pair { float a, b; };
+        __global__ void k(const Pair *p, const Pair *r, float *out, int n)
+        {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) {
+                { const Pair *q = (i % 2 ? p : r) + i; out[i] = q[0].a * q[0].b; }
+                { const Pair *q = r + i; out[i] += q[0].a; }
+            }
+        }
+        int main()
+        {
+            int n = 1 << 10;
+            Pair *p, *r; float *out;
+            cudaMalloc(&p, n * sizeof(Pair));
+            cudaMalloc(&r, n * sizeof(Pair));
+            cudaMalloc(&out, n * sizeof(float));
+            k<<<(n + 255) / 256, 256>>>(p, r, out, n);
+            return 0;
+        }
+        """))
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    diagnostics = Diagnostics(quiet=True)
+    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
+    assert "_v = " not in kernel_source(result.kernels[0].optimized.funcdef)
+    assert any("whole struct not loaded as one vector: the pointer is not a parameter" in n.message
+               for n in diagnostics.notes), [n.message for n in diagnostics.notes]

@@ -86,7 +86,8 @@ def _struct_pointers(kernel, layouts) -> dict[str, tuple[object, str | None]]:
         layout = layouts.get(" ".join(names))
         if layout is None:
             continue
-        origin = _offset_of(decl.init, out) if decl.name not in assigned else None
+        declared_before = decl.name in out   # a second declaration of the name (shadowing): no origin
+        origin = _offset_of(decl.init, out) if decl.name not in assigned and not declared_before else None
         out[decl.name] = (layout, origin)
     return out
 
