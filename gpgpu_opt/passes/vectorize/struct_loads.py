@@ -132,9 +132,9 @@ def _written_structs(body, pointers) -> set[str]:
             for name in (m.name for m in walk(target) if isinstance(m, c_ast.ID) and m.name in pointers):
                 written.add(pointers[name][0].name)
         if isinstance(n, c_ast.FuncCall) and n.args is not None:
-            for arg in n.args.exprs:
-                if isinstance(arg, c_ast.ID) and arg.name in pointers:
-                    written.add(pointers[arg.name][0].name)
+            for m in walk(n.args):   # a pointer to them (or an offset of one) handed to a function
+                if isinstance(m, c_ast.ID) and m.name in pointers:
+                    written.add(pointers[m.name][0].name)
     return written
 
 
