@@ -132,10 +132,23 @@ def _written_structs(body, pointers) -> set[str]:
             for name in (m.name for m in walk(target) if isinstance(m, c_ast.ID) and m.name in pointers):
                 written.add(pointers[name][0].name)
         if isinstance(n, c_ast.FuncCall) and n.args is not None:
-            for m in walk(n.args):   # a pointer to them (or an offset of one) handed to a function
-                if isinstance(m, c_ast.ID) and m.name in pointers:
-                    written.add(pointers[m.name][0].name)
+            for arg in n.args.exprs:   # a pointer to them (or an offset of one) handed to a function
+                for name in _pointers_passed(arg, pointers):
+                    written.add(pointers[name][0].name)
     return written
+
+
+def _pointers_passed(arg, pointers) -> list[str]:
+    """The struct pointers an argument hands over as pointers: `q`, `q + e`, `(T *)q`, nested."""
+    if isinstance(arg, c_ast.ID):
+        return [arg.name] if arg.name in pointers else []
+    if isinstance(arg, c_ast.Cast):
+        return _pointers_passed(arg.expr, pointers)
+    if isinstance(arg, c_ast.BinaryOp) and arg.op in ("+", "-"):
+        return _pointers_passed(arg.left, pointers) + _pointers_passed(arg.right, pointers)
+    if isinstance(arg, c_ast.TernaryOp):
+        return _pointers_passed(arg.iftrue, pointers) + _pointers_passed(arg.iffalse, pointers)
+    return []
 
 
 def _field_reads(stmt, pointers) -> tuple[list, bool]:
