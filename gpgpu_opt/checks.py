@@ -43,10 +43,12 @@ def _reads_memory(node) -> bool:
     return any(isinstance(n, c_ast.ArrayRef) for n in walk(node))
 
 
-def check_kernel(func: c_ast.FuncDef) -> None:
+def check_kernel(func: c_ast.FuncDef, struct_names=()) -> None:
+    """`struct_names`: the struct type names the kernel's parameters use (declared for the parse)."""
     text = CudaGenerator(cuda_spellings=False).visit(func)
+    declared = "".join(f"typedef struct {n} {n};\n" for n in struct_names if n.isidentifier())
     try:
-        parse_c(text, "<check>")
+        parse_c(declared + text, "<check>")
     except Exception as err:  # noqa: BLE001 - any failure means the pass broke the kernel
         raise SanityError(f"the kernel no longer parses: {err}") from None
     thread_vars = _thread_variables(func)

@@ -147,7 +147,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
         before = current.copy()
         try:
             result = passes[name](before, ctx)
-            check_kernel(result.funcdef)
+            check_kernel(result.funcdef, result.struct_layouts)
             overreach = _grid_overreach(result, ctx)
             if overreach:
                 raise SanityError(overreach)

@@ -334,8 +334,9 @@ def make_arguments(kernel: Kernel, sizes: dict[str, int | float], extents: dict[
     index_bounds = index_bounds or {}
     for p in kernel.params:
         if p.is_pointer:
-            dtype = _dtype(p.base_type)
-            n = extents[p.name] * _words(p.base_type)
+            layout = kernel.struct_layouts.get(p.base_type)  # an array of structs: its fields, flat
+            dtype = _dtype(layout.field_type if layout else p.base_type)
+            n = extents[p.name] * _words(p.base_type) if not layout else -(-extents[p.name] // layout.stride) * layout.stride
             if p.name in index_bounds:
                 args[p.name] = rng.integers(0, index_bounds[p.name], n).astype(dtype)
             elif np.issubdtype(dtype, np.floating):

@@ -13,6 +13,7 @@ from gpgpu_opt.emulator.expressions import PtrType, Var
 from gpgpu_opt.emulator.file_scope import bind_file_variables
 from gpgpu_opt.emulator.interpreter import Interpreter
 from gpgpu_opt.emulator.memory import Buffer, Memory, PtrValue
+from gpgpu_opt.emulator.structs import flatten_struct_pointers
 from gpgpu_opt.emulator.threads import Batch, Geometry
 from gpgpu_opt.emulator.values import CType, Value, VecType, type_from_names
 
@@ -146,6 +147,7 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
     funcdef = getattr(kernel_or_funcdef, "funcdef", kernel_or_funcdef)
     if not isinstance(funcdef, c_ast.FuncDef):
         raise TypeError("run_kernel needs a Kernel or a pycparser FuncDef")
+    funcdef = flatten_struct_pointers(funcdef, getattr(kernel_or_funcdef, "struct_layouts", {}))
     name = funcdef.decl.name
     device_functions = dict(device_functions or {})
     geom = Geometry(grid, block)

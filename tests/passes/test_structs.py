@@ -110,7 +110,6 @@ def compiled(tmp_path, source: str):
 
 
 @pytest.mark.parametrize("kernel, why", [
-    ("advance", "the parameter 'p' is an array of structs ('Particle': 4 float fields)"),
     ("add", "the parameter 's' is a struct passed by value ('Params')"),
     ("cells", "the parameter 'c' is a pointer to a struct,"),
     ("rows", "the parameter 'r' is a pointer to pointers"),

@@ -18,6 +18,7 @@ import copy
 
 from pycparser import c_ast
 
+from gpgpu_opt.analysis.aggregates import is_element_type
 from gpgpu_opt.analysis.calls import pure_calls
 from gpgpu_opt.ast_util import fresh_name as _fresh, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
@@ -42,8 +43,9 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 
 def _hoist_loads(kernel: Kernel, ctx: PassContext) -> None:
-    # A volatile load stays where it is: `a[i] + a[i]` is two loads, not one temporary read twice.
-    arrays = {p.name: p for p in kernel.arrays if not p.is_volatile}
+    # A volatile load stays where it is: `a[i] + a[i]` is two loads, not one temporary read twice. An element
+    # of an array of structs is read by field (`p[i].x`), never copied whole.
+    arrays = {p.name: p for p in kernel.arrays if not p.is_volatile and is_element_type(p.base_type)}
     taken = {n.name for n in walk(kernel.body) if isinstance(n, c_ast.Decl) and n.name} | \
         {p.name for p in kernel.params}
     printer = CudaGenerator()

@@ -2,6 +2,7 @@
 
 - `pairs`: the paper's rule on every target: `P[2*e + N]` and `P[2*e + N + 1]` (N even), both loads or both
   stores of one basic block, become one `float2` (int2, double2) access, `.x` the lower address;
+- `struct_loads`: a thread's reads of every field of an 8- or 16-byte struct `p[e]` become one vector load;
 - `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
   V-element vector: V = 16 bytes over the element size (float4, double2; `__half2` for halves, the widest
@@ -14,7 +15,7 @@ from __future__ import annotations
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.vectorize import pairs, widen
+from gpgpu_opt.passes.vectorize import pairs, struct_loads, widen
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported
 
@@ -25,7 +26,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     where = Location.of(kernel.funcdef)
     work = kernel.copy()
     info = g.KernelInfo(work, ctx)
-    done: list[str] = []
+    done: list[str] = struct_loads.vectorize_struct_reads(work, ctx)
     for compound, run_ in list(pairs.runs(work.body)):
         pairs.vectorize_run(info, compound, run_, ctx, done)
     for what in done:
