@@ -6,8 +6,10 @@ import textwrap
 import pytest
 
 from gpgpu_opt.analysis import analyze_kernel
+from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.targets import get_target
+from tests.passes.test_split_loop import assert_equivalent, compile_text, merge_decisions, only
 
 SOURCE = """
     #define STRIDE (1 << 10)
@@ -90,3 +92,27 @@ def test_a_multiplicative_or_unknown_per_thread_start_is_unresolved(accesses):
     got = [a for a in accesses("unknown") if a["array"] in ("a", "d")]
     assert len(got) == 4 and all(a["kind"] == "unresolved" for a in got)
     assert all(not a.get("broadcast") for a in got)
+
+
+ROW_FROM_ITS_START = """
+__global__ void rowsum(const float *A, float *out, int rows)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        float s = 0.0f;
+        for (int k = r * 512; k < r * 512 + 512; k++)
+            s += A[k];
+        out[r] = s;
+    }
+}
+"""
+
+
+def test_a_loop_from_the_row_start_is_split_a_warp_per_row_and_matches_the_naive_kernel(tmp_path):
+    """`A[k]` with k from r*512 runs along the row, strided across outputs: the warp form (coalesced), not
+    the columns form that the bare iterator (no thread id in `k`) suggested."""
+    kernel = only(compile_text(tmp_path, ROW_FROM_ITS_START, bindings={"rows": 64}))
+    applied = merge_decisions(kernel, "applied")
+    assert any("a warp per output reads it coalesced" in reason for reason in applied), applied
+    assert "__shfl_down_sync" in kernel_source(kernel.optimized.funcdef)
+    assert_equivalent(kernel, {"rows": 37}, 37)
