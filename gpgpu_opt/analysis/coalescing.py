@@ -38,7 +38,9 @@ def substitutions(access: Access, block: tuple[int, int], bindings: dict[str, in
                   BID["x"]: 1, BID["y"]: 1, BID["z"]: 0, GDIM["x"]: 64, GDIM["y"]: 64, GDIM["z"]: 1}
     assumptions = []
     inner = {iterator_symbol(l.var) for l in access.loops}
-    for sym in sorted(access.evaluable_index.free_symbols, key=str):
+    # The starts of the loops that move with the thread bring their own sizes (`for (k = row * n; ...)`).
+    trip_form = in_trip_index(access.evaluable_index, access.loops)
+    for sym in sorted((trip_form if trip_form is not None else access.evaluable_index).free_symbols, key=str):
         if sym in subs or sym in inner or sym in TID.values():
             continue
         if sym.name in bindings:

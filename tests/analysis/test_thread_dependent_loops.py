@@ -35,6 +35,13 @@ SOURCE = """
             s += x[c];
         out[tid] = s;
     }
+    __global__ void rowstart(float *out, const float *A, int n) {
+        int row = blockIdx.x * blockDim.x + threadIdx.x;
+        float s = 0.0f;
+        for (int k = row * n; k < row * n + n; k += 2)
+            s += A[k] * A[k + 1];
+        out[row] = s;
+    }
     __global__ void unknown(float *d, const float *a, const int *off, int n) {
         int tid = blockIdx.x * blockDim.x + threadIdx.x;
         for (int i = tid + 1; i < n; i *= 2)
@@ -116,3 +123,12 @@ def test_a_loop_from_the_row_start_is_split_a_warp_per_row_and_matches_the_naive
     assert any("a warp per output reads it coalesced" in reason for reason in applied), applied
     assert "__shfl_down_sync" in kernel_source(kernel.optimized.funcdef)
     assert_equivalent(kernel, {"rows": 37}, 37)
+
+
+def test_a_start_with_its_own_sizes_reads_one_row_per_thread(accesses):
+    """`k` from `row * n`: n appears only in the start; each thread walks its own row, 32 sectors a
+    request (neighbouring rows are n apart), with reuse along the loop."""
+    for a in (a for a in accesses("rowstart") if a["array"] == "A"):
+        assert a["kind"] == "loop" and not a["coalesced"] and not a["broadcast"]
+        assert a["sectors_per_request"] == 32
+        assert ("loop", None) in reuse_scopes(a) and ("threads", "x") not in reuse_scopes(a)
