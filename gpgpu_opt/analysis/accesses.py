@@ -9,7 +9,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.aggregates import is_element_type, param_layout
 from gpgpu_opt.analysis.clamps import interior
 from gpgpu_opt.analysis.definitions import ReachingValues, as_update, definitions, trip_index
-from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop
+from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop, in_trip_index
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
                                          is_opaque, is_quasi_affine, iterator_symbol, opaque, param_symbol,
                                          quasi_terms, to_sympy)
@@ -449,6 +449,11 @@ def classify(access: Access) -> None:
     expr = access.index
     if expr is None:
         access.kind = "unresolved"
+        return
+    if in_trip_index(expr, access.loops) is None:
+        access.kind, access.index = "unresolved", None
+        access.why_unresolved = ("a loop iterator that differs between threads in a way not modelled (a "
+                                 "multiplicative loop or an unknown start)")
         return
     loop_syms = set(access.loop_symbols)
     variables = list(THREAD_SYMBOLS | BLOCK_SYMBOLS | loop_syms)

@@ -7,6 +7,7 @@ import numpy as np
 import sympy
 
 from gpgpu_opt.analysis.accesses import Access
+from gpgpu_opt.analysis.loops import in_trip_index, iterator_values, moves_with_thread
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, iterator_symbol
 from gpgpu_opt.targets import Target
 
@@ -37,7 +38,9 @@ def substitutions(access: Access, block: tuple[int, int], bindings: dict[str, in
                   BID["x"]: 1, BID["y"]: 1, BID["z"]: 0, GDIM["x"]: 64, GDIM["y"]: 64, GDIM["z"]: 1}
     assumptions = []
     inner = {iterator_symbol(l.var) for l in access.loops}
-    for sym in sorted(access.evaluable_index.free_symbols, key=str):
+    # The starts of the loops that move with the thread bring their own sizes (`for (k = row * n; ...)`).
+    trip_form = in_trip_index(access.evaluable_index, access.loops)
+    for sym in sorted((trip_form if trip_form is not None else access.evaluable_index).free_symbols, key=str):
         if sym in subs or sym in inner or sym in TID.values():
             continue
         if sym.name in bindings:
@@ -52,8 +55,11 @@ def analyse_request(access: Access, target: Target, block: tuple[int, int],
                     bindings: dict[str, int]) -> Coalescing | None:
     if access.evaluable_index is None or access.kind == "unresolved":
         return None
+    trip_form = in_trip_index(access.evaluable_index, access.loops)
+    if trip_form is None:
+        return None
     subs, assumptions = substitutions(access, block, bindings)
-    expr = access.evaluable_index.subs(subs)
+    expr = trip_form.subs(subs)
     width = target.request_threads
     lanes = np.arange(min(width, block[0] * block[1]))
     tx, ty = lanes % block[0], lanes // block[0]
@@ -64,15 +70,15 @@ def analyse_request(access: Access, target: Target, block: tuple[int, int],
     # outer loops stay at their first iteration.
     iterations = [[]]
     if loops:
+        moves = moves_with_thread(loops)
         starts = []
-        for l in loops[:-1]:
+        for l, m in zip(loops[:-1], moves):
             start = l.start.subs(subs)
-            starts.append(int(start) if not start.free_symbols else 0)
+            starts.append(0 if m or start.free_symbols else int(start))
         inner = loops[-1]
         s = inner.start.subs(subs)
         s = int(s) if not s.free_symbols else 0
-        values = [s * inner.step ** k if inner.multiplicative else s + k * inner.step for k in range(width)]
-        iterations = [starts + [v] for v in values]
+        iterations = [starts + [v] for v in iterator_values(inner, moves[-1], s, width)]
     actual, ideal, requested, broadcast = [], [], [], True
     for it in iterations:
         index = np.broadcast_to(np.asarray(fn(tx, ty, 0, *it), dtype=np.int64), lanes.shape)

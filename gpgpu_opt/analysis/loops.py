@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.symbolic import NotAffine, to_sympy
+from gpgpu_opt.analysis.symbolic import (BLOCK_SYMBOLS, THREAD_SYMBOLS, NotAffine, is_opaque, iterator_symbol,
+                                         to_sympy)
 from gpgpu_opt.ast_util import walk
 
 
@@ -63,6 +64,45 @@ class Loop:
         if trips is None:
             return None
         return self.start, self.start + (trips - 1) * self.step
+
+
+def moves_with_thread(loops: list[Loop]) -> list[bool]:
+    """For each loop (outermost first): does its iterator's start differ between threads or blocks
+    (`for (i = tid; ...)`), directly or through an outer loop whose start does, or is it unknown (a
+    loaded value: taken as differing)? Such an iterator is not a value all threads share."""
+    moving = set(THREAD_SYMBOLS | BLOCK_SYMBOLS)
+    flags = []
+    for loop in loops:
+        start = sympy.sympify(loop.start).free_symbols
+        moves = bool(start & moving) or any(is_opaque(s) for s in start)
+        if moves:
+            moving.add(iterator_symbol(loop.var))
+        flags.append(moves)
+    return flags
+
+
+def in_trip_index(expr: sympy.Expr, loops: list[Loop]) -> sympy.Expr | None:
+    """`expr` with the iterator i of every additive loop whose start moves with the thread written as
+    `start + step*k`, k the trip index (uniform over the threads), under i's own symbol: `d[i]` of
+    `for (i = tid; i < n; i += 1024)` is `tid + 1024*i`, so the analyses see that threads read different
+    elements. Those loops' symbols then take the values 0, 1, 2, ... None where the iterator is not
+    expressible so (a multiplicative loop, an unknown start): the access must count as unresolved."""
+    for loop, moves in reversed(list(zip(loops, moves_with_thread(loops)))):
+        sym = iterator_symbol(loop.var)
+        if not moves or sym not in expr.free_symbols:
+            continue
+        if loop.multiplicative or any(is_opaque(s) for s in sympy.sympify(loop.start).free_symbols):
+            return None
+        expr = expr.subs(sym, loop.start + loop.step * sym)
+    return sympy.expand(expr)
+
+
+def iterator_values(loop: Loop, moves: bool, start, count: int) -> list[int]:
+    """The first `count` values an evaluation gives a loop's symbol: its trip indices for a loop that moves
+    with the thread (see in_trip_index), else its values from `start` (an int)."""
+    if moves:
+        return list(range(count))
+    return [start * loop.step ** k if loop.multiplicative else start + k * loop.step for k in range(count)]
 
 
 def assigned_names(node: c_ast.Node) -> set[str]:

@@ -9,6 +9,7 @@ import sympy
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.coalescing import substitutions
 from gpgpu_opt.analysis.footprint import Footprint
+from gpgpu_opt.analysis.loops import in_trip_index, iterator_values, moves_with_thread
 from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine, coefficient, iterator_symbol
 from gpgpu_opt.targets import Target
 
@@ -19,7 +20,10 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
     """The elements the given threads (default: the whole block) read over the enclosing loops."""
     loops = access.loops
     syms = [iterator_symbol(l.var) for l in loops]
-    expr = access.evaluable_index.subs({k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])})
+    expr = in_trip_index(access.evaluable_index, loops)
+    if expr is None:
+        return set()
+    expr = expr.subs({k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])})
     expr = expr.subs({TID["z"]: 0, BID["z"]: 0})  # z is one plane per block: the footprint's shape is x/y
     fn = sympy.lambdify([TID["x"], TID["y"], BID["x"], BID["y"], *syms], expr, "numpy")
     if threads is None:
@@ -27,7 +31,7 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
     tx = np.array([t[0] for t in threads])
     ty = np.array([t[1] for t in threads])
     ranges = []
-    for l in loops:
+    for l, moves in zip(loops, moves_with_thread(loops)):
         start = l.start.subs(subs)
         start = int(start) if not start.free_symbols else 0
         trip = l.trip_count()
@@ -36,7 +40,7 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
             t = trip.subs(subs)
             if t.is_number:
                 count = max(0, min(_MAX_ITERATIONS, int(t)))
-        ranges.append([start * l.step ** k if l.multiplicative else start + k * l.step for k in range(count)])
+        ranges.append(iterator_values(l, moves, start, count))
     combos = list(itertools.product(*ranges)) if ranges else [()]
     if len(combos) > 1:
         try:  # every iteration at once (the same elements as one call per iteration, far fewer calls)
@@ -58,8 +62,10 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
     """Reuse entries: {'kind', 'scope', 'description'} (plus the loop or dimension concerned)."""
     if access.evaluable_index is None or access.kind == "unresolved":
         return []
+    expr = in_trip_index(access.evaluable_index, access.loops)
+    if expr is None:
+        return []
     subs, _ = substitutions(access, block, bindings)
-    expr = access.evaluable_index
     reuse: list[dict] = []
     for depth, loop in enumerate(access.loops):
         # An inner loop that starts where this one is (a tiled `for (c = c0; ...)`) reads new elements.
@@ -73,7 +79,9 @@ def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindin
         inner = access.loops[-1]
         c = _coefficient_or_none(expr, iterator_symbol(inner.var), subs)
         if c is not None and c != 0 and c.is_number and not inner.multiplicative:
-            stride = abs(int(c) * inner.step) * access.element_bytes
+            # In the trip-index form a loop moving with the thread has its step in the coefficient.
+            step = 1 if moves_with_thread(access.loops)[-1] else inner.step
+            stride = abs(int(c) * step) * access.element_bytes
             if stride < target.transaction_bytes:
                 per = target.transaction_bytes // stride
                 reuse.append({"kind": "spatial", "scope": "loop", "loop": inner.var,

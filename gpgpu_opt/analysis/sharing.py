@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.coalescing import substitutions
+from gpgpu_opt.analysis.loops import in_trip_index
 from gpgpu_opt.analysis.reuse import _footprint
 from gpgpu_opt.analysis.symbolic import BID
 
@@ -91,8 +92,10 @@ def analyse_sharing(access: Access, load_path: str, block: tuple[int, int], bind
     kernel's other reads of the same array (a halo: `in[x + 1]` meets the next block's `in[x - 1]`)."""
     if access.mode != "read" or access.evaluable_index is None or access.kind == "unresolved":
         return None
+    expr = in_trip_index(access.evaluable_index, access.loops)
+    if expr is None:
+        return None
     subs, _ = substitutions(access, block, bindings)
-    expr = access.evaluable_index
     others = [(s, substitutions(s, block, bindings)[0]) for s in siblings
               if s is not access and s.array == access.array and s.mode == "read" and s.evaluable_index is not None
               and s.kind != "unresolved"]

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import sympy
 from pycparser import c_ast
 
+from gpgpu_opt.analysis.loops import in_trip_index
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.codegen import Comment
@@ -152,9 +153,11 @@ def _form(loop: c_ast.For, var: str, info: g.KernelInfo) -> tuple[bool, str]:
     for a in info.accesses:
         if id(a.node) not in in_loop or a.mode != "read":
             continue
-        if a.index is None:
+        # The iterator written from its start (`for (k = row * W; ...)`: k moves with the output).
+        trip_form = in_trip_index(a.index, a.loops) if a.index is not None else None
+        if trip_form is None:
             raise Unsupported(f"the read {a.array}[{a.index_text}] cannot be analysed")
-        index = sympy.expand(a.index.subs(TID["x"], _G - BID["x"] * BDIM["x"]))
+        index = sympy.expand(trip_form.subs(TID["x"], _G - BID["x"] * BDIM["x"]))
         across.append((a, sympy.diff(index, _G)))
         along.append(sympy.diff(index, k))
     strided = [a for a, d in across if d not in (0, 1)]
