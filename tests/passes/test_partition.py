@@ -188,7 +188,9 @@ def test_prefetch_takes_a_rotated_loop_and_loads_its_rotated_next_step(tmp_path,
     for rows, cols in ((37, 45), (100, 16), (70, 161), (5, 0)):
         # the naive kernel here is rotated already: its subscripts do not tell the arrays' sizes
         extents = {"A": max(1, rows * cols), "x": max(1, cols), "y": rows}
-        case = Case(sizes={"rows": rows, "cols": cols}, global_space=(rows, 1), extents=extents)
+        # the program's launch: blocks of 32 (normalize reads its `blockIdx.x * 32` as `blockIdx.x * blockDim.x`)
+        case = Case(sizes={"rows": rows, "cols": cols}, global_space=(rows, 1), block=(32, 1),
+                    grid=(max(1, -(-rows // 32)), 1), extents=extents)
         result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5,
                           device_functions={}, check_races=True)
         assert result.ok, result.error or result.mismatches
