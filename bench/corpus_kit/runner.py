@@ -62,15 +62,18 @@ def classify_exit(status: int, stderr: str) -> str:
 
 
 def kernel_transformed(kernel: dict) -> bool:
-    """Written transformed: the version kept is after a pass that does more than requalify parameters."""
+    """Written transformed: the version kept is after a pass that applied and does more than requalify
+    parameters (a version kept after a pass that changed nothing, e.g. 'normalize', is not)."""
     validation = kernel.get("validation") or {}
     applied = [d.get("pass") for d in kernel.get("decisions", []) if d.get("action") == "applied"]
+    changing = [p for p in applied if p not in QUALIFIER_PASSES]
     if validation.get("status") in ("rolled back", "not checked"):
         kept = validation.get("kept", "naive")
-        if kept == "naive" or kept in QUALIFIER_PASSES:
+        order = kernel.get("passes") or []
+        if kept == "naive" or kept not in order:
             return False
-        return True
-    return any(p not in QUALIFIER_PASSES for p in applied)
+        return any(p in order[:order.index(kept) + 1] for p in changing)
+    return bool(changing)
 
 
 def read_report(path: str, outcome: CompileOutcome) -> None:

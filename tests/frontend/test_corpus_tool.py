@@ -179,9 +179,15 @@ def test_transformed_means_more_than_restrict():
     merged = {"decisions": [{"pass": "restrict", "action": "applied"}, {"pass": "merge", "action": "applied"}],
               "validation": {"status": "passed"}}
     rolled_back = dict(merged, validation={"status": "rolled back", "kept": "naive"})
+    order = ["restrict", "normalize", "vectorize", "merge"]
+    kept_before_any_change = {"passes": order, "decisions": merged["decisions"],
+                              "validation": {"status": "rolled back", "kept": "normalize"}}
+    kept_after_merge = dict(kept_before_any_change, validation={"status": "rolled back", "kept": "merge"})
     assert not kernel_transformed(restrict_only)
     assert kernel_transformed(merged)
     assert not kernel_transformed(rolled_back)
+    assert not kernel_transformed(kept_before_any_change)   # nothing but restrict applied up to the kept version
+    assert kernel_transformed(kept_after_merge)
 
 
 def test_causes_from_the_program_text(tmp_path):
