@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 
-def cfd_domain(path: str, elements: int = 20000, seed: int = 7) -> None:
+def cfd_domain(path: str, elements: int = 97046, seed: int = 7) -> None:
     """cfd's domain file: the element count, then per element its area and, for each of its 4 faces, the
-    neighbour (Fortran numbering: 1..n; 0 a wing boundary, -1 the far field) and the face normal's 3 components."""
+    neighbour (Fortran numbering: 1..n; 0 a wing boundary, -1 the far field) and the face normal's 3 components.
+    The default size is that of the suite's own fvcorr.domn.097K."""
     rng = random.Random(seed)
     lines = [str(elements)]
     for _ in range(elements):
