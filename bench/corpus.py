@@ -43,7 +43,8 @@ from corpus_kit import table                                     # noqa: E402
 from corpus_kit.buildfiles import BuildUnit, build_units         # noqa: E402
 from corpus_kit.causes import error_context                      # noqa: E402
 from corpus_kit.runner import nvcc_builds, output_include_dirs, run_compile           # noqa: E402
-from corpus_kit.sources import defines_main, include_closure, main_files, program_kernels  # noqa: E402
+from corpus_kit.sources import (defines_main, include_closure, linked_host_files, main_files,  # noqa: E402
+                                program_kernels)
 
 SKIPPED_DIRS = {"util", "common", "Common", "data", "bin"}
 
@@ -85,7 +86,7 @@ def run_program(name: str, directory: str, out_dir: str, args) -> dict:
         row["build_files"].append(os.path.relpath(unit.build_file, directory) if unit.build_file else None)
         sources = main_files(unit.cu_files, unit.include_dirs)
         unit_row = {"directory": unit.directory, "main_files": sources,
-                    "host_files": main_files(unit.host_files, unit.include_dirs),
+                    "host_files": linked_host_files(unit.host_files, sources, unit.include_dirs),
                     "include_dirs": unit.include_dirs, "defines": unit.defines}
         row["units"].append(unit_row)
         entries = [run_file(source, unit, os.path.join(out_dir, name.replace("/", "_")), args) for source in sources]

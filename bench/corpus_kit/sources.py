@@ -143,6 +143,14 @@ def stages_or_syncs(body: str, functions: dict[str, list[str]], seen: set[str] |
     return False
 
 
+def linked_host_files(host_files: list[str], main_sources: list[str], include_dirs: list[str]) -> list[str]:
+    """The host files a build links beside its `.cu` main files: those no other host file includes, and
+    none a main file includes itself (Rodinia's srad_v1 lists graphics.c in its Makefile's dependencies, and
+    main.cu includes it: compiled alone, it does not build)."""
+    included = {p for source in main_sources for p in include_closure(source, include_dirs)[1:]}
+    return [h for h in main_files(host_files, include_dirs) if os.path.normpath(h) not in included]
+
+
 def kernels_in(path: str, functions: dict[str, list[str]] | None = None) -> list[KernelText]:
     """The `__global__` functions `path` defines (declarations skipped). `functions`: the bodies of the
     functions the program defines, by name, followed from each kernel (default: those of `path`)."""

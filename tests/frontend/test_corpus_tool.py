@@ -358,3 +358,13 @@ def test_nvcc_finds_headers_the_suite_expects_installed(tmp_path):
     (tmp_path / "k.cu").write_text("#include <helper_sdk.h>\n__global__ void k(float *a) { a[SDK_BLOCK] = 0; }\n")
     assert not nvcc_builds(str(tmp_path / "k.cu"), [], [], str(tmp_path))[0]
     assert nvcc_builds(str(tmp_path / "k.cu"), [], [], str(tmp_path), system_dirs=(str(tmp_path / "sdk"),)) == (True, "")
+
+
+def test_a_host_file_the_main_file_includes_is_not_linked_again(tmp_path):
+    """srad_v1: the Makefile names graphics.c, which main.cu includes; linked beside it, it would not build."""
+    from corpus_kit.sources import linked_host_files
+    (tmp_path / "graphics.c").write_text("void draw(fp *image) { }\n")
+    (tmp_path / "timer.c").write_text("long ticks(void) { return 0; }\n")
+    (tmp_path / "main.cu").write_text('typedef float fp;\n#include "graphics.c"\nint main(void) { return 0; }\n')
+    hosts = [str(tmp_path / "graphics.c"), str(tmp_path / "timer.c")]
+    assert linked_host_files(hosts, [str(tmp_path / "main.cu")], []) == [str(tmp_path / "timer.c")]
