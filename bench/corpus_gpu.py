@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--emit", required=True, metavar="DIR", help="write the bundle here")
     parser.add_argument("runs", nargs="+", metavar="RUN.json", help="corpus runs (bench/corpus.py --json)")
+    parser.add_argument("--system-include", action="append", default=[], metavar="DIR",
+                        help="headers the suites expect installed (as for corpus.py), copied into the bundle")
     args = parser.parse_args(argv)
     runs = []
     for path in args.runs:
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         if not any("units" in row for row in run["rows"]):
             parser.error(f"{path}: written by an older bench/corpus.py (no build units); run it again")
         runs.append(run)
-    written = bundle.write(runs, args.emit)
+    written = bundle.write(runs, args.emit, tuple(args.system_include))
     for entry in written:
         print(f"{entry['name']}: {entry['transformed']} kernel(s) transformed"
               + (f" ({entry['note']})" if entry["note"] else ""))

@@ -108,9 +108,17 @@ def _tree_root(run: dict, entry: dict) -> str:
     return root
 
 
-def write(run_list: list[dict], out_dir: str) -> list[dict]:
-    """Write the bundle for every executable with a kernel transformed, over several corpus runs."""
+def write(run_list: list[dict], out_dir: str, system_dirs: tuple[str, ...] = ()) -> list[dict]:
+    """Write the bundle for every executable with a kernel transformed, over several corpus runs.
+    `system_dirs`: headers the suites expect installed with the toolkit (corpus.py --system-include), copied
+    to system/ (their headers only), which run.sh searches with -isystem."""
     os.makedirs(out_dir, exist_ok=True)
+    for k, directory in enumerate(system_dirs):
+        target = os.path.join(out_dir, "system", f"{k}_{os.path.basename(os.path.normpath(directory))}")
+        os.makedirs(target, exist_ok=True)
+        for name in os.listdir(directory):
+            if name.endswith((".h", ".hpp", ".cuh")) and os.path.isfile(os.path.join(directory, name)):
+                shutil.copyfile(os.path.join(directory, name), os.path.join(target, name))
     for helper in ("bundle_run.sh", "compare_outputs.py", "nvcc13_compat.h"):
         shutil.copyfile(os.path.join(HERE, helper), os.path.join(out_dir, "run.sh" if helper == "bundle_run.sh"
                                                                   else helper))

@@ -30,6 +30,12 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 BUDGET=${BUDGET:-420}
 START=$(date +%s)
 RUNS=5
+# headers the suites expect installed with the toolkit (corpus_gpu.py --system-include): system/*/
+SYSTEM_FLAGS=""
+for d in "$HERE"/system/*/; do [ -d "$d" ] && SYSTEM_FLAGS="$SYSTEM_FLAGS -isystem ${d%/}"; done
+# Modules load when the program starts, not at a kernel's first launch: the programs time single launches
+# with events, which lazy loading (CUDA 12's default) would fill with the module's load.
+export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 BUILD_ONLY=0
 ONLY=()
 while [ $# -gt 0 ]; do
@@ -49,7 +55,7 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else p
 build() {   # build NAME VARIANT BUILDDIR SOURCES FLAGS
     local name=$1 variant=$2 dir=$3 sources=$4 flags=$5
     ( cd "$HERE/$name/$variant/$dir" && \
-      $NVCC -O3 -arch="$ARCH" -include "$HERE/nvcc13_compat.h" $flags $sources -o "$HERE/$name/$variant.bin" -lm ) \
+      $NVCC -O3 -arch="$ARCH" -include "$HERE/nvcc13_compat.h" $SYSTEM_FLAGS $flags $sources -o "$HERE/$name/$variant.bin" -lm ) \
         > "$HERE/$name/$variant.build.log" 2>&1
 }
 

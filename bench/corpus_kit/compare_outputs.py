@@ -13,7 +13,8 @@ import os
 import re
 import sys
 
-TIME_LINE = re.compile(r"time|runtime|elapsed|\bms\b|\bsec|seconds|GB/s|GFLOP|^Exec:|\btook\b|GPU Execution",
+TIME_LINE = re.compile(r"time|runtime|elapsed|\bms\b|\bsec|seconds|GB/s|GFLOP|^Exec:|\btook\b|GPU Execution|"
+                       r"\d s\b",  # '0.001348879654 s, 0.28 % : SETUP VARIABLES' (srad_v1's stage times)
                        re.IGNORECASE)
 NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(nan|inf)$", re.IGNORECASE)
 

@@ -25,6 +25,7 @@ TIMERS = {
     "gaussian/gaussian.cu": r"Time for CUDA kernels:[[:space:]]*[0-9.eE+-]+",
     "lud/cuda/lud.cu": r"Time consumed\(ms\): *[0-9.eE+-]+",
     "particlefilter/ex_particle_CUDA_float_seq.cu": r"GPU Execution: *[0-9.eE+-]+",
+    "srad/srad_v1/main.cu": r"[0-9.]+ s, +[0-9.]+ % : (EXTRACT IMAGE|COMPUTE|COMPRESS IMAGE)",
     "cfd/euler3d.cu": r"[0-9.eE+-]+ seconds per iteration",
     "cfd/euler3d_double.cu": r"[0-9.eE+-]+ seconds per iteration",
     "cfd/pre_euler3d.cu": r"[0-9.eE+-]+ seconds per iteration",
