@@ -380,7 +380,6 @@ def count_work(kernel: Kernel, target: Target, block: tuple[int, int], grid: tup
     lines_target = replace(target, transaction_bytes=128) if target.coalescing_rule == "sectors" else target
     for access in counter.accesses:
         per_thread = counter.scale_of[id(access)]
-        access = _thread_start_in_index(access)
         coalescing = analyse_request(access, target, block, bindings)
         if coalescing is None:
             work.assumptions.append(f"{access.array}[{access.index_text}]: one sector per thread (not analysable)")
@@ -392,21 +391,6 @@ def count_work(kernel: Kernel, target: Target, block: tuple[int, int], grid: tup
         work.requests.append(GlobalRequest(access.array, access.mode, per_thread, access.element_bytes, sectors,
                                            lines, miss, _extent_bytes(access, block, grid, bindings)))
     return work
-
-
-def _thread_start_in_index(access: Access) -> Access:
-    """The access with the thread-dependent part of each loop's start moved into its subscript
-    (`for (c = threadIdx.x; ...; c += 32)` reads A[r * cols + threadIdx.x + c'] for c' = 0, 32, ...): the
-    analyses take the first iteration of a loop at thread 0's start."""
-    if access.evaluable_index is None or access.kind == "unresolved":
-        return access
-    index = access.evaluable_index  # quasi-affine ones too (a split loop's `threadIdx.x / 32`)
-    threads = {TID["x"]: 0, TID["y"]: 0, TID["z"]: 0}
-    for loop in access.loops:
-        offset = loop.start - loop.start.subs(threads)
-        if offset != 0 and not loop.multiplicative:
-            index = index.subs(iterator_symbol(loop.var), iterator_symbol(loop.var) + offset)
-    return access if index is access.evaluable_index else replace(access, index=sympy.expand(index))
 
 
 def _l1_miss(access: Access, block, bindings, sectors: float, target: Target) -> float:

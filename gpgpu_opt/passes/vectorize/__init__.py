@@ -7,7 +7,7 @@
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
   V-element vector: V = 16 bytes over the element size (float4, double2; `__half2` for halves, the widest
   vector of the CUDA type table), or `--vector-width V` (1 turns widening off). Why a kernel is not widened
-  is a note.
+  is a note; one whose elements are long chains of slow arithmetic is not (`latency`: no gain to show).
 Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.vectorize import pairs, struct_loads, widen
+from gpgpu_opt.passes.vectorize import latency, pairs, struct_loads, widen
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported
 
@@ -41,6 +41,10 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     warps are served by sectors (on the paper's GPUs a half-warp's 4-byte accesses already fill a segment)."""
     where = Location.of(kernel.funcdef)
     if ctx.target.coalescing_rule != "sectors" or ctx.vector_width == 1:
+        return None
+    slow = latency.slow_chain(kernel.body) if ctx.vector_width is None else None   # asked for: widen anyway
+    if slow is not None:
+        ctx.skip("kernel", f"not widened: {slow}", where)
         return None
     work = kernel.copy()
     g.normalize_early_returns(work.body)

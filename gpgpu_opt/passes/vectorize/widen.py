@@ -315,7 +315,8 @@ def _vector_locals(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
         # `v.x = f(x)`: one member for the V lanes (the per-lane copies would all write it)
         if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.StructRef) and \
                 (ids_in(s.rvalue) & (vectors | {idx}) or ids_in(s.lvalue) & vectors):
-            raise Unsupported(f"'{text(s.lvalue)}' depends on x and is a member of a local, which is not widened")
+            owner = "a local" if isinstance(s.lvalue.name, c_ast.ID) else "an array element (an array of structs)"
+            raise Unsupported(f"'{text(s.lvalue)}' depends on x and is a member of {owner}, which is not widened")
         if isinstance(s, c_ast.Decl) and s.name in vectors:
             t = s.type
             if not (isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType)
