@@ -65,7 +65,8 @@ KERNEL_CAUSES = [
     ("subscript not affine (clamps, data-dependent, ...)", r"not affine|unresolved|quasi-affine|indirect|gather"),
     ("atomics / reductions", r"atomic|reduction"),
     ("check could not run (sizes, emulation)", r"check could not run|not emulated|could not be emulated"),
-    ("launch unknown or refused", r"launch"),
+    ("vectorize: slow arithmetic per element (no gain to show)", r"long-latency operations"),
+    ("launch unknown or refused", r"launch(?!es the kernel)"),    # not restrict's 'the function that launches'
     ("aliasing not proved", r"alias|restrict"),
 ]
 

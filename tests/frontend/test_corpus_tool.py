@@ -230,6 +230,9 @@ def test_kernel_cause_from_its_notes(tmp_path):
     passed = dict(entry, reported=[], passed_through=["saxpy"],
                   notes=[f"{tmp_path / 's.cu'}:3:1: note: 'saxpy' uses C++ (template, typename); passed through"])
     assert kernel_cause(kernel, passed) == "template kernel passed through"
+    restrict_only = dict(entry, notes=[f"{tmp_path / 's.cu'}:3:1: note: restrict: may alias: 'a' is a parameter of "
+                                       "the function that launches the kernel"])
+    assert kernel_cause(kernel, restrict_only) == "aliasing not proved"
     assert kernel_cause(dict(kernel, file="k.cuh"), dict(entry, reported=[])) == \
         "kernel in an included file (not read)"
 
