@@ -69,3 +69,12 @@ def fresh_name(base: str, taken: set[str]) -> str:
         name = f"{base}{k}"
     taken.add(name)
     return name
+
+
+def replace_child(parent: c_ast.Node, name: str, new: c_ast.Node) -> None:
+    """Set the child `name` (as Node.children() names it: 'left', 'exprs[0]') of `parent`."""
+    if "[" in name:
+        field, position = name[:-1].split("[")
+        getattr(parent, field)[int(position)] = new
+    else:
+        setattr(parent, name, new)

@@ -48,18 +48,19 @@ def parse_host_expression(text: str) -> c_ast.Node | None:
     return ast.ext[-1].init
 
 
-def split_top_level(text: str) -> list[str]:
-    """`a, f(b, c)` -> ['a', 'f(b, c)']: split at the commas outside brackets."""
+def split_top_level(text: str, keep_spacing: bool = False) -> list[str]:
+    """`a, f(b, c)` -> ['a', 'f(b, c)']: split at the commas outside brackets (each part stripped, unless
+    `keep_spacing`: then the parts and the commas between them are the whole text, for offsets)."""
     parts, depth, current = [], 0, ""
     for ch in text:
         depth += ch in "([{"
         depth -= ch in ")]}"
         if ch == "," and depth == 0:
-            parts.append(current.strip())
+            parts.append(current if keep_spacing else current.strip())
             current = ""
         else:
             current += ch
-    parts.append(current.strip())
+    parts.append(current if keep_spacing else current.strip())
     return parts
 
 

@@ -215,27 +215,13 @@ def dim3_declarators(text: str):
         if end is None:
             continue
         offset = start.end()
-        for part in _declarator_parts(text[offset:end]):
+        for part in split_top_level(text[offset:end], keep_spacing=True):
             m = _DIM3_DECLARATOR.fullmatch(part.strip())
             if m is not None:
                 args = next((g for g in (m.group("a"), m.group("b"), m.group("c")) if g is not None), None)
                 at = offset + part.index(m.group("name"))
                 yield m.group("name"), at, ["1", "1", "1"] if args is None else split_top_level(args)
             offset += len(part) + 1
-
-
-def _declarator_parts(text: str) -> list[str]:
-    """The declarators of a declaration, split at its top-level commas, spacing kept (for offsets)."""
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    return parts + [current]
 
 
 @functools.lru_cache(maxsize=8)

@@ -12,20 +12,20 @@ from __future__ import annotations
 import re
 
 from gpgpu_opt.analysis.aliasing import read_launches
+from gpgpu_opt.frontend.environment import element_size
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch import host_text
 
 #: What cudaMalloc guarantees.
 ALLOCATION_ALIGNMENT = 256
-ELEMENT_BYTES = {"float": 4, "int": 4, "unsigned int": 4, "unsigned": 4, "double": 8, "char": 1,
-                 "unsigned char": 1, "short": 2, "unsigned short": 2, "long long": 8, "unsigned long long": 8}
 
 _OFFSET = re.compile(r"(?:\(\s*[\w\s]+\*\s*\)\s*)?(?:&\s*(?P<a>[A-Za-z_]\w*)\s*\[\s*(?P<ai>\d+)\s*\]|"
                      r"(?P<p>[A-Za-z_]\w*)(?:\s*\+\s*(?P<pi>\d+))?)")
 
 
 def element_bytes(base_type: str) -> int:
-    return ELEMENT_BYTES.get(base_type, 1)
+    """Bytes of one element (1 for a type the table does not know: the weakest alignment claim)."""
+    return element_size(base_type) or 1
 
 
 def base_alignment(kernel: Kernel, program) -> dict[str, int]:

@@ -249,8 +249,16 @@ def type_sizes() -> dict[str, int]:
     return sizes
 
 
+def element_size(base_type: str) -> int | None:
+    """Bytes of one element of a type of the table (`__half`: 2, `double`: 8), None if it is not there."""
+    return _TYPE_SIZES.get("unsigned int" if base_type == "unsigned" else base_type)
+
+
 def integer_aliases(kind: str, min_size: int = 1) -> frozenset[str]:
     """The aliases of integer types of a kind ('i' signed, 'u' unsigned, 'b' bool) and at least min_size
     bytes: `uint32_t`, `size_t`, `uint`..."""
     return frozenset(a.name for a in TYPE_ALIASES
                      if scalar_type(a.target).kind == kind and scalar_type(a.target).size >= min_size)
+
+
+_TYPE_SIZES = type_sizes()

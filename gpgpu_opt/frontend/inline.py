@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import fresh_name, transform, walk
+from gpgpu_opt.ast_util import fresh_name, ids_in, transform, walk
 from gpgpu_opt.frontend.environment import VECTOR_TYPES
 
 _VECTOR_BASES = {v.name: (v.base, "xyzw"[:v.n]) for v in VECTOR_TYPES}
@@ -109,7 +109,7 @@ class _Inliner:
                 raise NotInlined(f"'{item.name.name}' returns a value with a side effect that the call drops")
             return body
         if isinstance(item, c_ast.Decl) and item.init is not None and _calls(item.init, self.helpers):
-            if item.name in {n.name for n in _variables(item.init)}:
+            if item.name in ids_in(item.init):
                 raise NotInlined(f"'{item.name}' is passed to '{item.init.name.name}' in its own initializer")
             body, result = self._inline(item.init)
             item.init = self._converted(result, item.init, _type_names(item.type))
@@ -251,18 +251,7 @@ def _local_declarations(helper: ReferenceHelper) -> list[str]:
 
 def _free_names(body: c_ast.Node, own: set[str]) -> set[str]:
     """The names `body` uses that are not the helper's (globals, functions)."""
-    return {n.name for n in _variables(body)} - own
-
-
-def _variables(node: c_ast.Node):
-    """The IDs of `node`, member names excluded."""
-    if isinstance(node, c_ast.StructRef):
-        yield from _variables(node.name)
-        return
-    if isinstance(node, c_ast.ID):
-        yield node
-    for _, child in node.children():
-        yield from _variables(child)
+    return ids_in(body) - own
 
 
 def _written_names(body: c_ast.Node) -> set[str]:

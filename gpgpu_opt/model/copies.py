@@ -20,7 +20,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.loops import Loop
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, to_sympy
-from gpgpu_opt.ast_util import walk
+from gpgpu_opt.ast_util import replace_child, walk
 from gpgpu_opt.rewriting.staging import _degree as conflict_degree
 
 #: Predicate registers a thread has (P0-P6): more distinct guards than this are recomputed where used.
@@ -94,7 +94,7 @@ def permutation_surrogate(init: c_ast.Node, env: dict, loops: list[Loop]) -> sym
                 if sym is not None:
                     stand_in = f"__permuted{len(stand_ins)}"
                     stand_ins[stand_in] = sym
-                    _replace_child(node, name, c_ast.ID(stand_in))
+                    replace_child(node, name, c_ast.ID(stand_in))
     if isinstance(init, c_ast.BinaryOp) and init.op == "%":
         sym = _surrogate(init, env, loops)
         return sym
@@ -104,15 +104,6 @@ def permutation_surrogate(init: c_ast.Node, env: dict, loops: list[Loop]) -> sym
         return to_sympy(init, {**env, **stand_ins})
     except NotAffine:
         return None
-
-
-def _replace_child(parent: c_ast.Node, name: str, new: c_ast.Node) -> None:
-    """Set the child `name` (as Node.children() names it: 'left', 'exprs[0]') of `parent`."""
-    if "[" in name:
-        field, position = name[:-1].split("[")
-        getattr(parent, field)[int(position)] = new
-    else:
-        setattr(parent, name, new)
 
 
 def _surrogate(node: c_ast.BinaryOp, env: dict, loops: list[Loop]) -> sympy.Expr | None:

@@ -25,11 +25,6 @@ def vector_type(base_type: str, n: int) -> str | None:
     return name
 
 
-def element_size(base_type: str) -> int | None:
-    """Bytes of one element of a type of the table (`__half`: 2, `double`: 8), None if it is not there."""
-    return _SIZES.get("unsigned int" if base_type == "unsigned" else base_type)
-
-
 def constructor(vtype: str) -> str:
     """The function that builds a `vtype` from its components: `make_float4`; `__halves2half2` for `__half2`
     (whose `make_half2` only recent headers declare)."""

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import walk
+from gpgpu_opt.analysis.loops import assigned_names
+from gpgpu_opt.ast_util import fresh_name, ids_in, replace_child, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.rewriting.vector import parse_vector_statements, vector_type
@@ -75,7 +76,7 @@ def _struct_pointers(kernel, layouts) -> dict[str, tuple[object, str | None]]:
         layout = layouts.get(p.base_type) if p.is_pointer and not p.inner_dims and not p.indirect else None
         if layout is not None:
             out[p.name] = (layout, p.name)
-    assigned = _assigned_names(kernel.funcdef.body)
+    assigned = assigned_names(kernel.funcdef.body)
     for decl in walk(kernel.funcdef.body):
         if not isinstance(decl, c_ast.Decl) or not isinstance(decl.type, c_ast.PtrDecl):
             continue
@@ -98,24 +99,9 @@ def _offset_of(init, pointers) -> str | None:
         return pointers[init.name][1]
     if isinstance(init, c_ast.BinaryOp) and init.op == "+":
         for side, other in ((init.left, init.right), (init.right, init.left)):
-            if isinstance(side, c_ast.ID) and side.name in pointers and not _mentions_any(other, pointers):
+            if isinstance(side, c_ast.ID) and side.name in pointers and not ids_in(other) & set(pointers):
                 return pointers[side.name][1]
     return None
-
-
-def _mentions_any(node, names) -> bool:
-    return any(isinstance(n, c_ast.ID) and n.name in names for n in walk(node))
-
-
-def _assigned_names(node) -> set[str]:
-    out = set()
-    for n in walk(node):
-        if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
-            out.add(n.lvalue.name)
-        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--", "&") \
-                and isinstance(n.expr, c_ast.ID):
-            out.add(n.expr.name)
-    return out
 
 
 def _written_structs(body, pointers) -> set[str]:
@@ -128,7 +114,7 @@ def _written_structs(body, pointers) -> set[str]:
             target = n.lvalue
         elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--", "&"):
             target = n.expr
-        if target is not None and _mentions_any(target, pointers):
+        if target is not None and ids_in(target) & set(pointers):
             for name in (m.name for m in walk(target) if isinstance(m, c_ast.ID) and m.name in pointers):
                 written.add(pointers[name][0].name)
         if isinstance(n, c_ast.FuncCall) and n.args is not None:
@@ -192,13 +178,13 @@ def _rewrite_statement(stmt, pointers, written, ctx, taken, done, where) -> list
         if why:
             ctx.skip(subject, f"whole struct not loaded as one vector: {why}", where)
             continue
-        name = _fresh(f"{q}_v", taken)
+        name = fresh_name(f"{q}_v", taken)
         const_vector = f"const {vector}"
         inserted += parse_vector_statements(f"{const_vector} {name} = (({const_vector} *){q})[{index}];",
                                             {vector})
         for node, parent, attr, _, _ in group:
             member = c_ast.StructRef(c_ast.ID(name), ".", c_ast.ID(COMPONENTS[layout.fields.index(node.field.name)]))
-            _replace_child(parent, attr, node, member)
+            replace_child(parent, attr, member)
         done.append(f"{subject}: the {layout.stride} fields of '{layout.name}' as one {vector} load "
                     f"({layout.stride} loads of {layout.field_bytes} bytes -> 1 of "
                     f"{layout.stride * layout.field_bytes})")
@@ -225,7 +211,7 @@ def _refusal(layout, vector, origin, written, conditional, group, stmt, ctx) -> 
            (isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")) for n in walk(subscript)):
         return "the subscript has side effects"
     names = {n.name for n in walk(subscript) if isinstance(n, c_ast.ID)}
-    if names & _assigned_names(stmt):
+    if names & assigned_names(stmt):
         return "the statement assigns a name of the subscript"
     return None
 
@@ -247,20 +233,3 @@ def _may_write_memory(stmt) -> bool:
     if isinstance(stmt, c_ast.Assignment):  # its target's subscripts are evaluated too
         return _may_write_memory(c_ast.Compound([stmt.lvalue])) if not isinstance(stmt.lvalue, c_ast.ID) else False
     return False
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}{k}", k + 1
-    taken.add(name)
-    return name
-
-
-def _replace_child(parent, attr: str, old, new) -> None:
-    """Put `new` where `old` is under `parent` (`attr` as pycparser's children() names it: `x` or `x[i]`)."""
-    if "[" in attr:
-        field, k = attr[:-1].split("[")
-        getattr(parent, field)[int(k)] = new
-    else:
-        setattr(parent, attr, new)
