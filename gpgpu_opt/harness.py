@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
+from gpgpu_opt import cuda_types
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
@@ -20,14 +21,15 @@ from gpgpu_opt.templating import render
 from gpgpu_opt.verify import (ATOMIC_TOLERANCE, Case, all_accesses, array_extents, infer_global_space,
                               optimized_launch)
 
-#: Element types the harness can fill, with their sizes and fill functions.
-_TYPES = {
-    "float": (4, "fill_real"), "double": (8, "fill_real"),
-    "int": (4, "fill_int"), "unsigned int": (4, "fill_int"), "unsigned": (4, "fill_int"),
-    "long": (8, "fill_int"), "unsigned long": (8, "fill_int"), "long long": (8, "fill_int"),
-    "short": (2, "fill_int"), "unsigned short": (2, "fill_int"),
-    "char": (1, "fill_int"), "unsigned char": (1, "fill_int"),
-}
+
+def _fill(base_type: str) -> tuple[int, str] | None:
+    """(size, fill function) of an element type the harness can fill: C's integer and floating types
+    however written (not bool, nor the half types, which host arithmetic does not take), else None."""
+    t = cuda_types.scalar(base_type)
+    if t is None or t.kind not in "iuf" or t.is_half:
+        return None
+    return t.size, "fill_real" if t.kind == "f" else "fill_int"
+
 
 #: Reference kinds and the names they may be asked for by.
 REFERENCE_ALIASES = {"sgemm": "sgemm", "mm": "sgemm", "sgemv_t": "sgemv_t", "mv": "sgemv_t",
@@ -238,10 +240,10 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     roles = _array_roles(naive)
     arrays = []
     for p in naive.arrays:
-        if p.base_type not in _TYPES:
+        if _fill(p.base_type) is None:
             raise CompileError(f"kernel '{kernel_name}': the harness cannot fill '{p.name}' of type '{p.base_type}'")
         read, written = roles[p.name]
-        size, fill = _TYPES[p.base_type]
+        size, fill = _fill(p.base_type)
         arrays.append({"name": p.name, "ctype": p.base_type, "extent": int(extents[p.name]), "read": read,
                        "written": written, "fill": fill, "item": size,
                        "role": "in-out" if read and written else "output" if written else "input"})

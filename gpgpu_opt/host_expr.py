@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 
 from pycparser import c_ast, c_parser
 
+from gpgpu_opt.cuda_types import size_of
+
 Number = int | float
 
 # Host headers declare these; pycparser needs them as types to parse `(size_t)x` as a cast.
 _TYPEDEFS = ("size_t", "ssize_t", "uint", "int32_t", "uint32_t", "int64_t", "uint64_t")
 _PRELUDE = "".join(f"typedef int {name};\n" for name in _TYPEDEFS)
 _FLOAT_TYPES = {"float", "double"}
-_SIZEOF = {"char": 1, "bool": 1, "short": 2, "int": 4, "unsigned": 4, "float": 4, "uint": 4, "int32_t": 4,
-           "uint32_t": 4, "long": 8, "size_t": 8, "ssize_t": 8, "double": 8, "int64_t": 8, "uint64_t": 8}
 _FUNCTIONS = {"ceil": math.ceil, "ceilf": math.ceil, "floor": math.floor, "floorf": math.floor,
               "min": min, "max": max, "fmin": min, "fmax": max, "fminf": min, "fmaxf": max}
 _FLOAT_RESULT = {"ceil", "ceilf", "floor", "floorf", "fmin", "fmax", "fminf", "fmaxf"}
@@ -260,8 +260,7 @@ def _sizeof(node) -> int:
         if isinstance(node.type, c_ast.PtrDecl):
             return 8
         if isinstance(node.type, c_ast.TypeDecl) and isinstance(node.type.type, c_ast.IdentifierType):
-            names = [n for n in node.type.type.names if n not in ("unsigned", "signed")] or ["int"]
-            size = _SIZEOF.get(" ".join(names), _SIZEOF.get(names[-1]))
+            size = size_of(" ".join(node.type.type.names))
             if size is not None:
                 return size
     raise _Unknown("sizeof")

@@ -17,10 +17,6 @@ from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 
-_DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "unsigned int": np.uint32,
-           "unsigned": np.uint32, "long": np.int64, "char": np.int8, "unsigned char": np.uint8}
-
-
 def _element(base_type: str):
     """The emulator's type of an array element (None: not one it knows), for the environment's types too
     (`__half`, `half2`, `uint32_t`)."""
@@ -32,9 +28,8 @@ def _element(base_type: str):
 
 
 def _dtype(base_type: str):
-    """The numpy dtype of an array of `base_type` (a vector type's: its components')."""
-    if base_type in _DTYPES:
-        return _DTYPES[base_type]
+    """The numpy dtype of an array of `base_type` (a vector type's: its components'), from the CUDA type
+    table through the emulator's types."""
     t = _element(base_type)
     t = getattr(t, "base", t)
     return t.dtype.type if t is not None else np.float32
@@ -42,7 +37,7 @@ def _dtype(base_type: str):
 
 def _words(base_type: str) -> int:
     """Scalar words per element: a vector type's components (`half2`: 2)."""
-    return getattr(_element(base_type), "n", 1) if base_type not in _DTYPES else 1
+    return getattr(_element(base_type), "n", 1)
 
 
 def _representable(values: np.ndarray, base_type: str) -> np.ndarray:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
+from gpgpu_opt import cuda_types
 from gpgpu_opt.analysis.aggregates import is_element_type, param_layout
 from gpgpu_opt.analysis.clamps import interior
 from gpgpu_opt.analysis.definitions import ReachingValues, as_update, definitions, trip_index
@@ -16,15 +17,18 @@ from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, B
 from gpgpu_opt.ast_util import ids_in, walk as ast_walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
-from gpgpu_opt.frontend import environment, math_api
+from gpgpu_opt.frontend import math_api
 from gpgpu_opt.kernel import Kernel
 
-ELEMENT_BYTES = {"float": 4, "int": 4, "unsigned int": 4, "unsigned": 4, "double": 8, "char": 1,
-                 "unsigned char": 1, "short": 2, "float2": 8, "float4": 16, "int2": 8, "int4": 16,
-                 "double2": 16, "long": 8, "long long": 8, "bool": 1, **environment.type_sizes()}
 _INTEGER_TYPES = {"int", "unsigned int", "unsigned", "long", "long int", "unsigned long", "long long",
                   "size_t", "short", "char", "unsigned char", "bool", "signed", "signed int",
-                  *environment.integer_aliases("i", 4), *environment.integer_aliases("u", 4)}
+                  *cuda_types.integer_aliases("i", 4), *cuda_types.integer_aliases("u", 4)}
+
+
+def element_bytes(type_name: str) -> int:
+    """nvcc's sizeof of an element of a type of the CUDA type table; 4 (a word) for a type it does not
+    know, such as a struct (whose fields aggregates.py lays out)."""
+    return cuda_types.size_of(type_name) or 4
 
 
 def is_integer_type(type_name: str) -> bool:
@@ -349,7 +353,7 @@ class AccessCollector(c_ast.NodeVisitor):
             return  # a local or shared array
         param = self.arrays[array]
         text = self.printer.visit(node.subscript)
-        access = Access(array, mode, node, text, None, list(self.loops), ELEMENT_BYTES.get(param.base_type, 4),
+        access = Access(array, mode, node, text, None, list(self.loops), element_bytes(param.base_type),
                         Location.of(node), self.guard_depth > 0)
         try:
             if offset is None:
@@ -385,7 +389,7 @@ class AccessCollector(c_ast.NodeVisitor):
         param = self.arrays[inner.name]
         text = "][".join(self.printer.visit(sub) for sub in subscripts)
         access = Access(param.name, mode, node, text, None, list(self.loops),
-                        ELEMENT_BYTES.get(param.base_type, 4), Location.of(node), self.guard_depth > 0)
+                        element_bytes(param.base_type), Location.of(node), self.guard_depth > 0)
         if param.indirect or len(subscripts) != len(param.inner_dims) + 1:
             access.kind = "unresolved"
             access.why_unresolved = "an element of an array of pointers or a partial subscript"
@@ -547,4 +551,4 @@ def collect_accesses(kernel: Kernel) -> list[Access]:
     return collector.accesses
 
 
-__all__ = ["Access", "collect_accesses", "ELEMENT_BYTES", "BDIM", "BID"]
+__all__ = ["Access", "collect_accesses", "element_bytes", "BDIM", "BID"]

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
+from gpgpu_opt import cuda_types
 from gpgpu_opt.emulator.errors import UnsupportedConstruct
 from gpgpu_opt.emulator.values import type_from_names
 
-#: The field types of a layout taken as certain, with their sizes in bytes.
-_FIELD_BYTES = {"float": 4, "int": 4, "unsigned int": 4, "double": 8}
+#: The field types of a layout taken as certain (their sizes: the CUDA type table's).
+_FIELD_TYPES = frozenset({"float", "int", "unsigned int", "double"})
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class StructLayout:
 
     @property
     def field_bytes(self) -> int:
-        return _FIELD_BYTES[self.field_type]
+        return cuda_types.size_of(self.field_type)
 
     def describe(self) -> str:
         return f"{self.stride} {self.field_type} field{'s' if self.stride > 1 else ''}"
@@ -98,7 +99,7 @@ def _layout(name: str, struct: c_ast.Struct) -> StructLayout | None:
             return None
         types.add(" ".join(decl.type.type.names))
         fields.append(decl.name)
-    if len(types) != 1 or not fields or next(iter(types)) not in _FIELD_BYTES:
+    if len(types) != 1 or not fields or next(iter(types)) not in _FIELD_TYPES:
         return None
     return StructLayout(name, types.pop(), tuple(fields))
 

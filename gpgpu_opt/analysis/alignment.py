@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from gpgpu_opt.analysis.aliasing import read_launches
-from gpgpu_opt.frontend.environment import element_size
+from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch import host_text
 

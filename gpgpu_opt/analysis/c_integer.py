@@ -24,14 +24,14 @@ from typing import Mapping
 import sympy
 from pycparser import c_ast
 
+from gpgpu_opt import cuda_types
 from gpgpu_opt.analysis.symbolic import _BUILTIN, NotAffine
-from gpgpu_opt.frontend import environment
 
-# The aliases (`uint32_t`, `size_t`, `ulong`...) come from the environment's table.
-_WIDE_WORDS = ("long", *sorted(environment.integer_aliases("i", 8) | environment.integer_aliases("u", 8)))
-_UNSIGNED_NAMES = {"unsigned"} | environment.integer_aliases("u")
-_SIGNED_NAMES = {"int", "long", "short", "char", "signed", "bool"} | environment.integer_aliases("i") \
-    | environment.integer_aliases("b")
+# The aliases (`uint32_t`, `size_t`, `ulong`...) come from the one CUDA type table.
+_WIDE_WORDS = ("long", *sorted(cuda_types.integer_aliases("i", 8) | cuda_types.integer_aliases("u", 8)))
+_UNSIGNED_NAMES = {"unsigned"} | cuda_types.integer_aliases("u")
+_SIGNED_NAMES = {"int", "long", "short", "char", "signed", "bool"} | cuda_types.integer_aliases("i") \
+    | cuda_types.integer_aliases("b")
 _INTEGER_CONSTANTS = ("int", "unsigned int", "long int", "unsigned long int", "long long int",
                       "unsigned long long int")
 #: Masks up to 31 bits keep the low bits of an int or an unsigned int alike.

@@ -103,13 +103,13 @@ def collect_file_scope_reads(kernel) -> list:
 
 
 def _file_access(collector, node, variable, subscripts):
-    from gpgpu_opt.analysis.accesses import ELEMENT_BYTES, Access
+    from gpgpu_opt.analysis.accesses import Access, element_bytes
     from gpgpu_opt.analysis.symbolic import TID, NotAffine, is_opaque, to_sympy
     from gpgpu_opt.diagnostics import Location
 
     text = "][".join(collector.printer.visit(s) for s in subscripts)
     access = Access(variable.name, "read", node, text, None, list(collector.loops),
-                    ELEMENT_BYTES.get(" ".join(variable.type_names), 4), Location.of(node), collector.guard_depth > 0,
+                    element_bytes(" ".join(variable.type_names)), Location.of(node), collector.guard_depth > 0,
                     kind="const-mem" if variable.space == "constant" else "device-mem")
     dims = variable.dims or ()
     try:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from pycparser import c_ast
 
+from gpgpu_opt import cuda_types
 from gpgpu_opt.emulator.errors import UndefinedBehaviorError, UnsupportedConstruct, where
-from gpgpu_opt.frontend import environment
 from gpgpu_opt.frontend.math_impl import to_bfloat16
 
 
@@ -52,18 +52,16 @@ class VecType:
 
     @property
     def align(self) -> int:
-        if self.n == 3:
-            return self.base.size
-        return min(16, self.base.size * self.n)
+        return cuda_types.VectorType(self.name, self.base.name, self.n).align
 
     def __repr__(self) -> str:
         return self.name
 
 
 def _scalar_types() -> dict[str, CType]:
-    """The emulator's types, from the environment's table."""
+    """The emulator's types, from the one CUDA type table."""
     out = {}
-    for t in environment.SCALAR_TYPES:
+    for t in cuda_types.SCALAR_TYPES:
         if t.dtype == "bfloat16":   # numpy has no bfloat16: float32 values rounded to 8 bits (convert)
             out[t.name] = CType(t.name, np.dtype(np.float32), t.kind, t.rank, t.size)
         else:
@@ -82,11 +80,8 @@ HALF_TYPES = (HALF, BFLOAT16)
 
 _UNSIGNED_OF = {CHAR: UCHAR, SHORT: USHORT, INT: UINT, LONG: ULONG, LLONG: ULLONG}
 
-_TYPEDEFS = {**{a.name: SCALARS[a.target] for a in environment.TYPE_ALIASES}, "bool": BOOL, "__half": HALF,
-             "__nv_bfloat16": BFLOAT16}
-
-VECTOR_TYPES: dict[str, VecType] = {v.name: VecType(v.name, SCALARS[v.base], v.n) for v in environment.VECTOR_TYPES}
-VECTOR_TYPES.update({alias: VECTOR_TYPES[name] for alias, name in environment.VECTOR_ALIASES.items()})
+VECTOR_TYPES: dict[str, VecType] = {v.name: VecType(v.name, SCALARS[v.base], v.n) for v in cuda_types.VECTOR_TYPES}
+VECTOR_TYPES.update({alias: VECTOR_TYPES[name] for alias, name in cuda_types.VECTOR_ALIASES.items()})
 VECTOR_TYPES["dim3"] = VecType("dim3", UINT, 3)
 COMPONENTS = "xyzw"
 
@@ -94,31 +89,13 @@ COMPONENTS = "xyzw"
 def type_from_names(names: list[str], node=None) -> CType | VecType | None:
     """The type named by an IdentifierType's names (None for void)."""
     names = [n for n in names if n not in ("const", "volatile", "restrict", "__restrict__")]
-    if len(names) == 1:
-        n = names[0]
-        if n in VECTOR_TYPES:
-            return VECTOR_TYPES[n]
-        if n in _TYPEDEFS:
-            return _TYPEDEFS[n]
+    if len(names) == 1 and names[0] in VECTOR_TYPES:
+        return VECTOR_TYPES[names[0]]
     if names == ["void"]:
         return None
-    words = set(names)
-    unsigned = "unsigned" in words
-    longs = names.count("long")
-    if "float" in words and len(names) == 1:
-        return FLOAT
-    if "double" in words and longs == 0 and len(names) == 1:
-        return DOUBLE
-    if words <= {"unsigned", "signed", "int", "long", "short", "char"} and words:
-        if "char" in words:
-            return UCHAR if unsigned else CHAR
-        if "short" in words:
-            return USHORT if unsigned else SHORT
-        if longs >= 2:
-            return ULLONG if unsigned else LLONG
-        if longs == 1:
-            return ULONG if unsigned else LONG
-        return UINT if unsigned else INT
+    scalar = cuda_types.scalar(" ".join(names))     # aliases, C's spellings in any order: `long unsigned`
+    if scalar is not None:
+        return SCALARS[scalar.name]
     raise UnsupportedConstruct(f"type '{' '.join(names)}' at {where(node)}")
 
 

@@ -17,6 +17,7 @@ import re
 from pycparser import c_ast, c_parser
 
 from gpgpu_opt.diagnostics import CompileError, Location
+from gpgpu_opt import cuda_types
 from gpgpu_opt.frontend import environment
 from gpgpu_opt.frontend.math_api import BY_NAME
 from gpgpu_opt.frontend.scanner import tokenize
@@ -24,15 +25,15 @@ from gpgpu_opt.frontend.scanner import tokenize
 PRELUDE_FILE = "<cuda-prelude>"
 
 def _type_declarations() -> str:
-    """C99 declarations of the environment's types (gpgpu_opt.frontend.environment)."""
-    lines = [t.declaration for t in environment.SCALAR_TYPES if t.declaration]
-    lines += [f"typedef {a.target} {a.name};" for a in environment.TYPE_ALIASES if a.name != "_Bool"]
+    """C99 declarations of the environment's types (gpgpu_opt.cuda_types)."""
+    lines = [t.declaration for t in cuda_types.SCALAR_TYPES if t.declaration]
+    lines += [f"typedef {a.target} {a.name};" for a in cuda_types.TYPE_ALIASES if a.name != "_Bool"]
     fields = "xyzw"
-    for v in environment.VECTOR_TYPES:
+    for v in cuda_types.VECTOR_TYPES:
         lines.append(f"typedef struct {{ {v.base} {', '.join(fields[:v.n])}; }} {v.name};")
         if v.make:
             lines.append(f"{v.name} make_{v.name}({', '.join([v.base] * v.n)});")
-    lines += [f"typedef {name} {alias};" for alias, name in environment.VECTOR_ALIASES.items()]
+    lines += [f"typedef {name} {alias};" for alias, name in cuda_types.VECTOR_ALIASES.items()]
     lines += [f"extern const bool {name};" for name in environment.BOOL_LITERALS]
     return "\n".join(lines)
 

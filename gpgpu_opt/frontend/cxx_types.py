@@ -15,25 +15,16 @@ from typing import Callable
 
 import tree_sitter
 
+from gpgpu_opt import cuda_types
+
 Node = tree_sitter.Node
 
-#: Integer types by rank, each with its width in bits and signedness (LP64).
-_INTEGERS = {
-    "char": (1, 8, True), "signed char": (1, 8, True), "unsigned char": (1, 8, False),
-    "short": (2, 16, True), "unsigned short": (2, 16, False),
-    "int": (3, 32, True), "unsigned int": (3, 32, False),
-    "long": (4, 64, True), "unsigned long": (4, 64, False),
-    "long long": (5, 64, True), "unsigned long long": (5, 64, False),
-}
+#: Integer types by rank, each with its width in bits and signedness (LP64), from the CUDA type table;
+#: `signed char` is a type of its own in C++.
+_INTEGERS = {t.name: (t.rank, 8 * t.size, t.kind == "i") for t in cuda_types.SCALAR_TYPES if t.kind in "iu"}
+_INTEGERS["signed char"] = _INTEGERS["char"]
 _FLOATING = ("float", "double")
 INTEGER_TYPES = frozenset(_INTEGERS)
-_SPELLINGS = {  # how a type may be written -> its canonical name
-    "unsigned": "unsigned int", "signed": "int", "signed int": "int", "short int": "short",
-    "unsigned short int": "unsigned short", "long int": "long", "unsigned long int": "unsigned long",
-    "long long int": "long long", "unsigned long long int": "unsigned long long", "size_t": "unsigned long",
-    "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long",
-    "uint": "unsigned int",
-}
 _INDEX_VARIABLES = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 _ARITHMETIC = {"+", "-", "*", "/", "%", "&", "|", "^"}
 
@@ -41,8 +32,10 @@ _ARITHMETIC = {"+", "-", "*", "/", "%", "&", "|", "^"}
 def canonical(spelling: str) -> str | None:
     """The canonical name of an arithmetic type written `spelling` (`const` dropped), or None."""
     words = " ".join(w for w in spelling.split() if w not in ("const", "volatile", "register"))
-    words = _SPELLINGS.get(words, words)
-    return words if words in _INTEGERS or words in _FLOATING else None
+    if words in _INTEGERS or words in _FLOATING:
+        return words
+    t = cuda_types.scalar(words)        # `unsigned`, `long int`, `size_t`, `uint32_t`...
+    return t.name if t is not None and (t.name in _INTEGERS or t.name in _FLOATING) else None
 
 
 def usual_conversion(a: str, b: str) -> str:

@@ -1,9 +1,7 @@
 """The C and CUDA environment a kernel sees, as data: one table per kind.
 
-- `SCALAR_TYPES`: C's arithmetic types and CUDA's `__half`/`__nv_bfloat16`, with what the emulator computes
-  them as; `TYPE_ALIASES`: the names people write for them (`uint32_t`, `uint`, `size_t`, `half`, `bool`).
-- `VECTOR_TYPES`: CUDA's vector types (`char1` ... `double4`, `longlong`, `ulonglong`) and `__half2`/
-  `__nv_bfloat162`.
+- The types (`SCALAR_TYPES`, `TYPE_ALIASES`, `VECTOR_TYPES`, `VECTOR_ALIASES`) are gpgpu_opt.cuda_types's
+  one table, re-exported here for the prelude's readers.
 - `CONSTANTS`: the object-like macros of <math.h>, <limits.h>, <float.h>, <stdint.h> and CUDA's
   <math_constants.h>, by header. A modelled header is not expanded (see gpgpu_opt.frontend.preprocess):
   including it defines its macros from here. Which are visible without an `#include` follows nvcc 13
@@ -20,30 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class ScalarType:
-    name: str            # the C/CUDA spelling
-    dtype: str           # numpy dtype of the emulator's values (bfloat16: float32 rounded to 8 bits)
-    kind: str            # 'b' bool, 'i' signed, 'u' unsigned, 'f' floating
-    rank: int            # conversion rank (the usual arithmetic conversions)
-    size: int            # bytes on the device
-    declaration: str = ""  # how the C99 prelude declares it, when C does not know it
-
-
-@dataclass(frozen=True)
-class TypeAlias:
-    name: str
-    target: str          # a ScalarType name
-    header: str          # where C or CUDA declares it ("" built into nvcc's C++)
-
-
-@dataclass(frozen=True)
-class VectorType:
-    name: str
-    base: str            # a ScalarType name
-    n: int
-    make: bool = True    # CUDA's `make_<name>(...)` constructor exists
+from gpgpu_opt.cuda_types import (SCALAR_TYPES, TYPE_ALIASES, VECTOR_ALIASES, VECTOR_TYPES,  # noqa: F401
+                                  alias_target, element_size, integer_aliases, scalar_type, type_sizes)
 
 
 @dataclass(frozen=True)
@@ -53,57 +29,8 @@ class Constant:
     header: str          # the canonical header that defines it
 
 
-SCALAR_TYPES: tuple[ScalarType, ...] = (
-    ScalarType("bool", "bool", "b", 0, 1, "typedef _Bool bool;"),
-    ScalarType("char", "int8", "i", 1, 1),
-    ScalarType("unsigned char", "uint8", "u", 1, 1),
-    ScalarType("short", "int16", "i", 2, 2),
-    ScalarType("unsigned short", "uint16", "u", 2, 2),
-    ScalarType("int", "int32", "i", 3, 4),
-    ScalarType("unsigned int", "uint32", "u", 3, 4),
-    ScalarType("long", "int64", "i", 4, 8),
-    ScalarType("unsigned long", "uint64", "u", 4, 8),
-    ScalarType("long long", "int64", "i", 5, 8),
-    ScalarType("unsigned long long", "uint64", "u", 5, 8),
-    # C++ operators on these exist only between two of the same type (mixing with float is ambiguous)
-    ScalarType("__half", "float16", "f", 8, 2, "typedef struct { unsigned short __x; } __half;"),
-    ScalarType("__nv_bfloat16", "bfloat16", "f", 8, 2, "typedef struct { unsigned short __x; } __nv_bfloat16;"),
-    ScalarType("float", "float32", "f", 10, 4),
-    ScalarType("double", "float64", "f", 11, 8),
-)
-
-TYPE_ALIASES: tuple[TypeAlias, ...] = (
-    TypeAlias("_Bool", "bool", ""),
-    TypeAlias("uint", "unsigned int", ""), TypeAlias("ushort", "unsigned short", ""),
-    TypeAlias("ulong", "unsigned long", ""), TypeAlias("uchar", "unsigned char", ""),
-    TypeAlias("size_t", "unsigned long", ""), TypeAlias("ptrdiff_t", "long", ""),
-    TypeAlias("ssize_t", "long", ""),
-    TypeAlias("int8_t", "char", "stdint.h"), TypeAlias("int16_t", "short", "stdint.h"),
-    TypeAlias("int32_t", "int", "stdint.h"), TypeAlias("int64_t", "long", "stdint.h"),
-    TypeAlias("uint8_t", "unsigned char", "stdint.h"), TypeAlias("uint16_t", "unsigned short", "stdint.h"),
-    TypeAlias("uint32_t", "unsigned int", "stdint.h"), TypeAlias("uint64_t", "unsigned long", "stdint.h"),
-    TypeAlias("intptr_t", "long", "stdint.h"), TypeAlias("uintptr_t", "unsigned long", "stdint.h"),
-    TypeAlias("half", "__half", "cuda_fp16.h"), TypeAlias("nv_bfloat16", "__nv_bfloat16", "cuda_bf16.h"),
-    TypeAlias("clock_t", "long", ""), TypeAlias("cufftReal", "float", "cufft.h"),
-    TypeAlias("cufftDoubleReal", "double", "cufft.h"),
-)
-
 #: C++'s boolean literals: the C99 parser sees them as names, declared `const bool` by the prelude.
 BOOL_LITERALS: dict[str, int] = {"true": 1, "false": 0}
-
-_VECTOR_BASES = (("char", "char"), ("uchar", "unsigned char"), ("short", "short"), ("ushort", "unsigned short"),
-                 ("int", "int"), ("uint", "unsigned int"), ("long", "long"), ("ulong", "unsigned long"),
-                 ("longlong", "long long"), ("ulonglong", "unsigned long long"), ("float", "float"),
-                 ("double", "double"))
-
-VECTOR_TYPES: tuple[VectorType, ...] = tuple(
-    VectorType(f"{prefix}{n}", base, n) for prefix, base in _VECTOR_BASES for n in (1, 2, 3, 4)
-) + (VectorType("__half2", "__half", 2, make=False), VectorType("__nv_bfloat162", "__nv_bfloat16", 2, make=False))
-
-#: Other names of vector types: <cuComplex.h>'s and <cufft.h>'s complex numbers are float2 and double2.
-VECTOR_ALIASES: dict[str, str] = {"half2": "__half2", "nv_bfloat162": "__nv_bfloat162", "cuFloatComplex": "float2",
-                                  "cuComplex": "float2", "cuDoubleComplex": "double2", "cufftComplex": "float2",
-                                  "cufftDoubleComplex": "double2"}
 
 
 def _limits() -> tuple[Constant, ...]:
@@ -223,42 +150,3 @@ def define_modelled_macros(preprocessor, include_name: str | None = None) -> Non
         if name not in preprocessor.macros:
             preprocessor.define(f"{name} {text}")
             preprocessor.macros[name].modelled = True   # the environment's, not the program's
-
-
-def scalar_type(name: str) -> ScalarType:
-    for t in SCALAR_TYPES:
-        if t.name == name:
-            return t
-    raise KeyError(name)
-
-
-def alias_target(name: str) -> ScalarType | None:
-    """The scalar type an alias (`uint32_t`, `half`) or a scalar's own name stands for."""
-    for a in TYPE_ALIASES:
-        if a.name == name:
-            return scalar_type(a.target)
-    return next((t for t in SCALAR_TYPES if t.name == name), None)
-
-
-def type_sizes() -> dict[str, int]:
-    """Bytes on the device of every type name of the tables: scalars, aliases, vector types."""
-    sizes = {t.name: t.size for t in SCALAR_TYPES}
-    sizes.update({a.name: scalar_type(a.target).size for a in TYPE_ALIASES})
-    sizes.update({v.name: scalar_type(v.base).size * v.n for v in VECTOR_TYPES})
-    sizes.update({alias: sizes[name] for alias, name in VECTOR_ALIASES.items()})
-    return sizes
-
-
-def element_size(base_type: str) -> int | None:
-    """Bytes of one element of a type of the table (`__half`: 2, `double`: 8), None if it is not there."""
-    return _TYPE_SIZES.get("unsigned int" if base_type == "unsigned" else base_type)
-
-
-def integer_aliases(kind: str, min_size: int = 1) -> frozenset[str]:
-    """The aliases of integer types of a kind ('i' signed, 'u' unsigned, 'b' bool) and at least min_size
-    bytes: `uint32_t`, `size_t`, `uint`..."""
-    return frozenset(a.name for a in TYPE_ALIASES
-                     if scalar_type(a.target).kind == kind and scalar_type(a.target).size >= min_size)
-
-
-_TYPE_SIZES = type_sizes()

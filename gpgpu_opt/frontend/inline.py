@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import fresh_name, ids_in, transform, walk
-from gpgpu_opt.frontend.environment import VECTOR_TYPES
+from gpgpu_opt.cuda_types import VECTOR_TYPES
 
 _VECTOR_BASES = {v.name: (v.base, "xyzw"[:v.n]) for v in VECTOR_TYPES}
 _STATEMENTS = (c_ast.Decl, c_ast.Assignment, c_ast.UnaryOp, c_ast.FuncCall, c_ast.If, c_ast.For, c_ast.While,

@@ -28,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from gpgpu_opt import cuda_types
 from gpgpu_opt.frontend import math_impl as mi
 
 
@@ -216,12 +217,8 @@ def _conversions() -> list[Function]:
     return out
 
 
-_DTYPES = {"int": np.int32, "unsigned int": np.uint32, "float": np.float32, "long long": np.int64,
-           "double": np.float64}
-
-
 def _reinterpret(dst: str):
-    return lambda x: np.asarray(x).view(_DTYPES[dst])
+    return lambda x: np.asarray(x).view(cuda_types.scalar_type(dst).dtype)
 
 
 def _integer_functions() -> list[Function]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.accesses import ELEMENT_BYTES
+from gpgpu_opt.analysis.accesses import element_bytes
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.nvcc import resource_usage
@@ -67,5 +67,5 @@ def _words(t) -> tuple[int, int]:
         count *= int(dim.value.rstrip("uUlL"), 0) if isinstance(dim, c_ast.Constant) else 1
         t = t.type
     if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
-        return count, ELEMENT_BYTES.get(" ".join(t.type.names), 4)
+        return count, element_bytes(" ".join(t.type.names))
     return count, 0

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.accesses import ELEMENT_BYTES
+from gpgpu_opt import cuda_types
+from gpgpu_opt.analysis.accesses import element_bytes
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import NotAffine, to_sympy
 from gpgpu_opt.ast_util import walk
-
-VECTOR_BYTES = {"float2": 8, "float4": 16, "int2": 8, "int4": 16, "double2": 16, "uint4": 16}
 
 
 def simulate(node: c_ast.For, env, subs) -> float | None:
@@ -81,7 +80,7 @@ def shape(t) -> tuple[list[int], int]:
         dims.append(int(dim.value.rstrip("uUlL"), 0) if isinstance(dim, c_ast.Constant) else 1)
         t = t.type
     names = getattr(getattr(t, "type", None), "names", ["float"])
-    return dims, ELEMENT_BYTES.get(" ".join(names), 4)
+    return dims, element_bytes(" ".join(names))
 
 
 def subscripts(node: c_ast.ArrayRef) -> list[c_ast.Node]:
@@ -99,5 +98,5 @@ def vector_view(node: c_ast.ArrayRef) -> tuple[c_ast.ID, int] | None:
             and isinstance(cast.to_type.type, c_ast.PtrDecl)):
         return None
     names = getattr(getattr(cast.to_type.type.type, "type", None), "names", [])
-    vector = next((VECTOR_BYTES[n] for n in names if n in VECTOR_BYTES), None)
-    return (cast.expr, vector) if vector else None
+    vector = cuda_types.vector(names[0]) if len(names) == 1 else None
+    return (cast.expr, vector.size) if vector else None

@@ -19,6 +19,7 @@ from gpgpu_opt.analysis.reuse import _footprint
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, TID, NotAffine, is_opaque, iterator_symbol, opaque,
                                          to_sympy)
 from gpgpu_opt.ast_util import walk
+from gpgpu_opt.cuda_types import is_floating
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.model import copies, syntax
 from gpgpu_opt.targets import Target
@@ -34,7 +35,6 @@ UNROLL_BUDGET = 75
 LOOP_OVERHEAD = 2
 #: Loop iterations of the per-block footprint sample (the L1 hit estimate), in all.
 _FOOTPRINT_SAMPLES = 4096
-_FLOAT_TYPES = {"float", "double", "float2", "float4", "double2", "half"}
 _FLOAT_CALLS = {"sqrtf", "expf", "logf", "sinf", "cosf", "fabsf", "fmaxf", "fminf", "__expf", "rsqrtf", "powf",
                 "exp", "log", "sqrt", "fabs", "fmax", "fmin", "pow", "tanhf", "erff"}
 
@@ -115,7 +115,7 @@ class _Counter(AccessCollector):
         self.work = Work()
         self.scale = 1.0
         self.scale_of: dict[int, float] = {}
-        self.float_names = {p.name for p in kernel.params if p.base_type in _FLOAT_TYPES}
+        self.float_names = {p.name for p in kernel.params if is_floating(p.base_type)}
         self.shared_names: set[str] = set()
         self.variant: set[str] = set()
         self.groups = [_WaitGroup(1.0, 1)]
@@ -188,7 +188,7 @@ class _Counter(AccessCollector):
             while isinstance(base, (c_ast.ArrayDecl, c_ast.PtrDecl)):
                 base = base.type
             if isinstance(base, c_ast.TypeDecl) and isinstance(base.type, c_ast.IdentifierType) \
-                    and " ".join(base.type.names) in _FLOAT_TYPES:
+                    and is_floating(" ".join(base.type.names)):
                 self.float_names.add(node.name)
             if "__shared__" in (node.storage or []):
                 self.shared_names.add(node.name)
@@ -354,7 +354,7 @@ class _Counter(AccessCollector):
         if isinstance(node, c_ast.UnaryOp):
             return self._is_float(node.expr)
         if isinstance(node, c_ast.Cast):
-            return " ".join(getattr(node.to_type.type.type, "names", [])) in _FLOAT_TYPES
+            return is_floating(" ".join(getattr(node.to_type.type.type, "names", [])))
         if isinstance(node, c_ast.TernaryOp):
             return self._is_float(node.iftrue) or self._is_float(node.iffalse)
         if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):

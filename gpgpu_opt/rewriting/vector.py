@@ -4,25 +4,21 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
-from gpgpu_opt.frontend.environment import type_sizes
+from gpgpu_opt import cuda_types
 from gpgpu_opt.rewriting.staging import parse_statements
 
-_PREFIX = {"float": "float", "double": "double", "int": "int", "unsigned int": "uint", "unsigned": "uint",
-           "__half": "__half", "half": "__half"}
+#: The element types (as written) whose accesses the passes widen; their vectors: the CUDA type table's.
+_VECTORIZABLE = frozenset({"float", "double", "int", "unsigned int", "unsigned", "__half", "half"})
 COMPONENTS = "xyzw"
 #: The widest access a thread makes in one instruction.
 MAX_VECTOR_BYTES = 16
-_SIZES = type_sizes()   # the one CUDA type table (frontend/environment.py)
 
 
 def vector_type(base_type: str, n: int) -> str | None:
     """`float2`, `int4`, `__half2`, ... for n elements of `base_type` (None: no such CUDA vector in the type
     table, e.g. `double4` is 32 bytes and `__half4` does not exist, or wider than 16 B)."""
-    prefix = _PREFIX.get(base_type)
-    name = f"{prefix}{n}"
-    if prefix is None or n not in (2, 4) or _SIZES.get(name, MAX_VECTOR_BYTES + 1) > MAX_VECTOR_BYTES:
-        return None
-    return name
+    vector = cuda_types.vector_of(base_type, n) if base_type in _VECTORIZABLE and n in (2, 4) else None
+    return vector.name if vector is not None and vector.size <= MAX_VECTOR_BYTES else None
 
 
 def constructor(vtype: str) -> str:
@@ -35,8 +31,8 @@ def parse_vector_statements(source: str, types: set[str]) -> list[c_ast.Node]:
     """Statements of a snippet that may name the vector `types` (e.g. `float2`)."""
     typedefs = []
     for name in sorted(types):
-        base = next(b for b, p in _PREFIX.items() if name.startswith(p) and name[len(p):].isdigit())
-        fields = ", ".join(COMPONENTS[:int(name[-1])])
+        vector = cuda_types.vector(name)
+        base, fields = vector.base, ", ".join(COMPONENTS[:vector.n])
         if base == "__half":    # not a C type: the snippet parser only needs to know it is one
             typedefs.append("typedef struct { unsigned short __x; } __half;")
         typedefs.append(f"typedef struct {{ {base} {fields}; }} {name};")

@@ -36,6 +36,7 @@ from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text, is_opaque
 from gpgpu_opt.ast_util import ids_in, transform
 from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.context import PassContext
@@ -45,7 +46,7 @@ from gpgpu_opt.rewriting.staging import ZERO, Unsupported, parse_expr, parse_sta
 from gpgpu_opt.targets import Target
 from gpgpu_opt.templating import render
 
-_ELEMENT = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
+_ELEMENT = {t: size_of(t) for t in ("float", "double", "int", "unsigned int", "unsigned")}  # stageable types
 #: The tile must cut the L1 time by this factor to pay for its barrier and shared memory.
 _MARGIN = 0.8
 

@@ -21,6 +21,7 @@ from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.loops import Loop
 from gpgpu_opt.analysis.symbolic import BDIM, GDIM, iterator_symbol
 from gpgpu_opt.ast_util import walk
+from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
@@ -28,7 +29,7 @@ from gpgpu_opt.rewriting.staging import (Shape, Tile, TileStep, Unsupported, cho
                                       tile_extent)
 from gpgpu_opt.passes.coalesce.loader import build_loader
 
-_ELEMENT = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
+_ELEMENT = {t: size_of(t) for t in ("float", "double", "int", "unsigned int", "unsigned")}  # stageable types
 
 
 def anchor_loop(a: Access) -> Loop | None:

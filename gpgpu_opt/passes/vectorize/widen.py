@@ -33,7 +33,7 @@ from gpgpu_opt.analysis.loops import canonical_loop
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
 from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
 from gpgpu_opt.codegen import Comment
-from gpgpu_opt.frontend.environment import element_size
+from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, text

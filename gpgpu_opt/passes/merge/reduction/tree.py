@@ -34,6 +34,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.symbolic import BDIM, TID, iterator_symbol
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
@@ -43,7 +44,7 @@ from gpgpu_opt.passes.merge.reduction.common import (NotReduction, check_block, 
 from gpgpu_opt.rewriting.staging import Unsupported, parse_statements, text
 from gpgpu_opt.templating import render
 
-_SIZES = {"float": 4, "double": 8}
+_SIZES = {t: size_of(t) for t in ("float", "double")}  # the accumulators the tree takes
 
 
 @dataclass
