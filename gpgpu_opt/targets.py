@@ -1,10 +1,11 @@
-"""GPU targets as data. Passes read these fields; they never test the target's name."""
+"""GPU targets as data. Passes read these fields; they never test the target's name. A target is built by
+keyword (`Target(name=..., warp_size=...)`): two dozen numbers are unreadable, and easy to swap, by position."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Target:
     name: str
     description: str
@@ -77,32 +78,60 @@ class Target:
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in [
-        Target("g80", "GeForce 8800 GTX (cc 1.0), the paper's GPU", "sm_50", 100, 16, 64, "strict", 32, 16, 4,
-               16 * 1024, 16 * 1024, 8192, 124, 256, 512, 768, 8, 16, (256, 6), 8, 86.4, 500, 1.35,
-               register_alloc_granularity="block", warp_alloc_granularity=2, shared_alloc_unit=512,
-               issue_per_cycle=0.25, fp32_lanes_per_sm=8, lsu_per_cycle=0.25, l1_latency_cycles=36,
-               l2_latency_cycles=500, l2_bytes_per_cycle_per_sm=8.0, dram_efficiency=0.8, launch_overhead_us=7.0,
-               dependent_issue_cycles=24),
-        Target("gt200", "GeForce GTX 280 (cc 1.3)", "sm_50", 130, 16, 64, "segments", 32, 16, 4,
-               16 * 1024, 16 * 1024, 16384, 124, 256, 512, 1024, 8, 30, (256, 8), 8, 141.7, 500, 1.3,
-               register_alloc_granularity="block", warp_alloc_granularity=2, shared_alloc_unit=512,
-               issue_per_cycle=0.25, fp32_lanes_per_sm=8, lsu_per_cycle=0.25, l1_latency_cycles=36,
-               l2_latency_cycles=500, l2_bytes_per_cycle_per_sm=8.0, dram_efficiency=0.8, launch_overhead_us=7.0,
-               dependent_issue_cycles=24),
-        Target("fermi", "Fermi (sm_20), e.g. GTX 480", "sm_50", 200, 32, 32, "sectors", 32, 32, 4,
-               48 * 1024, 48 * 1024, 32768, 63, 64, 1024, 1536, 8, 15, None, 16, 177.4, 600, 1.4,
-               warp_alloc_granularity=2, shared_alloc_unit=128, issue_per_cycle=1.0, fp32_lanes_per_sm=32,
-               lsu_per_cycle=0.5, l1_latency_cycles=40, l2_latency_cycles=300, l2_bytes_per_cycle_per_sm=32.0,
-               dram_efficiency=0.85, launch_overhead_us=5.0, l1_bytes_per_clock=64,
-               dependent_issue_cycles=18),
-        Target("sm_80", "Ampere A100 (sm_80)", "sm_80", 800, 32, 32, "sectors", 32, 32, 4,
-               48 * 1024, 164 * 1024, 65536, 255, 256, 1024, 2048, 32, 108, None, 16, 1555.0, 600, 1.41,
-               shared_reserved_per_block=1024, fp32_lanes_per_sm=64, l1_latency_cycles=33, l2_latency_cycles=260,
-               l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128, dependent_issue_cycles=4),
-        Target("sm_90", "Hopper H100/H200 (sm_90)", "sm_90", 900, 32, 32, "sectors", 32, 32, 4,
-               48 * 1024, 228 * 1024, 65536, 255, 256, 1024, 2048, 32, 132, None, 16, 3350.0, 600, 1.75,
-               shared_reserved_per_block=1024, fp32_lanes_per_sm=128, l1_latency_cycles=33, l2_latency_cycles=260,
-               l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128, dependent_issue_cycles=4),
+        Target(
+            name="g80", description="GeForce 8800 GTX (cc 1.0), the paper's GPU", nvcc_arch="sm_50", cuda_arch=100,
+            request_threads=16, transaction_bytes=64, coalescing_rule="strict", warp_size=32, shared_banks=16,
+            bank_bytes=4, shared_per_block=16 * 1024, shared_per_sm=16 * 1024, registers_per_sm=8192,
+            max_registers_per_thread=124, register_alloc_unit=256, max_threads_per_block=512, max_threads_per_sm=768,
+            max_blocks_per_sm=8, sm_count=16, partition_camping=(256, 6), preferred_vector_bytes=8,
+            memory_bandwidth_gbs=86.4, memory_latency_cycles=500, clock_ghz=1.35, register_alloc_granularity="block",
+            warp_alloc_granularity=2, shared_alloc_unit=512, issue_per_cycle=0.25, fp32_lanes_per_sm=8,
+            lsu_per_cycle=0.25, l1_latency_cycles=36, l2_latency_cycles=500, l2_bytes_per_cycle_per_sm=8.0,
+            dram_efficiency=0.8, launch_overhead_us=7.0, dependent_issue_cycles=24,
+        ),
+        Target(
+            name="gt200", description="GeForce GTX 280 (cc 1.3)", nvcc_arch="sm_50", cuda_arch=130,
+            request_threads=16, transaction_bytes=64, coalescing_rule="segments", warp_size=32, shared_banks=16,
+            bank_bytes=4, shared_per_block=16 * 1024, shared_per_sm=16 * 1024, registers_per_sm=16384,
+            max_registers_per_thread=124, register_alloc_unit=256, max_threads_per_block=512,
+            max_threads_per_sm=1024, max_blocks_per_sm=8, sm_count=30, partition_camping=(256, 8),
+            preferred_vector_bytes=8, memory_bandwidth_gbs=141.7, memory_latency_cycles=500, clock_ghz=1.3,
+            register_alloc_granularity="block", warp_alloc_granularity=2, shared_alloc_unit=512,
+            issue_per_cycle=0.25, fp32_lanes_per_sm=8, lsu_per_cycle=0.25, l1_latency_cycles=36,
+            l2_latency_cycles=500, l2_bytes_per_cycle_per_sm=8.0, dram_efficiency=0.8, launch_overhead_us=7.0,
+            dependent_issue_cycles=24,
+        ),
+        Target(
+            name="fermi", description="Fermi (sm_20), e.g. GTX 480", nvcc_arch="sm_50", cuda_arch=200,
+            request_threads=32, transaction_bytes=32, coalescing_rule="sectors", warp_size=32, shared_banks=32,
+            bank_bytes=4, shared_per_block=48 * 1024, shared_per_sm=48 * 1024, registers_per_sm=32768,
+            max_registers_per_thread=63, register_alloc_unit=64, max_threads_per_block=1024, max_threads_per_sm=1536,
+            max_blocks_per_sm=8, sm_count=15, partition_camping=None, preferred_vector_bytes=16,
+            memory_bandwidth_gbs=177.4, memory_latency_cycles=600, clock_ghz=1.4, warp_alloc_granularity=2,
+            shared_alloc_unit=128, issue_per_cycle=1.0, fp32_lanes_per_sm=32, lsu_per_cycle=0.5,
+            l1_latency_cycles=40, l2_latency_cycles=300, l2_bytes_per_cycle_per_sm=32.0, dram_efficiency=0.85,
+            launch_overhead_us=5.0, l1_bytes_per_clock=64, dependent_issue_cycles=18,
+        ),
+        Target(
+            name="sm_80", description="Ampere A100 (sm_80)", nvcc_arch="sm_80", cuda_arch=800, request_threads=32,
+            transaction_bytes=32, coalescing_rule="sectors", warp_size=32, shared_banks=32, bank_bytes=4,
+            shared_per_block=48 * 1024, shared_per_sm=164 * 1024, registers_per_sm=65536,
+            max_registers_per_thread=255, register_alloc_unit=256, max_threads_per_block=1024,
+            max_threads_per_sm=2048, max_blocks_per_sm=32, sm_count=108, partition_camping=None,
+            preferred_vector_bytes=16, memory_bandwidth_gbs=1555.0, memory_latency_cycles=600, clock_ghz=1.41,
+            shared_reserved_per_block=1024, fp32_lanes_per_sm=64, l1_latency_cycles=33, l2_latency_cycles=260,
+            l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128, dependent_issue_cycles=4,
+        ),
+        Target(
+            name="sm_90", description="Hopper H100/H200 (sm_90)", nvcc_arch="sm_90", cuda_arch=900,
+            request_threads=32, transaction_bytes=32, coalescing_rule="sectors", warp_size=32, shared_banks=32,
+            bank_bytes=4, shared_per_block=48 * 1024, shared_per_sm=228 * 1024, registers_per_sm=65536,
+            max_registers_per_thread=255, register_alloc_unit=256, max_threads_per_block=1024,
+            max_threads_per_sm=2048, max_blocks_per_sm=32, sm_count=132, partition_camping=None,
+            preferred_vector_bytes=16, memory_bandwidth_gbs=3350.0, memory_latency_cycles=600, clock_ghz=1.75,
+            shared_reserved_per_block=1024, fp32_lanes_per_sm=128, l1_latency_cycles=33, l2_latency_cycles=260,
+            l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128, dependent_issue_cycles=4,
+        ),
     ]
 }
 
