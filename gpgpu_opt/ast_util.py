@@ -78,3 +78,36 @@ def replace_child(parent: c_ast.Node, name: str, new: c_ast.Node) -> None:
         getattr(parent, field)[int(position)] = new
     else:
         setattr(parent, name, new)
+
+
+# ---------------------------------------------------------------- recognizers: "is this a call to X", "threadIdx.x"
+
+def call_name(node: c_ast.Node) -> str | None:
+    """The function a direct call `f(...)` calls; None for anything else (a call through a pointer too)."""
+    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
+        return node.name.name
+    return None
+
+
+def is_call_to(node: c_ast.Node, *names: str) -> bool:
+    """Whether `node` is a direct call to one of `names`."""
+    return call_name(node) in names
+
+
+def call_args(node: c_ast.FuncCall) -> list[c_ast.Node]:
+    """The argument expressions of a call (none for `f()`)."""
+    return list(node.args.exprs) if node.args is not None else []
+
+
+def member_of(node: c_ast.Node) -> tuple[str, str] | None:
+    """(variable, member) of `v.m` on a plain variable (`threadIdx.x`: ('threadIdx', 'x')), else None."""
+    if isinstance(node, c_ast.StructRef) and node.type == "." and isinstance(node.name, c_ast.ID) \
+            and isinstance(node.field, c_ast.ID):
+        return node.name.name, node.field.name
+    return None
+
+
+def is_member_of(node: c_ast.Node, *variables: str) -> bool:
+    """Whether `node` is a member of one of `variables`: `is_member_of(n, 'threadIdx', 'blockIdx')`."""
+    member = member_of(node)
+    return member is not None and member[0] in variables

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.ast_util import ids_in, is_call_to, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.frontend.cuda_c import parse_c
 
@@ -14,7 +14,7 @@ class SanityError(Exception):
 
 
 def _is_barrier(stmt) -> bool:
-    return isinstance(stmt, c_ast.FuncCall) and isinstance(stmt.name, c_ast.ID) and stmt.name.name == "__syncthreads"
+    return is_call_to(stmt, "__syncthreads")
 
 
 def _thread_dependent(cond: c_ast.Node, thread_vars: set[str]) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from pycparser import c_ast, c_parser
 
+from gpgpu_opt.ast_util import call_args, call_name, is_call_to
 from gpgpu_opt.cuda_types import size_of
 
 Number = int | float
@@ -143,7 +144,7 @@ class HostScope:
             return None
         if isinstance(node, c_ast.ID) and node.name in self.declarations.dim3 and node.name not in self.values:
             components = self.declarations.dim3[node.name]
-        elif isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name == "dim3":
+        elif is_call_to(node, "dim3"):
             components = split_top_level(text[text.index("(") + 1:text.rindex(")")])
         else:
             components = [text]
@@ -239,10 +240,10 @@ class HostScope:
         return self._eval(node.iftrue if self._eval(node.cond) else node.iffalse)
 
     def _eval_FuncCall(self, node: c_ast.FuncCall) -> Number:
-        name = node.name.name if isinstance(node.name, c_ast.ID) else None
+        name = call_name(node)
         if name not in _FUNCTIONS:
             raise _Unknown(f"call of {name}")
-        args = [self._eval(a) for a in (node.args.exprs if node.args else [])]
+        args = [self._eval(a) for a in call_args(node)]
         if not args:
             raise _Unknown(f"{name}()")
         result = _FUNCTIONS[name](*args)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pycparser import c_ast
 
+from gpgpu_opt.ast_util import is_call_to
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
 from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression, split_top_level
@@ -196,7 +197,7 @@ def _grid_components(text: str, declarations: HostDeclarations) -> list[str]:
     node = parse_host_expression(text)
     if isinstance(node, c_ast.ID) and node.name in declarations.dim3:
         return list(declarations.dim3[node.name] or [])
-    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name == "dim3":
+    if is_call_to(node, "dim3"):
         return split_top_level(text[text.index("(") + 1:text.rindex(")")])
     return [text]
 

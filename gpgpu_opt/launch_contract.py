@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import walk
+from gpgpu_opt.ast_util import call_name, is_member_of, walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting.guards import BLOCK_DEPENDENT_CALLS, KernelInfo, normalize_early_returns
 from gpgpu_opt.rewriting.staging import Unsupported
@@ -168,16 +168,15 @@ def _block_constructs(body: c_ast.Node, device_functions: dict, seen: set[str]) 
             return "it uses shared memory"
         if isinstance(n, c_ast.ID) and n.name == "warpSize":
             return "it uses warpSize"
-        if not (isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID)):
+        name = call_name(n)
+        if name is None:
             continue
-        name = n.name.name
         if name.startswith(BLOCK_DEPENDENT_CALLS):
             return f"it calls {name}"
         if name in device_functions and name not in seen:
             seen.add(name)
             callee = device_functions[name].body
-            if any(isinstance(m, c_ast.StructRef) and isinstance(m.name, c_ast.ID) and m.name.name in _BUILTINS
-                   for m in walk(callee)):
+            if any(is_member_of(m, *_BUILTINS) for m in walk(callee)):
                 return f"it calls {name}, which reads the thread or block index"
             why = _block_constructs(callee, device_functions, seen)
             if why:
@@ -192,8 +191,7 @@ def guarded_axes(kernel: Kernel, program) -> set[str]:
     kernel = kernel.copy()
     normalize_early_returns(kernel.body)
     for n in walk(kernel.body):
-        if isinstance(n, c_ast.UnaryOp) and n.op == "*" or \
-                isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and n.name.name.startswith("atomic"):
+        if isinstance(n, c_ast.UnaryOp) and n.op == "*" or (call_name(n) or "").startswith("atomic"):
             return set()
     info = _info(kernel, program)
     return {axis for axis in "xy" if info.accesses and all(info.bounded(a, axis) for a in info.accesses)}

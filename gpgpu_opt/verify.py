@@ -13,7 +13,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.accesses import AccessCollector, collect_accesses
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, QUASI_FUNCTIONS, TID, NotAffine, c_div, iterator_symbol,
                                          to_sympy)
-from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.ast_util import call_args, call_name, ids_in, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 
@@ -132,9 +132,9 @@ class _AllAccesses(AccessCollector):
     Atomic accesses are marked `extra["atomic"]`."""
 
     def visit_FuncCall(self, node: c_ast.FuncCall):
-        args = node.args.exprs if node.args else []
+        args = call_args(node)
         target = None
-        if isinstance(node.name, c_ast.ID) and node.name.name.startswith("atomic") and args:
+        if (call_name(node) or "").startswith("atomic") and args:
             first = args[0]
             target = first.expr if isinstance(first, c_ast.UnaryOp) and first.op == "&" and \
                 isinstance(first.expr, c_ast.ArrayRef) else _pointee(first)
@@ -382,10 +382,9 @@ def written_arrays(kernel: Kernel) -> set[str]:
     """Every array the kernel stores into, through subscripts, dereferences or atomics, and through the
     library calls that store (`__stcs(&a[i], v)`, `sincosf(x, &s[i], &c[i])`)."""
     from gpgpu_opt.frontend.math_api import written_arguments
-    stored = {name for node in walk(kernel.body) if isinstance(node, c_ast.FuncCall)
-              and isinstance(node.name, c_ast.ID) and node.args is not None
-              for k in written_arguments(node.name.name) if k < len(node.args.exprs)
-              for name in ids_in(node.args.exprs[k])}
+    stored = {name for node in walk(kernel.body) if call_name(node) is not None
+              for k in written_arguments(call_name(node)) if k < len(call_args(node))
+              for name in ids_in(call_args(node)[k])}
     return {a.array for a in all_accesses(kernel) if a.mode == "write"} | (stored & {p.name for p in kernel.arrays})
 
 

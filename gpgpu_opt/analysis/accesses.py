@@ -14,7 +14,7 @@ from gpgpu_opt.analysis.loops import Loop, assigned_names, canonical_loop, in_tr
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, NotAffine, THREAD_SYMBOLS, BLOCK_SYMBOLS, cuda_text, is_affine,
                                          is_opaque, is_quasi_affine, iterator_symbol, opaque, param_symbol,
                                          quasi_terms, to_sympy)
-from gpgpu_opt.ast_util import ids_in, walk as ast_walk
+from gpgpu_opt.ast_util import call_args, call_name, ids_in, walk as ast_walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.frontend import math_api
@@ -301,9 +301,9 @@ class AccessCollector(c_ast.NodeVisitor):
         """A cache-hinted load or store (`__ldcs(&a[i])`, `__stcs(&a[i], v)`) and an out-parameter
         (`sincosf(x, &s[i], &c[i])`) are accesses of a[i]; they stay as written (like a volatile one:
         moving the subscript into shared memory would put a global hint on a shared address)."""
-        name = node.name.name if isinstance(node.name, c_ast.ID) else ""
+        name = call_name(node) or ""
         effect, written = math_api.memory_effect(name), math_api.written_arguments(name)
-        for k, arg in enumerate(node.args.exprs if node.args is not None else []):
+        for k, arg in enumerate(call_args(node)):
             if effect and isinstance(arg, c_ast.UnaryOp) and arg.op == "&" and isinstance(arg.expr, c_ast.ArrayRef):
                 before = len(self.accesses)
                 self._record(arg.expr, "write" if k in written else "read")

@@ -26,6 +26,7 @@ from pycparser import c_ast
 
 from gpgpu_opt import cuda_types
 from gpgpu_opt.analysis.symbolic import _BUILTIN, NotAffine
+from gpgpu_opt.ast_util import is_member_of, member_of
 
 # The aliases (`uint32_t`, `size_t`, `ulong`...) come from the one CUDA type table.
 _WIDE_WORDS = ("long", *sorted(cuda_types.integer_aliases("i", 8) | cuda_types.integer_aliases("u", 8)))
@@ -134,10 +135,10 @@ class CTranslator:
             return self._constant(node)
         if isinstance(node, c_ast.ID):
             return self._variable(node.name)
-        if isinstance(node, c_ast.StructRef) and isinstance(node.name, c_ast.ID) and node.name.name in _BUILTIN:
-            table = _BUILTIN[node.name.name]
-            if node.field.name in table:
-                return CValue(table[node.field.name], unsigned=True)
+        if is_member_of(node, *_BUILTIN):
+            variable, member = member_of(node)
+            if member in _BUILTIN[variable]:
+                return CValue(_BUILTIN[variable][member], unsigned=True)
         if isinstance(node, c_ast.UnaryOp):
             if node.op in ("-", "+"):
                 inner = self.value(node.expr)

@@ -24,6 +24,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import NotAffine  # first: symbolic and c_integer import each other
 from gpgpu_opt.analysis.c_integer import CTranslator, CValue  # noqa: I001
+from gpgpu_opt.ast_util import call_name
 
 _MIN_MAX = {"min", "max", "umin", "umax"}
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
@@ -41,7 +42,7 @@ class ClampTranslator(CTranslator):
     def value(self, node: c_ast.Node) -> CValue:
         if isinstance(node, c_ast.TernaryOp):
             return self._record(node, self._ternary(node))
-        if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name in _MIN_MAX:
+        if call_name(node) in _MIN_MAX:
             return self._record(node, self._min_max(node))
         return super().value(node)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.ast_util import call_name, ids_in, walk
 
 
 def _root(node) -> c_ast.Node:
@@ -67,12 +67,11 @@ def _helpers(func: c_ast.FuncDef, device_functions: dict[str, c_ast.FuncDef]):
     while pending:
         f = pending.pop()
         for node in walk(f.body):
-            if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
-                name = node.name.name
-                if name in device_functions and name not in seen:
-                    seen.add(name)
-                    pending.append(device_functions[name])
-                    yield name, device_functions[name]
+            name = call_name(node)
+            if name in device_functions and name not in seen:
+                seen.add(name)
+                pending.append(device_functions[name])
+                yield name, device_functions[name]
 
 
 def collect_file_scope_reads(kernel) -> list:

@@ -13,7 +13,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.symbolic import BID, TID
-from gpgpu_opt.ast_util import walk
+from gpgpu_opt.ast_util import member_of, walk
 from gpgpu_opt.kernel import Kernel
 
 _BUILTIN_DIMENSIONS = {("threadIdx", "x"): "threadIdx.x", ("threadIdx", "y"): "threadIdx.y",
@@ -67,8 +67,8 @@ def _dimension_dependence(body: c_ast.Node):
     def dims(expr) -> set[str]:
         out: set[str] = set()
         for n in walk(expr):
-            if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID):
-                dimension = _BUILTIN_DIMENSIONS.get((n.name.name, n.field.name))
+            if member_of(n) is not None:
+                dimension = _BUILTIN_DIMENSIONS.get(member_of(n))
                 out |= {dimension} if dimension else set()
             elif isinstance(n, c_ast.ID):
                 out |= local.get(n.name, set())

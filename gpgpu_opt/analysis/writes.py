@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import ids_in
+from gpgpu_opt.ast_util import call_args, call_name, ids_in
 from gpgpu_opt.frontend.math_api import written_arguments
 
 
@@ -40,9 +40,8 @@ def written_names(func: c_ast.FuncDef, device_functions: dict, _stack=()) -> set
                 stores.update(_ids(n.expr))
         elif isinstance(n, c_ast.Decl) and n.init is not None and n.name:
             flows.append((n.name, n.init))
-        elif isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID):
-            name = n.name.name
-            args = n.args.exprs if n.args else []
+        elif call_name(n) is not None:
+            name, args = call_name(n), call_args(n)
             if name.startswith("atomic") and args:
                 stores.update(_ids(args[0]))
             elif written_arguments(name) and name not in device_functions:  # __stcs(&a[i], v), sincosf

@@ -1,7 +1,7 @@
 """The C and CUDA environment a kernel sees, as data: one table per kind.
 
-- The types (`SCALAR_TYPES`, `TYPE_ALIASES`, `VECTOR_TYPES`, `VECTOR_ALIASES`) are gpgpu_opt.cuda_types's
-  one table, re-exported here for the prelude's readers.
+- The types (scalars, aliases, vector and half types) are in gpgpu_opt.cuda_types, the one table every floor
+  reads.
 - `CONSTANTS`: the object-like macros of <math.h>, <limits.h>, <float.h>, <stdint.h> and CUDA's
   <math_constants.h>, by header. A modelled header is not expanded (see gpgpu_opt.frontend.preprocess):
   including it defines its macros from here. Which are visible without an `#include` follows nvcc 13
@@ -17,9 +17,6 @@ missing include fails there, not here); macros only where nvcc would see them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from gpgpu_opt.cuda_types import (SCALAR_TYPES, TYPE_ALIASES, VECTOR_ALIASES, VECTOR_TYPES,  # noqa: F401
-                                  alias_target, element_size, integer_aliases, scalar_type, type_sizes)
 
 
 @dataclass(frozen=True)

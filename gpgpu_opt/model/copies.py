@@ -20,7 +20,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.loops import Loop
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, to_sympy
-from gpgpu_opt.ast_util import replace_child, walk
+from gpgpu_opt.ast_util import is_member_of, replace_child, walk
 from gpgpu_opt.rewriting.staging import _degree as conflict_degree
 
 #: Predicate registers a thread has (P0-P6): more distinct guards than this are recomputed where used.
@@ -108,7 +108,7 @@ def permutation_surrogate(init: c_ast.Node, env: dict, loops: list[Loop]) -> sym
 
 def _surrogate(node: c_ast.BinaryOp, env: dict, loops: list[Loop]) -> sympy.Expr | None:
     right = node.right
-    if isinstance(right, c_ast.StructRef) and isinstance(right.name, c_ast.ID) and right.name.name == "gridDim":
+    if is_member_of(right, "gridDim"):
         return BID[right.field.name] if _block_uniform(node.left, env) else None
     if not isinstance(right, c_ast.ID):
         return None

@@ -18,7 +18,7 @@ from gpgpu_opt.analysis.loops import assigned_names, canonical_loop
 from gpgpu_opt.analysis.reuse import _footprint
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, TID, NotAffine, is_opaque, iterator_symbol, opaque,
                                          to_sympy)
-from gpgpu_opt.ast_util import walk
+from gpgpu_opt.ast_util import call_args, call_name, is_call_to, walk
 from gpgpu_opt.cuda_types import is_floating
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.model import copies, syntax
@@ -288,8 +288,7 @@ class _Counter(AccessCollector):
         return found
 
     def visit_FuncCall(self, node: c_ast.FuncCall):
-        name = node.name.name if isinstance(node.name, c_ast.ID) else ""
-        args = node.args.exprs if node.args else []
+        name, args = call_name(node) or "", call_args(node)
         if name == "__pipeline_memcpy_async" and len(args) >= 2:
             # cp.async: a global load (of the in-range address) stored straight into shared memory
             for arg, mode in ((args[1], "read"), (args[0], "write")):
@@ -357,10 +356,9 @@ class _Counter(AccessCollector):
             return is_floating(" ".join(getattr(node.to_type.type.type, "names", [])))
         if isinstance(node, c_ast.TernaryOp):
             return self._is_float(node.iftrue) or self._is_float(node.iffalse)
-        if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
-            args = node.args.exprs if node.args else []
-            return node.name.name in _FLOAT_CALLS or (node.name.name.startswith("__shfl") and len(args) > 1
-                                                     and self._is_float(args[1]))
+        if call_name(node) is not None:
+            name, args = call_name(node), call_args(node)
+            return name in _FLOAT_CALLS or (name.startswith("__shfl") and len(args) > 1 and self._is_float(args[1]))
         return False
 
 
@@ -458,8 +456,7 @@ def _runtime_unroll(trips: float, body: float) -> int:
 
 
 def _has_barrier(node) -> bool:
-    return any(isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and n.name.name == "__syncthreads"
-               for n in walk(node))
+    return any(is_call_to(n, "__syncthreads") for n in walk(node))
 
 
 def _is_mul(node) -> bool:

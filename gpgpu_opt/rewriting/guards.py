@@ -22,7 +22,7 @@ from gpgpu_opt.analysis.calls import pure_calls, why_impure
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, BLOCK_SYMBOLS, GDIM, TID, THREAD_SYMBOLS, NotAffine, iterator_symbol,
                                          opaque, param_symbol, quasi_terms, to_sympy)
-from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.ast_util import call_name, ids_in, is_member_of, member_of, walk
 from gpgpu_opt.checks import _thread_variables
 from gpgpu_opt.rewriting.staging import Unsupported, conj, text
 
@@ -358,17 +358,15 @@ class KernelInfo:
         for n in walk(self.body):
             if isinstance(n, c_ast.Decl) and "__shared__" in (n.storage or []):
                 raise Unsupported("the kernel already uses shared memory")
-            if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) \
-                    and n.name.name.startswith(BLOCK_DEPENDENT_CALLS):
-                raise Unsupported(f"the kernel calls {n.name.name}")
+            if (call_name(n) or "").startswith(BLOCK_DEPENDENT_CALLS):
+                raise Unsupported(f"the kernel calls {call_name(n)}")
             if isinstance(n, c_ast.ID) and n.name == "warpSize":
                 raise Unsupported("the kernel uses warpSize")
             if isinstance(n, c_ast.UnaryOp) and n.op == "*":
                 raise Unsupported("the kernel dereferences pointers")
-            if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) \
-                    and n.name.name not in self.pure_calls:
-                why = why_impure(n.name.name, self.ctx.device_functions)
-                raise Unsupported(f"the kernel calls {n.name.name}, which may access memory ({why})")
+            if call_name(n) is not None and call_name(n) not in self.pure_calls:
+                why = why_impure(call_name(n), self.ctx.device_functions)
+                raise Unsupported(f"the kernel calls {call_name(n)}, which may access memory ({why})")
         why = self.block_dependence()
         if why:
             raise Unsupported(f"its meaning depends on the block shape ({why}); the pass changes the block, "
@@ -399,10 +397,11 @@ class KernelInfo:
         subs = {TID[a]: gsym[a] - BID[a] * BDIM[a] for a in "xyz"}
         forbidden = set(TID.values()) | set(BID.values()) | set(BDIM.values()) | set(GDIM.values())
         for n in walk(self.body):
-            if not (isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _BUILTINS):
+            if not is_member_of(n, *_BUILTINS):
                 continue
-            spelled = f"{n.name.name}.{n.field.name}"
-            if n.name.name == "gridDim" or n.field.name == "z":
+            variable, axis = member_of(n)
+            spelled = f"{variable}.{axis}"
+            if variable == "gridDim" or axis == "z":
                 return f"it uses {spelled}"
             top = self.index_expression(n)
             try:

@@ -20,6 +20,7 @@ import sympy
 from pycparser import c_ast, c_parser
 
 from gpgpu_opt.analysis.symbolic import TID
+from gpgpu_opt.ast_util import is_call_to, member_of
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.frontend.cuda_c import cuda_to_c, restore_cuda_storage
 from gpgpu_opt.templating import render
@@ -34,8 +35,7 @@ def builtin(name: str, axis: str) -> c_ast.StructRef:
 
 
 def is_builtin(n: c_ast.Node, name: str, axis: str) -> bool:
-    return isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name == name \
-        and isinstance(n.field, c_ast.ID) and n.field.name == axis
+    return member_of(n) == (name, axis)
 
 
 def const(value: int) -> c_ast.Constant:
@@ -351,4 +351,4 @@ def parse_expr(source: str) -> c_ast.Node:
 
 def is_placeholder(node, name: str) -> bool:
     """Whether `node` is the call `name(...)` that a snippet template leaves where statements go."""
-    return isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name == name
+    return is_call_to(node, name)

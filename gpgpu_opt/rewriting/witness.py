@@ -13,7 +13,7 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, is_opaque, iterator_symbol, param_symbol
-from gpgpu_opt.ast_util import ids_in, walk
+from gpgpu_opt.ast_util import ids_in, is_member_of, walk
 from gpgpu_opt.rewriting.guards import slack
 from gpgpu_opt.rewriting.staging import Unsupported, builtin, const, mul, text
 
@@ -139,7 +139,7 @@ class Witness:
         return out
 
     def _copy(self, node):
-        if isinstance(node, c_ast.StructRef) and isinstance(node.name, c_ast.ID) and node.name.name == "threadIdx":
+        if is_member_of(node, "threadIdx"):
             repl = self.axes.get(node.field.name)
             return copy.deepcopy(repl) if repl is not None else copy.deepcopy(node)
         if isinstance(node, c_ast.StructRef):
@@ -210,8 +210,7 @@ def check_monotone(clause: c_ast.Node, env: dict, unpinned: list[str], block) ->
 def depends_on(node: c_ast.Node, env: dict, axes: list[str]) -> list[str]:
     found = set()
     for n in walk(node):
-        if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name == "threadIdx" \
-                and n.field.name in axes:
+        if is_member_of(n, "threadIdx") and n.field.name in axes:
             found.add(n.field.name)
         elif isinstance(n, c_ast.ID) and n.name in env:
             for axis in axes:

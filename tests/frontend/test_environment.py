@@ -10,6 +10,7 @@ import subprocess
 import pytest
 from pycparser import c_ast
 
+from gpgpu_opt import cuda_types
 from gpgpu_opt.analysis.c_integer import is_integer_type, is_unsigned_type, is_wide_type
 from gpgpu_opt.analysis.calls import PURE_BUILTINS, why_impure
 from gpgpu_opt.analysis.loops import assigned_names
@@ -46,8 +47,8 @@ def cu(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ the tables
 def test_prelude_declares_every_name_of_the_tables():
-    names = set(BY_NAME) | {t.name for t in environment.TYPE_ALIASES if t.name != "_Bool"} \
-        | {v.name for v in environment.VECTOR_TYPES} | set(environment.VECTOR_ALIASES) \
+    names = set(BY_NAME) | {t.name for t in cuda_types.TYPE_ALIASES if t.name != "_Bool"} \
+        | {v.name for v in cuda_types.VECTOR_TYPES} | set(cuda_types.VECTOR_ALIASES) \
         | {"bool", "__half", "__nv_bfloat16", "true", "false"}
     assert names <= PRELUDE_NAMES
     for name in ("sincosf", "__fmaf_rz", "__stcs", "__ldlu", "__hadd2", "__popcll", "norm3df", "erfinvf",
