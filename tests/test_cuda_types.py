@@ -20,6 +20,7 @@ from gpgpu_opt.host_expr import HostScope
 from gpgpu_opt.model.syntax import vector_view
 from gpgpu_opt.rewriting.vector import vector_type
 from gpgpu_opt.targets import TARGETS, Target
+from gpgpu_opt.verify import _dtype, _words
 
 _HEADERS = ("cstdint", "cstddef", "cuda_fp16.h", "cuda_bf16.h", "cuComplex.h", "sys/types.h", "ctime")
 #: Names of the table nvcc's C++ does not declare: C's `_Bool`, and `uchar` (glibc declares `ushort`, `uint`,
@@ -109,6 +110,14 @@ def test_emulator_types():
         assert t.size == cuda_types.size_of(name), name
         assert getattr(t, "align", t.size) == cuda_types.align_of(name), name
     assert type_from_names(["long", "unsigned", "int"]).name == "unsigned long"
+
+
+def test_verify_fills_arrays_of_the_tables_dtype():
+    for t in cuda_types.SCALAR_TYPES:
+        expected = np.float32 if t.dtype == "bfloat16" else np.dtype(t.dtype).type
+        assert _dtype(t.name) == expected and _words(t.name) == 1, t.name
+    assert _dtype("unsigned") == np.uint32 and _dtype("long int") == np.int64
+    assert (_dtype("half2"), _words("half2")) == (np.float16, 2)
 
 
 def test_cxx_types_ranks_and_widths():
