@@ -24,7 +24,7 @@ from gpgpu_opt.analysis.symbolic import (BDIM, BID, BLOCK_SYMBOLS, GDIM, TID, TH
                                          opaque, param_symbol, quasi_terms, to_sympy)
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.checks import _thread_variables
-from gpgpu_opt.rewriting.staging import Unsupported, conj, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, text
 
 _BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 BLOCK_DEPENDENT_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__threadfence")

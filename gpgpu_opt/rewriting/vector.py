@@ -5,7 +5,7 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from gpgpu_opt.frontend.environment import type_sizes
-from gpgpu_opt.rewriting.staging import parse_statements
+from gpgpu_opt.rewriting.cbuild import parse_statements
 
 _PREFIX = {"float": "float", "double": "double", "int": "int", "unsigned int": "uint", "unsigned": "uint",
            "__half": "__half", "half": "__half"}

@@ -54,7 +54,7 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.coalesce.launch_shape import block_choices
 from gpgpu_opt.passes.merge.register_tile import plan_by_model
 from gpgpu_opt.passes.merge.split_loop import plan_split
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.passes.coalesce.plan import plan_reads
 from gpgpu_opt.passes.coalesce.rewrite import apply_plans
 from gpgpu_opt.passes.coalesce.rows import rows_problem

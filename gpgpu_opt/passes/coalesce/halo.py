@@ -41,7 +41,8 @@ from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.coalesce.plan import _write_between
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import ZERO, Unsupported, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.tiles.geometry import ZERO
 from gpgpu_opt.targets import Target
 from gpgpu_opt.templating import render
 

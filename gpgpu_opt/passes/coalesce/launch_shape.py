@@ -14,7 +14,8 @@ from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.symbolic import BDIM, TID, iterator_symbol
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import Unsupported, classify, tile_extent
+from gpgpu_opt.rewriting.cbuild import Unsupported
+from gpgpu_opt.rewriting.tiles.geometry import classify, tile_extent
 from gpgpu_opt.passes.coalesce.plan import anchor_loop
 
 #: Rows of a transposed tile's outputs that one thread computes on GPUs with warp-wide requests, and the

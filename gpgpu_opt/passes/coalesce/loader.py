@@ -14,7 +14,8 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import substitute, walk
 from gpgpu_opt.passes.coalesce import vector_rows
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, add, conj, const, loader_statements, mul, parse_expr, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, add, conj, const, mul, parse_expr, text
+from gpgpu_opt.rewriting.tiles.geometry import loader_statements
 from gpgpu_opt.rewriting.witness import Witness, check_monotone, fold
 
 if TYPE_CHECKING:

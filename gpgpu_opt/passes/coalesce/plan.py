@@ -24,8 +24,8 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import (Shape, Tile, TileStep, Unsupported, choose_padding, classify, plan_loader,
-                                      tile_extent)
+from gpgpu_opt.rewriting.cbuild import Unsupported
+from gpgpu_opt.rewriting.tiles.geometry import Shape, Tile, TileStep, choose_padding, classify, plan_loader, tile_extent
 from gpgpu_opt.passes.coalesce.loader import build_loader
 
 _ELEMENT = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}

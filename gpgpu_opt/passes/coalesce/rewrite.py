@@ -16,7 +16,8 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import conj, const, is_builtin, is_placeholder, parse_statements, read_ref, text
+from gpgpu_opt.rewriting.cbuild import conj, const, is_builtin, is_placeholder, parse_statements, text
+from gpgpu_opt.rewriting.tiles.geometry import read_ref
 from gpgpu_opt.passes.coalesce.plan import Plan
 from gpgpu_opt.passes.coalesce.rows import rows_rewrite
 from gpgpu_opt.templating import render

@@ -23,7 +23,7 @@ from gpgpu_opt.analysis.symbolic import TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import is_builtin, is_placeholder, parse_statements
+from gpgpu_opt.rewriting.cbuild import is_builtin, is_placeholder, parse_statements
 from gpgpu_opt.templating import render
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from gpgpu_opt.analysis.symbolic import BDIM, NotAffine, param_symbol, to_sympy
 from gpgpu_opt.ast_util import substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, const, is_placeholder, parse_expr, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, const, is_placeholder, parse_expr, text
 from gpgpu_opt.rewriting.witness import fold
 from gpgpu_opt.rewriting.vector import COMPONENTS, parse_vector_statements, vector_type
 from gpgpu_opt.templating import render

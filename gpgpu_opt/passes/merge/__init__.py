@@ -33,7 +33,7 @@ from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 #: The merges for a kernel no earlier pass gave a launch, tried in order: (plan, apply, describe,

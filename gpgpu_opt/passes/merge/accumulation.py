@@ -16,7 +16,7 @@ from gpgpu_opt.analysis.symbolic import NotAffine, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import Unsupported, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
 
 class NotAccumulation(Unsupported):

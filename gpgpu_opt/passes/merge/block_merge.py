@@ -40,7 +40,7 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.passes.coalesce.plan import Plan, plan_reads
 from gpgpu_opt.passes.coalesce.rewrite import apply_plans
 from gpgpu_opt.targets import Target

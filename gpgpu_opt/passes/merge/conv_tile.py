@@ -46,7 +46,7 @@ from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, GX, GY, check_start
                                                 output_counts, per_output_code, uses_both_axes)
 from gpgpu_opt.passes.merge.tile_shape import confirm_with_ptxas
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, parse_statements, text
 from gpgpu_opt.rewriting.witness import sym_to_ast
 from gpgpu_opt.templating import render
 

@@ -15,7 +15,7 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import known
 from gpgpu_opt.passes.merge.per_output import sets_start, without_unused_locals
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, parse_expr, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, text
 from gpgpu_opt.rewriting.witness import sym_to_ast
 
 #: The output's global column and row.

@@ -9,7 +9,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import is_placeholder
+from gpgpu_opt.rewriting.cbuild import is_placeholder
 
 
 def sets_start(stmt: c_ast.Node, acc: c_ast.Decl) -> bool:

@@ -50,7 +50,7 @@ from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
                                                 check_path, known, trip_count)
-from gpgpu_opt.rewriting.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 #: Iterations each thread must keep for the split to pay off.

@@ -44,7 +44,7 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.thread_merge import _block
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, const, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, const, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 #: Rows per thread where nothing asks for a number: the loads per output of a 3-row stencil fall from 9 to

@@ -23,7 +23,7 @@ from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge import thread_merge as tm
 from gpgpu_opt.passes.merge.dependence import Dependence, builtin_axis
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 _ALLOWED_CALLS = ("__syncthreads",)
 

@@ -25,7 +25,7 @@ from gpgpu_opt.passes.partition import diagonal, rotation
 from gpgpu_opt.passes.prefetch import prefetched
 from gpgpu_opt.passes.prefetch.staged_loop import NotStaged
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:

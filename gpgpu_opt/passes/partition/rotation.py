@@ -38,7 +38,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import added_term
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, is_placeholder, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, is_placeholder, parse_statements, text
 from gpgpu_opt.templating import render
 
 _BARRIER = "__syncthreads"

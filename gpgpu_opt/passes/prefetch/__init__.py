@@ -20,7 +20,7 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.prefetch import registers, stages
 from gpgpu_opt.passes.prefetch.staged_loop import NotStaged, find_staged_loop
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:

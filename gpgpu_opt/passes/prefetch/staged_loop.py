@@ -22,7 +22,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
 
 class NotStaged(Exception):

@@ -17,7 +17,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.vectorize import latency, pairs, struct_loads, widen
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:

@@ -25,7 +25,7 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.ast_util import substitute, transform, walk
 from gpgpu_opt.frontend.environment import element_size
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import text
+from gpgpu_opt.rewriting.cbuild import text
 from gpgpu_opt.rewriting.vector import constructor, parse_vector_statements, vector_type
 
 

@@ -36,7 +36,7 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.frontend.environment import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, text
 from gpgpu_opt.rewriting.vector import COMPONENTS, constructor, parse_vector_statements, vector_type
 
 _X_BUILTINS = {("threadIdx", "x"), ("blockIdx", "x"), ("blockDim", "x"), ("gridDim", "x")}

@@ -16,7 +16,7 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.reduction.atomic import plan_atomic
 from gpgpu_opt.passes.merge.reduction.common import NotReduction
 from gpgpu_opt.passes.merge.reduction.tree import plan_tree
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def plan_reduction(kernel: Kernel, ctx: PassContext, info: g.KernelInfo):

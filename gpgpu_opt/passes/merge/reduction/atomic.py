@@ -32,7 +32,7 @@ from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.reduction.common import (UNROLL, NotReduction, check_block, check_no_block_control,
                                                      is_call, is_global_x, is_power_of_two, unrolled)
-from gpgpu_opt.rewriting.staging import Unsupported, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_statements, text
 from gpgpu_opt.templating import render
 
 _ZERO = {"float": "0.0f", "double": "0.0"}

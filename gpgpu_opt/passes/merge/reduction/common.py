@@ -7,7 +7,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 #: Loads of a thread's loop kept in flight by unrolling (the adds stay in order).
 UNROLL = 8

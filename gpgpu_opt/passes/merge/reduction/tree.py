@@ -40,7 +40,7 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.reduction.common import (NotReduction, check_block, check_no_block_control, hex_mask,
                                                      is_call, is_global_x, is_power_of_two, is_thread_x,
                                                      unrolled, value_of, UNROLL)
-from gpgpu_opt.rewriting.staging import Unsupported, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_statements, text
 from gpgpu_opt.templating import render
 
 _SIZES = {"float": 4, "double": 8}

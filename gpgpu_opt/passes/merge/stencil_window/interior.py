@@ -28,7 +28,7 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.passes.merge.stencil_window.plan import Interior, Window, ccode as _c
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import parse_expr, parse_statements
+from gpgpu_opt.rewriting.cbuild import parse_expr, parse_statements
 from gpgpu_opt.templating import render
 
 

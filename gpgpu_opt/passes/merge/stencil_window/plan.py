@@ -12,7 +12,7 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.accumulation import NotAccumulation, known
 from gpgpu_opt.passes.merge.dependence import G, builtin_axis, global_value
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
 #: A warp's lanes are consecutive x: blocks are a warp wide, and this many rows of threads.
 BLOCK_ROWS = 8

@@ -13,7 +13,7 @@ from gpgpu_opt.passes.merge.dependence import builtin_axis
 from gpgpu_opt.passes.merge.stencil_window.interior import fast_path
 from gpgpu_opt.passes.merge.stencil_window.plan import Window, ccode as _c
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 _FIELDS = "xyzw"
