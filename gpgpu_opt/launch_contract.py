@@ -23,7 +23,8 @@ from pycparser import c_ast
 
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.rewriting.guards import BLOCK_DEPENDENT_CALLS, KernelInfo, normalize_early_returns
+from gpgpu_opt.rewriting.guards import BLOCK_DEPENDENT_CALLS, normalize_early_returns
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported
 
 Shape = tuple[int, ...]

@@ -50,6 +50,7 @@ from gpgpu_opt.analysis.accesses import AS_WRITTEN, Access
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.coalesce.launch_shape import block_choices
 from gpgpu_opt.passes.merge.register_tile import plan_by_model
@@ -77,7 +78,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
                  where)
         return kernel
     try:
-        info = g.KernelInfo(work, ctx)
+        info = KernelInfo(work, ctx)
         info.check_kernel()
     except Unsupported as why:
         ctx.skip("kernel", f"no access staged: {why}", where)
@@ -139,7 +140,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     return work
 
 
-def _taken_by(plan, kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> bool:
+def _taken_by(plan, kernel: Kernel, ctx: PassContext, info: KernelInfo) -> bool:
     """Whether a merge will take this kernel (`plan` succeeds): it works from the kernel as normalize left
     it, so staging first would only stand in its way."""
     try:

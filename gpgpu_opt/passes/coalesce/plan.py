@@ -23,6 +23,7 @@ from gpgpu_opt.analysis.symbolic import BDIM, GDIM, iterator_symbol
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.rewriting.tiles.geometry import Shape, Tile, TileStep, choose_padding, classify, plan_loader, tile_extent
@@ -87,7 +88,7 @@ class Plan:
         return f"staged through shared memory: {how}"
 
 
-def plan_reads(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tuple[int, int],
+def plan_reads(kernel: Kernel, ctx: PassContext, info: KernelInfo, block: tuple[int, int],
           threads: tuple[int, int] | None = None, steps: int = 1):
     """Plans for the reads staged when a block covers `block` outputs (the naive threads the tiles are
     planned for) with `threads` threads (who loads what: the same as `block`, or fewer rows of threads
@@ -194,7 +195,7 @@ def plan_reads(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tupl
     return final, skipped
 
 
-def _inside(inner: c_ast.Node, outer: c_ast.Node, info: g.KernelInfo) -> bool:
+def _inside(inner: c_ast.Node, outer: c_ast.Node, info: KernelInfo) -> bool:
     node = info.parents.get(id(inner))
     while node is not None:
         if node is outer:
@@ -203,7 +204,7 @@ def _inside(inner: c_ast.Node, outer: c_ast.Node, info: g.KernelInfo) -> bool:
     return False
 
 
-def _plan_access(rep: AccessReport, info: g.KernelInfo, block, W) -> Plan:
+def _plan_access(rep: AccessReport, info: KernelInfo, block, W) -> Plan:
     a = info.by_node.get((id(rep.access.node), "read"))
     if a is None or a.index is None:
         raise Unsupported("the access cannot be analysed")
@@ -261,7 +262,7 @@ def _plan_access(rep: AccessReport, info: g.KernelInfo, block, W) -> Plan:
     return plan
 
 
-def _signed_iterator(loop: Loop, info: g.KernelInfo) -> bool:
+def _signed_iterator(loop: Loop, info: KernelInfo) -> bool:
     """Whether the loop's iterator is declared (once) with a signed integer type."""
     init = loop.node.init
     decls = init.decls if isinstance(init, c_ast.DeclList) else \
@@ -273,13 +274,13 @@ def _signed_iterator(loop: Loop, info: g.KernelInfo) -> bool:
         and set(t.type.names) <= {"signed", "int", "long", "short"}
 
 
-def _used_outside(var: str, loop: c_ast.For, info: g.KernelInfo) -> bool:
+def _used_outside(var: str, loop: c_ast.For, info: KernelInfo) -> bool:
     inside = {id(n) for n in walk(loop)}
     return any(isinstance(n, c_ast.ID) and n.name == var and id(n) not in inside for n in walk(info.body)
                if not isinstance(n, c_ast.Decl))
 
 
-def _check_loop_writes(a: Access, anchor: Loop, info: g.KernelInfo) -> None:
+def _check_loop_writes(a: Access, anchor: Loop, info: KernelInfo) -> None:
     """A tile lives for one step of the unrolled loop: a store in the loop to an array that may alias
     the staged one could be read back by a later iteration of the same thread."""
     inside = {id(n) for n in walk(anchor.node.stmt)}
@@ -294,7 +295,7 @@ def _check_loop_writes(a: Access, anchor: Loop, info: g.KernelInfo) -> None:
             raise Unsupported(f"the '{anchor.var}' loop calls {n.name.name}")
 
 
-def _write_between(p: Plan, info: g.KernelInfo, first: int) -> str | None:
+def _write_between(p: Plan, info: KernelInfo, first: int) -> str | None:
     """A thread-index tile is loaded before top-level statement `first`: a store after that point that can
     come before the read in the same thread (earlier in the code, or in a loop around both) to an array
     that may alias the staged one would be seen by the naive read and missed by the tile."""
@@ -310,7 +311,7 @@ def _write_between(p: Plan, info: g.KernelInfo, first: int) -> str | None:
     return None
 
 
-def _may_precede(write: c_ast.Node, read: c_ast.Node, info: g.KernelInfo) -> bool:
+def _may_precede(write: c_ast.Node, read: c_ast.Node, info: KernelInfo) -> bool:
     pw = g.path_to(write, info.parents, info.body)
     pr = g.path_to(read, info.parents, info.body)
     k = 0

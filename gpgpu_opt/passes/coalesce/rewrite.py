@@ -15,6 +15,7 @@ from gpgpu_opt.ast_util import substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.rewriting.cbuild import conj, const, is_builtin, is_placeholder, parse_statements, text
 from gpgpu_opt.rewriting.tiles.geometry import read_ref
@@ -23,7 +24,7 @@ from gpgpu_opt.passes.coalesce.rows import rows_rewrite
 from gpgpu_opt.templating import render
 
 
-def apply_plans(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, threads, plans: list[Plan]) -> None:
+def apply_plans(kernel: Kernel, ctx: PassContext, info: KernelInfo, block, threads, plans: list[Plan]) -> None:
     body = kernel.body
     # 1. The staged reads become shared-memory reads.
     replacement = {}

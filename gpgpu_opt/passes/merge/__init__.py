@@ -27,6 +27,7 @@ from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_rows,
                                     stencil_window, thread_merge)
@@ -87,7 +88,7 @@ def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = Fals
     for plan, apply, describe, describe_launch, what in merges:
         work = kernel.copy()
         g.normalize_early_returns(work.body)
-        info = g.KernelInfo(work, ctx)
+        info = KernelInfo(work, ctx)
         try:
             chosen = plan(work, ctx, info)
         except (NotAccumulation, NotReduction):

@@ -15,6 +15,7 @@ from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import NotAffine, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
@@ -126,7 +127,7 @@ def check_local(stmt: c_ast.Node) -> None:
             raise Unsupported("a statement before the loop writes memory (every thread of an output would)")
 
 
-def accumulator(body, loop, name: str, path, info: g.KernelInfo, updates_before: bool = False) -> c_ast.Decl:
+def accumulator(body, loop, name: str, path, info: KernelInfo, updates_before: bool = False) -> c_ast.Decl:
     """The accumulator's declaration. `updates_before`: it may also be updated between its declaration and
     the loop (`c_acc *= beta;`), where a merge keeps those statements with the start value."""
     if info.decl_counts.get(name) != 1:
@@ -160,7 +161,7 @@ def known(expr: sympy.Expr, ctx: PassContext) -> sympy.Expr:
     return sympy.expand(expr.subs({param_symbol(k): v for k, v in ctx.bindings.items()}))
 
 
-def trip_count(loop: c_ast.For, start: c_ast.Node, info: g.KernelInfo, ctx: PassContext) -> int | None:
+def trip_count(loop: c_ast.For, start: c_ast.Node, info: KernelInfo, ctx: PassContext) -> int | None:
     env = info._flat_env()
     try:
         trip = known(to_sympy(loop.cond.right, env) - to_sympy(start, env), ctx)

@@ -39,6 +39,7 @@ from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.passes.coalesce.plan import Plan, plan_reads
@@ -54,7 +55,7 @@ class NotMergeable(Unsupported):
 class _Staging:
     """The coalesce staging planned for one block shape, on its own copy of the kernel."""
     kernel: Kernel
-    info: g.KernelInfo
+    info: KernelInfo
     plans: list[Plan]
     block: tuple[int, int]
     skipped: list = field(default_factory=list)
@@ -233,7 +234,7 @@ def apply_block_merge(kernel: Kernel, ctx: PassContext, plan: BlockMerge) -> Ker
 def _stage(base: Kernel, ctx: PassContext, block: tuple[int, int], steps: int) -> _Staging:
     work = base.copy()
     g.normalize_early_returns(work.body)
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     info.check_kernel()
     plans, skipped = plan_reads(work, ctx, info, block, block, steps)
     return _Staging(work, info, plans, block, skipped)

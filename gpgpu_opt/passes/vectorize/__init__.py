@@ -17,6 +17,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.vectorize import latency, pairs, struct_loads, widen
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
@@ -25,7 +26,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         return kernel
     where = Location.of(kernel.funcdef)
     work = kernel.copy()
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     done: list[str] = struct_loads.vectorize_struct_reads(work, ctx)
     for compound, run_ in list(pairs.runs(work.body)):
         pairs.vectorize_run(info, compound, run_, ctx, done)
@@ -48,7 +49,7 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         return None
     work = kernel.copy()
     g.normalize_early_returns(work.body)
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     try:
         what = widen.widen(work, ctx, info, ctx.vector_width)
     except widen.NotWidenable as why:
