@@ -33,15 +33,14 @@ transpose: W x W/4 threads, each computing 4 rows of outputs (see `rows`).
 The pass's parts, one module each:
 
 - `launch_shape`: the blocks to try, best first;
-- `plan`: for one block, which reads are staged in which tiles (and why the others are not);
-- `loader`: each tile's loader, its global addresses and predicates (through `rewriting.witness`);
-- `rewrite`: the kernel rewritten with the tiles (unrolled loops, loads, declarations, sunk guards);
-- `rows`: several rows of outputs per thread for transposed tiles;
 - `halo`: a stencil's footprint (reads at offsets around the thread's element, `analysis.footprint`) in
   one 2-D tile of the block's outputs plus the reach, where the model says it pays.
 
-Tile geometry, another thread's view of an expression and control flow are `gpgpu_opt.rewriting`'s
-(`staging`, `witness`, `guards`), which the other passes share.
+The staged tiles themselves are `gpgpu_opt.rewriting.tiles`', which block merge shares: `plan` (for one
+block, which reads are staged in which tiles, and why the others are not), `loader` (each tile's loader, its
+global addresses and predicates), `rewrite` (the kernel rewritten with the tiles), `rows` (several rows of
+outputs per thread for transposed tiles), `geometry` (tile shapes, padding). Another thread's view of an
+expression and control flow are `rewriting.witness` and `rewriting.guards`.
 """
 from __future__ import annotations
 
@@ -56,9 +55,9 @@ from gpgpu_opt.passes.coalesce.launch_shape import block_choices
 from gpgpu_opt.passes.merge.register_tile import plan_by_model
 from gpgpu_opt.passes.merge.split_loop import plan_split
 from gpgpu_opt.rewriting.cbuild import Unsupported
-from gpgpu_opt.passes.coalesce.plan import plan_reads
-from gpgpu_opt.passes.coalesce.rewrite import apply_plans
-from gpgpu_opt.passes.coalesce.rows import rows_problem
+from gpgpu_opt.rewriting.tiles.plan import plan_reads
+from gpgpu_opt.rewriting.tiles.rewrite import apply_plans
+from gpgpu_opt.rewriting.tiles.rows import rows_problem
 from gpgpu_opt.passes.coalesce.halo import stage_halos
 from gpgpu_opt.analysis.footprint import footprints
 

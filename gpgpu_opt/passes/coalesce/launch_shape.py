@@ -16,7 +16,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.rewriting.tiles.geometry import classify, tile_extent
-from gpgpu_opt.passes.coalesce.plan import anchor_loop
+from gpgpu_opt.rewriting.tiles.staged import anchor_loop
 
 #: Rows of a transposed tile's outputs that one thread computes on GPUs with warp-wide requests, and the
 #: tile's edge in requests. Measured on an H200 (transpose 8192², D2D copy = 1): a 32x32 tile with 32x8

@@ -42,8 +42,9 @@ from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported
-from gpgpu_opt.passes.coalesce.plan import Plan, plan_reads
-from gpgpu_opt.passes.coalesce.rewrite import apply_plans
+from gpgpu_opt.rewriting.tiles.plan import plan_reads
+from gpgpu_opt.rewriting.tiles.staged import Plan
+from gpgpu_opt.rewriting.tiles.rewrite import apply_plans
 from gpgpu_opt.targets import Target
 
 

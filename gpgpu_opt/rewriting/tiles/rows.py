@@ -14,8 +14,6 @@ one that is the global y index plus a row-independent part becomes `y0` there an
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
-
 import sympy
 from pycparser import c_ast
 
@@ -24,11 +22,10 @@ from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.tiles.staged import Plan
 from gpgpu_opt.rewriting.cbuild import is_builtin, is_placeholder, parse_statements
 from gpgpu_opt.templating import render
 
-if TYPE_CHECKING:
-    from gpgpu_opt.passes.coalesce.plan import Plan
 
 
 def rows_problem(info: KernelInfo, plans: list[Plan]) -> str | None:

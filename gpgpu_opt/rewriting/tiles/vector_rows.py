@@ -24,7 +24,7 @@ the barrier after the load stays in uniform control flow.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import sympy
 from pycparser import c_ast
@@ -34,13 +34,12 @@ from gpgpu_opt.ast_util import substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.tiles.staged import Plan
 from gpgpu_opt.rewriting.cbuild import Unsupported, const, is_placeholder, parse_expr, text
 from gpgpu_opt.rewriting.witness import fold
 from gpgpu_opt.rewriting.vector import COMPONENTS, parse_vector_statements, vector_type
 from gpgpu_opt.templating import render
 
-if TYPE_CHECKING:
-    from gpgpu_opt.passes.coalesce.plan import Plan
 
 #: (row, column, names the two use) -> (the element's global ArrayRef, the clauses of its predicate).
 ElementLoad = Callable[[c_ast.Node, c_ast.Node, set], tuple]

@@ -7,20 +7,17 @@ otherwise, so no access is added that the naive kernel would not make.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import substitute, walk
-from gpgpu_opt.passes.coalesce import vector_rows
+from gpgpu_opt.rewriting.tiles import vector_rows
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.tiles.staged import Plan
 from gpgpu_opt.rewriting.cbuild import Unsupported, add, conj, const, mul, parse_expr, text
 from gpgpu_opt.rewriting.tiles.geometry import loader_statements
 from gpgpu_opt.rewriting.witness import Witness, check_monotone, fold
 
-if TYPE_CHECKING:
-    from gpgpu_opt.passes.coalesce.plan import Plan
 
 
 def _visible(plan: Plan, info: KernelInfo) -> set[str]:

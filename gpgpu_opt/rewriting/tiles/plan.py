@@ -1,17 +1,17 @@
-"""The coalesce pass's plans: for one block shape, which reads are staged, in which tile, and why the
+"""The staged-tile plans (coalesce's staging, block merge's re-staging): for one block shape, which reads are staged, in which tile, and why the
 others are not.
 
 A read is planned if its tile can be made safely: the array is read-only and not aliased by stores the
 tile would hide, the loop it is unrolled around (its *anchor*) counts up or down by a fixed step to an
 ordered bound (`<`, `<=`; `>`, `>=`) that is the same for the block's threads and whose guards can be
-sunk, and its subscript has a stageable shape (`staging.classify`). Reads of the same element share a
+sunk, and its subscript has a stageable shape (`geometry.classify`). Reads of the same element share a
 tile, a staged loop inside another staged loop wins, and tiles are sized, padded against bank conflicts
 and fitted into the block's shared memory; each plan's loader is built by `loader`.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import sympy
 from pycparser import c_ast
@@ -24,68 +24,15 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported
-from gpgpu_opt.rewriting.tiles.geometry import Shape, Tile, TileStep, choose_padding, classify, plan_loader, tile_extent
-from gpgpu_opt.passes.coalesce.loader import build_loader
+from gpgpu_opt.rewriting.tiles.geometry import Tile, choose_padding, classify, plan_loader, tile_extent
+from gpgpu_opt.rewriting.tiles.loader import build_loader
+from gpgpu_opt.rewriting.tiles.staged import Plan, anchor_loop
+
+if TYPE_CHECKING:
+    from gpgpu_opt.passes.context import PassContext     # the type only: the tiles take the pass's context
 
 _ELEMENT = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
-
-
-def anchor_loop(a: Access) -> Loop | None:
-    """The innermost enclosing loop whose iterator the subscript uses: the loop that gets unrolled."""
-    free = a.index.free_symbols
-    for loop in reversed(a.loops):
-        if iterator_symbol(loop.var) in free:
-            return loop
-    return None
-
-
-@dataclass
-class Plan:
-    report: AccessReport
-    access: Access
-    anchor: Loop | None
-    shape: Shape
-    frames: list
-    site_path: list                  # body ... anchor loop (or the top-level statement)
-    top_index: int                   # index of the top-level statement containing the access
-    nodes: list = field(default_factory=list)
-    tile: Tile | None = None
-    loader: object = None
-    unroll: int = 1
-    chunk_var: str | None = None
-    statements: list = field(default_factory=list)
-    padding_note: str = ""
-    load_note: str = ""              # how the tile is loaded where that is a choice (`vector_rows`)
-    frames_key: tuple = ()
-    load_index: int | None = None
-    loader_vars: set = field(default_factory=set)
-
-    @property
-    def step(self) -> TileStep | None:
-        """The tile step of the unrolled anchor loop (None for thread-index tiles)."""
-        if self.anchor is None:
-            return None
-        return TileStep(self.anchor.var, self.chunk_var, abs(self.anchor.step), self.unroll,
-                        self.anchor.is_downward)
-
-    def describe(self, target) -> str:
-        t = self.tile
-        dims = f"[{t.rows}][{t.cols + t.pad}]" if t.two_d else f"[{t.cols}]"
-        if self.anchor is not None:
-            m = int(self.shape.col.coef) if self.shape.col is not None and self.shape.col.kind == "u" else None
-            how = (f"the '{self.anchor.var}' loop is unrolled by {self.unroll}"
-                   + (f" (W/gcd({m}, W) = {target.request_threads // math.gcd(m, target.request_threads)})"
-                      if m else "")
-                   + f" and each step's data is loaded with coalesced requests into {t.name}{dims}")
-        else:
-            how = f"the block's data is loaded once with coalesced requests into {t.name}{dims}"
-        if t.two_d:
-            how += f", rows read back transposed; {self.padding_note}"
-        if self.load_note:
-            how += f"; {self.load_note}"
-        return f"staged through shared memory: {how}"
 
 
 def plan_reads(kernel: Kernel, ctx: PassContext, info: KernelInfo, block: tuple[int, int],
