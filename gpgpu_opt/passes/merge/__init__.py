@@ -31,7 +31,7 @@ from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_rows,
                                     stencil_window, thread_merge)
-from gpgpu_opt.passes.merge.accumulation import NotAccumulation
+from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
 from gpgpu_opt.rewriting.cbuild import Unsupported

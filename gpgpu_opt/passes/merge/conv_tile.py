@@ -39,9 +39,9 @@ from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
-                                                check_path, known, trip_count)
-from gpgpu_opt.passes.merge.per_output import filled
+from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
+                                              check_path, known, trip_count)
+from gpgpu_opt.rewriting.per_output import filled
 from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, GX, GY, check_start, global_position, guard_clauses,
                                                 output_counts, per_output_code, uses_both_axes)
 from gpgpu_opt.passes.merge.tile_shape import confirm_with_ptxas

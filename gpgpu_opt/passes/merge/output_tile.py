@@ -12,8 +12,8 @@ from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import known
-from gpgpu_opt.passes.merge.per_output import sets_start, without_unused_locals
+from gpgpu_opt.rewriting.accumulation import known
+from gpgpu_opt.rewriting.per_output import sets_start, without_unused_locals
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, text

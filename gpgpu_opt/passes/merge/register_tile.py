@@ -1,7 +1,7 @@
 """2-D register tiles: one thread computes TM x TN outputs of a matrix-product-like kernel.
 
 This is the paper's thread merge in X and Y (§3.5, Fig. 6-7) in the form modern GPUs need. A kernel with
-one output per thread of a 2-D thread space and one accumulation loop (accumulation.py),
+one output per thread of a 2-D thread space and one accumulation loop (rewriting/accumulation.py),
 
     if (row < n && col < n) { float sum = 0; for (k...) sum += A[row*n + k] * B[k*n + col]; C[...] = sum; }
 
@@ -39,11 +39,11 @@ from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
-                                                check_path, trip_count)
+from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
+                                              check_path, trip_count)
 from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, check_start, global_position, guard_clauses,
                                                 output_counts, per_output_code, uses_both_axes)
-from gpgpu_opt.passes.merge.per_output import filled
+from gpgpu_opt.rewriting.per_output import filled
 from gpgpu_opt.passes.merge.tile_shape import BLOCKS_PER_SM, GROUP, THREADS, choose_shape, confirm_with_ptxas
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, parse_statements, text
 from gpgpu_opt.rewriting.witness import sym_to_ast

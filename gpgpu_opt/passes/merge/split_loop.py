@@ -49,8 +49,8 @@ from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
-                                                check_path, known, trip_count)
+from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
+                                              check_path, known, trip_count)
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 

@@ -41,7 +41,7 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import NotAccumulation
+from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.thread_merge import _block
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

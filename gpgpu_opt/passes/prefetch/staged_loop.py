@@ -341,7 +341,7 @@ def copy_statement(c: Copy, assignment: c_ast.Node, mapping: dict[str, c_ast.Nod
     its locals, or under its `if`; with the loop variable replaced as `mapping` says. Locals nothing uses
     are left out."""
     from gpgpu_opt.ast_util import substitute
-    from gpgpu_opt.passes.merge.per_output import without_unused_locals
+    from gpgpu_opt.rewriting.per_output import without_unused_locals
 
     stmt = assignment
     if c.guard is not None:

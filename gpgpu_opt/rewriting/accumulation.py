@@ -1,4 +1,5 @@
-"""The accumulation loop several merges start from: one output per thread, computed by
+"""The accumulation loop several merges start from (partition's rotation reads its added term too): one output
+per thread, computed by
 
     <local definitions>
     if (guard) { float acc = init; <updates of acc>; for (k = s; k < e; k++) acc += f(k); <use acc> }
@@ -8,6 +9,8 @@ accumulator's declaration, `trip_count` the loop's length when the sizes are kno
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sympy
 from pycparser import c_ast
 
@@ -16,8 +19,10 @@ from gpgpu_opt.analysis.symbolic import NotAffine, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported, text
+
+if TYPE_CHECKING:
+    from gpgpu_opt.passes.context import PassContext     # the type only
 
 
 class NotAccumulation(Unsupported):

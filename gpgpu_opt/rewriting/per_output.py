@@ -1,5 +1,6 @@
-"""Statement-list helpers of the merges that write one output's code several times: the accumulator's
-start statements, pruning what a copy no longer uses, and filling a template's placeholders."""
+"""Statement-list helpers of the rewritings that write one output's code several times (the merges; prefetch
+prunes with them too): the accumulator's start statements, pruning what a copy no longer uses, and filling a
+template's placeholders."""
 from __future__ import annotations
 
 import copy
