@@ -1,4 +1,4 @@
-"""merge: more work per thread or more threads per piece of work (paper §3.5; DESIGN.md §4 item 4).
+"""merge: more work per thread or more threads per piece of work (paper §3.5).
 
 The merges, tried in order on a kernel not yet given a new launch:
 - `reduction`: the paper's tree over a global array (moved into registers, bit-exact), and one atomicAdd

@@ -1,4 +1,4 @@
-"""partition: removing partition camping (paper §3.8; DESIGN.md §4 item 6).
+"""partition: removing partition camping (paper §3.8).
 
 Detection reuses the access analysis (`analysis.partition`): an access that involves blockIdx.x and whose
 blocks running at once reach few DRAM partitions camps. The fix depends on the grid:

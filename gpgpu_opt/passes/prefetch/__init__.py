@@ -1,5 +1,4 @@
-"""prefetch: the next step's global data is loaded while this step computes (paper §3.7, Fig. 8; DESIGN.md
-§4 item 5).
+"""prefetch: the next step's global data is loaded while this step computes (paper §3.7, Fig. 8).
 
 It works on a loop that stages global data in shared tiles, `for (k0 ...) { copies; barrier; compute;
 barrier }` (coalesce's staged loops, the merges' tiles; `staged_loop` says what it accepts), in one of two

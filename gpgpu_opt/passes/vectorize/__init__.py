@@ -1,4 +1,4 @@
-"""vectorize: wider global accesses (paper §3.1; DESIGN.md §4 item 2), before coalesce and merge.
+"""vectorize: wider global accesses (paper §3.1), before coalesce and merge.
 
 - `pairs`: the paper's rule on every target: `P[2*e + N]` and `P[2*e + N + 1]` (N even), both loads or both
   stores of one basic block, become one `float2` (int2, double2) access, `.x` the lower address;
