@@ -65,3 +65,15 @@ def test_an_import_under_type_checking_is_no_dependency(tmp_path):
                                  "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                                  "    from gpgpu_opt.pipeline import compile_program"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_debt_whose_import_went_must_leave_the_list(tmp_path):
+    """An `ignore_imports` line that matches no import fails: the list of debts only shrinks by deleting."""
+    root = copy_with_import(tmp_path, "kernel.py", "")
+    config = root / ".importlinter"
+    config.write_text(config.read_text().replace(
+        "    gpgpu_opt.kernel -> gpgpu_opt.frontend.file_scope\n",
+        "    gpgpu_opt.kernel -> gpgpu_opt.frontend.file_scope\n    gpgpu_opt.kernel -> gpgpu_opt.pipeline\n", 1))
+    proc = lint(root)
+    assert proc.returncode != 0 and "No matches for ignored import gpgpu_opt.kernel -> gpgpu_opt.pipeline" \
+        in proc.stdout + proc.stderr, proc.stdout + proc.stderr
