@@ -16,8 +16,8 @@ from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterato
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.checks import _thread_variables
 from gpgpu_opt.rewriting.cbuild import Unsupported, text
-from gpgpu_opt.rewriting.guards import (_BUILTINS, BLOCK_DEPENDENT_CALLS, clauses, frames_to, has_jumps, is_pure, loop_var,
-                                        parents_of, slack)
+from gpgpu_opt.rewriting.guards import (_BUILTINS, BLOCK_DEPENDENT_CALLS, clauses, frames_to, has_jumps, is_pure,
+                                        loop_var, parents_of, slack)
 
 
 class EnvCollector(AccessCollector):

@@ -28,7 +28,7 @@ paper's GPUs, a W x W block where a tile is read back transposed, and an occupan
 modern GPUs. Kernels whose meaning depends on the block shape are left alone, and so are kernels that
 call a function that is not pure (`analysis.calls`: a `__device__` helper of its arguments only is fine).
 Transposed tiles on GPUs whose requests are a whole warp (fermi and later) use the shape of NVIDIA's tiled
-transpose: W x W/4 threads, each computing 4 rows of outputs (see `rows`).
+transpose: W x W/4 threads, each computing 4 rows of outputs (see `rewriting.tiles.rows`).
 
 The pass's parts, one module each:
 
@@ -36,7 +36,7 @@ The pass's parts, one module each:
 - `halo`: a stencil's footprint (reads at offsets around the thread's element, `analysis.footprint`) in
   one 2-D tile of the block's outputs plus the reach, where the model says it pays.
 
-The staged tiles themselves are `gpgpu_opt.rewriting.tiles`', which block merge shares: `plan` (for one
+The staged tiles themselves are in `gpgpu_opt.rewriting.tiles`, which block merge shares: `plan` (for one
 block, which reads are staged in which tiles, and why the others are not), `loader` (each tile's loader, its
 global addresses and predicates), `rewrite` (the kernel rewritten with the tiles), `rows` (several rows of
 outputs per thread for transposed tiles), `geometry` (tile shapes, padding). Another thread's view of an

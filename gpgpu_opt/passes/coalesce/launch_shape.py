@@ -2,7 +2,7 @@
 
 The paper's one request of W threads per block on the paper's GPUs (merging enlarges it later), a W x W
 block where a tile is read back transposed (or, on GPUs whose requests are a whole warp, W x W/4 threads
-that each compute 4 rows of outputs: see `rows`), and an occupancy-chosen block on modern GPUs; the
+that each compute 4 rows of outputs: see `rewriting.tiles.rows`), and an occupancy-chosen block on modern GPUs; the
 naive block as the last resort. `__launch_bounds__` caps the threads per block.
 """
 from __future__ import annotations

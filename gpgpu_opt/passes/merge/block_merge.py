@@ -15,7 +15,7 @@ once, and every thread of the merged block takes part in loading it:
 A block with too few threads to fill an SM (16 threads on the paper's GPU) is merged even without
 sharing (§3.6), in x for a 1-D thread space and in y otherwise, without widening any step.
 
-The merged kernel is the coalesce pass's staging planned again for the merged block (`coalesce.plan` with the
+The merged kernel is the coalesce pass's staging planned again for the merged block (`rewriting.tiles.plan` with the
 merged block and the widened step), from the kernel the coalesce pass received: every load, predicate and
 barrier is then the one coalesce proves for that block. Kernels coalesce stages use thread ids only
 through the global index (`KernelInfo.check_kernel`), which a merged block keeps, so no id needs

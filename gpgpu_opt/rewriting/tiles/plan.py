@@ -1,5 +1,5 @@
-"""The staged-tile plans (coalesce's staging, block merge's re-staging): for one block shape, which reads are staged, in which tile, and why the
-others are not.
+"""The staged-tile plans (coalesce's staging, block merge's re-staging): for one block shape, which reads are
+staged, in which tile, and why the others are not.
 
 A read is planned if its tile can be made safely: the array is read-only and not aliased by stores the
 tile would hide, the loop it is unrolled around (its *anchor*) counts up or down by a fixed step to an
