@@ -9,8 +9,6 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytest.importorskip("importlinter")
-
 CONFIG = ROOT / ".importlinter"
 
 
