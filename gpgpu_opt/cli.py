@@ -344,7 +344,7 @@ EmitOpt = typer.Option(None, "--emit", help="write the harnesses and a run.sh fo
 def _gpu_command(body) -> None:
     """Run a GPU command: compiler errors, a missing nvcc or GPU end it with a message, not a traceback."""
     from gpgpu_opt.gpu.results import GpuUnavailable
-    from gpgpu_opt.gpu.toolchain import ToolchainError
+    from gpgpu_opt.toolchain import ToolchainError
     from gpgpu_opt.tune.command import ModelMissing
 
     try:

@@ -23,8 +23,9 @@ from pycparser import c_ast
 
 from gpgpu_opt.ast_util import call_name, is_member_of, walk
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.rewriting.guards import BLOCK_DEPENDENT_CALLS, KernelInfo, normalize_early_returns
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.guards import BLOCK_DEPENDENT_CALLS, normalize_early_returns
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 Shape = tuple[int, ...]
 

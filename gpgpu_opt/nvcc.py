@@ -6,12 +6,12 @@ import re
 import subprocess
 import tempfile
 
-from gpgpu_opt.gpu.toolchain import ToolchainError, find_nvcc
+from gpgpu_opt.toolchain import ToolchainError, find_nvcc
 from gpgpu_opt.targets import Target
 
 
 def nvcc_available() -> bool:
-    """nvcc through CUDA_HOME, the PATH or the nvidia-cuda-nvcc wheel (gpu.toolchain.find_nvcc)."""
+    """nvcc through CUDA_HOME, the PATH or the nvidia-cuda-nvcc wheel (toolchain.find_nvcc)."""
     try:
         find_nvcc()
     except ToolchainError:

@@ -1,4 +1,4 @@
-"""Sharing between thread blocks (paper §3.4; DESIGN.md §3): which global reads neighbouring blocks make too.
+"""Sharing between thread blocks (paper §3.4): which global reads neighbouring blocks make too.
 
 For each global read, and each axis of the thread space (x, y), the question is whether block b and block
 b+1 along that axis read the same data:

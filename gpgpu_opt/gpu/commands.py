@@ -15,7 +15,7 @@ from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.gpu import benchmarks, report, script
 from gpgpu_opt.gpu.results import HarnessRun, run_table
 from gpgpu_opt.gpu.runner import run_harness, sanitize
-from gpgpu_opt.gpu.toolchain import Build, build_harness, find_nvcc
+from gpgpu_opt.toolchain import Build, build_harness, find_nvcc
 from gpgpu_opt.harness import REFERENCE_ALIASES, generate_harness
 from gpgpu_opt.targets import Target
 

@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass
 
 from gpgpu_opt.gpu.results import GpuUnavailable, HarnessRun, parse_output
-from gpgpu_opt.gpu.toolchain import toolkit_root
+from gpgpu_opt.toolchain import toolkit_root
 
 
 def run_harness(binary: str, name: str = "", runs: int | None = None, timeout: int = 600) -> HarnessRun:

@@ -21,7 +21,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.loops import Loop
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import is_member_of, replace_child, walk
-from gpgpu_opt.rewriting.staging import _degree as conflict_degree
+from gpgpu_opt.rewriting.tiles.geometry import _degree as conflict_degree
 
 #: Predicate registers a thread has (P0-P6): more distinct guards than this are recomputed where used.
 PREDICATE_REGISTERS = 7

@@ -5,6 +5,7 @@ A pass that cannot prove a transformation safe returns the kernel unchanged and 
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Callable
 
@@ -21,6 +22,10 @@ _MODULES = {"restrict": "gpgpu_opt.passes.restrict", "normalize": "gpgpu_opt.pas
             "coalesce": "gpgpu_opt.passes.coalesce", "merge": "gpgpu_opt.passes.merge",
             "vectorize": "gpgpu_opt.passes.vectorize", "prefetch": "gpgpu_opt.passes.prefetch",
             "partition": "gpgpu_opt.passes.partition"}
+
+#: Questions a pass asks a later one before it runs (pass -> later pass -> its `claim(kernel, ctx, info)`: why
+#: the later pass will take the kernel, or None), wired here so that no pass package imports another.
+_CLAIMS = {"coalesce": {"merge": "gpgpu_opt.passes.merge.claims"}}
 
 #: Passes whose safety does not rest on compile's emulated check: what they change is proved by an analysis
 #: the emulator could not confirm anyway (restrict: the alias proof; the emulator gives every pointer its own
@@ -50,6 +55,11 @@ def registered_passes() -> dict[str, PassFunction]:
                 continue
             raise
         passes[name] = module.run
+    for name, asked in _CLAIMS.items():
+        later = {other: importlib.import_module(module_name).claim for other, module_name in asked.items()
+                 if other in passes}
+        if name in passes and later:
+            passes[name] = functools.partial(passes[name], later=later)
     return passes
 
 

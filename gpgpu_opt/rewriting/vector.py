@@ -5,7 +5,7 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from gpgpu_opt import cuda_types
-from gpgpu_opt.rewriting.staging import parse_statements
+from gpgpu_opt.rewriting.cbuild import parse_statements
 
 #: The element types (as written) whose accesses the passes widen; their vectors: the CUDA type table's.
 _VECTORIZABLE = frozenset({"float", "double", "int", "unsigned int", "unsigned", "__half", "half"})

@@ -15,7 +15,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, is_opaque, iterator_symbol, param_symbol
 from gpgpu_opt.ast_util import ids_in, is_member_of, walk
 from gpgpu_opt.rewriting.guards import slack
-from gpgpu_opt.rewriting.staging import Unsupported, builtin, const, mul, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, builtin, const, mul, text
 
 _BUILTIN_AST = {}
 for _name, _table in (("threadIdx", TID), ("blockIdx", BID), ("blockDim", BDIM), ("gridDim", GDIM)):

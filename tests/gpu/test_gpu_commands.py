@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from gpgpu_opt.cli import app
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.gpu import report, script, toolchain
+from gpgpu_opt import toolchain
+from gpgpu_opt.gpu import report, script
 from gpgpu_opt.gpu.results import GpuUnavailable, parse_output
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.targets import get_target

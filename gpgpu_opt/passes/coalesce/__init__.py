@@ -28,41 +28,47 @@ paper's GPUs, a W x W block where a tile is read back transposed, and an occupan
 modern GPUs. Kernels whose meaning depends on the block shape are left alone, and so are kernels that
 call a function that is not pure (`analysis.calls`: a `__device__` helper of its arguments only is fine).
 Transposed tiles on GPUs whose requests are a whole warp (fermi and later) use the shape of NVIDIA's tiled
-transpose: W x W/4 threads, each computing 4 rows of outputs (see `rows`).
+transpose: W x W/4 threads, each computing 4 rows of outputs (see `rewriting.tiles.rows`).
 
 The pass's parts, one module each:
 
 - `launch_shape`: the blocks to try, best first;
-- `plan`: for one block, which reads are staged in which tiles (and why the others are not);
-- `loader`: each tile's loader, its global addresses and predicates (through `rewriting.witness`);
-- `rewrite`: the kernel rewritten with the tiles (unrolled loops, loads, declarations, sunk guards);
-- `rows`: several rows of outputs per thread for transposed tiles;
 - `halo`: a stencil's footprint (reads at offsets around the thread's element, `analysis.footprint`) in
   one 2-D tile of the block's outputs plus the reach, where the model says it pays.
 
-Tile geometry, another thread's view of an expression and control flow are `gpgpu_opt.rewriting`'s
-(`staging`, `witness`, `guards`), which the other passes share.
+The staged tiles themselves are in `gpgpu_opt.rewriting.tiles`, which block merge shares: `plan` (for one
+block, which reads are staged in which tiles, and why the others are not), `loader` (each tile's loader, its
+global addresses and predicates), `rewrite` (the kernel rewritten with the tiles), `rows` (several rows of
+outputs per thread for transposed tiles), `geometry` (tile shapes, padding). Another thread's view of an
+expression and control flow are `rewriting.witness` and `rewriting.guards`.
 """
 from __future__ import annotations
+
+from typing import Callable, Mapping
 
 from gpgpu_opt.analysis import AccessReport, analyze_kernel
 from gpgpu_opt.analysis.accesses import AS_WRITTEN, Access
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.coalesce.launch_shape import block_choices
-from gpgpu_opt.passes.merge.register_tile import plan_by_model
-from gpgpu_opt.passes.merge.split_loop import plan_split
-from gpgpu_opt.rewriting.staging import Unsupported
-from gpgpu_opt.passes.coalesce.plan import plan_reads
-from gpgpu_opt.passes.coalesce.rewrite import apply_plans
-from gpgpu_opt.passes.coalesce.rows import rows_problem
+from gpgpu_opt.rewriting.cbuild import Unsupported
+from gpgpu_opt.rewriting.tiles.plan import plan_reads
+from gpgpu_opt.rewriting.tiles.rewrite import apply_plans
+from gpgpu_opt.rewriting.tiles.rows import rows_problem
 from gpgpu_opt.passes.coalesce.halo import stage_halos
 from gpgpu_opt.analysis.footprint import footprints
 
 
-def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+#: A later pass's answer to "will you take this kernel as normalize left it?": why it will, or None.
+Claim = Callable[[Kernel, PassContext, KernelInfo], "str | None"]
+
+
+def run(kernel: Kernel, ctx: PassContext, later: Mapping[str, Claim] | None = None) -> Kernel:
+    """`later`: the later passes that may claim the kernel, by name (the pass registry wires merge's); a
+    claimed kernel is left to that pass where this compile runs it."""
     work = kernel.copy()
     g.normalize_early_returns(work.body)
     naive = analyze_kernel(work, ctx.target, ctx.naive_block, ctx.bindings)
@@ -77,7 +83,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
                  where)
         return kernel
     try:
-        info = g.KernelInfo(work, ctx)
+        info = KernelInfo(work, ctx)
         info.check_kernel()
     except Unsupported as why:
         ctx.skip("kernel", f"no access staged: {why}", where)
@@ -89,14 +95,11 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
             return work
         if not wanted:
             return kernel
-    if "merge" in ctx.pass_names and _taken_by(plan_split, work, ctx, info):
-        ctx.skip("kernel", "no access staged: left to merge: several threads per output read the loop's "
-                           "data coalesced without staging", where)
-        return kernel
-    if "merge" in ctx.pass_names and _taken_by(plan_by_model, work, ctx, info):
-        ctx.skip("kernel", "no access staged: left to merge: its 2-D register tile stages the loop's operands "
-                           "for many outputs per thread", where)
-        return kernel
+    for name, claim in (later or {}).items():
+        why = claim(work, ctx, info) if name in ctx.pass_names else None
+        if why:
+            ctx.skip("kernel", f"no access staged: left to {name}: {why}", where)
+            return kernel
     last_reason = None
     rows_note = None
     for block, threads, why_block in block_choices(work, ctx, wanted):
@@ -137,16 +140,6 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
                f"({block[1] // threads[1]} rows per thread, {threads[1]} apart): {why_block}")
     ctx.applied("launch", how, where)
     return work
-
-
-def _taken_by(plan, kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> bool:
-    """Whether a merge will take this kernel (`plan` succeeds): it works from the kernel as normalize left
-    it, so staging first would only stand in its way."""
-    try:
-        plan(kernel, ctx, info)
-    except Unsupported:
-        return False
-    return True
 
 
 def _subject(a: Access) -> str:

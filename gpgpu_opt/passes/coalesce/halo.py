@@ -40,9 +40,11 @@ from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.coalesce.plan import _write_between
+from gpgpu_opt.rewriting.tiles.plan import _write_between
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import ZERO, Unsupported, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.tiles.geometry import ZERO
 from gpgpu_opt.targets import Target
 from gpgpu_opt.templating import render
 
@@ -174,7 +176,7 @@ def _offset_multiset(fp: Footprint):
 
 
 # -- which elements a block reads -----------------------------------------------------------------------
-def _guard_bounds(reads: list, info: g.KernelInfo):
+def _guard_bounds(reads: list, info: KernelInfo):
     """The reads' common guard as inclusive bounds on the global indices: ({'x': [(lo|hi, expr)], 'y': ..},
     uniform clauses as C text). Raises Unsupported for anything else around a read."""
     keys = None
@@ -324,7 +326,7 @@ def halo_blocks(target: Target, naive: tuple[int, int]) -> list[tuple[int, int]]
     return list(dict.fromkeys([(w, max(1, 256 // w)), tuple(naive)]))
 
 
-def stage_halos(work: Kernel, ctx: PassContext, info: g.KernelInfo, fps: list[Footprint],
+def stage_halos(work: Kernel, ctx: PassContext, info: KernelInfo, fps: list[Footprint],
                 others: list) -> list | None:
     """Stage the footprints that pay in halo tiles (the kernel and its launch rewritten), with them the
     reads of `others` (AccessReports of reads to stage) that every thread makes alike over loops of constant
@@ -445,7 +447,7 @@ class UniformTile:
                       first=f"{self.first} + " if self.first else "")
 
 
-def uniform_tile(a, info: g.KernelInfo, halo_reads: list, budget: int, names: dict) -> UniformTile:
+def uniform_tile(a, info: KernelInfo, halo_reads: list, budget: int, names: dict) -> UniformTile:
     """A read free of thread indices over loops of constant bounds, under the same guard as the halo reads:
     its elements (a contiguous range) in a 1-D tile, read back at the subscript less the first element."""
     param = info.params.get(a.array)
@@ -487,12 +489,12 @@ def _subject(fp: Footprint) -> str:
                                                       if len(fp.reads) > 1 else "")
 
 
-def _first_top(fp: Footprint, info: g.KernelInfo) -> int:
+def _first_top(fp: Footprint, info: KernelInfo) -> int:
     items = info.body.block_items or []
     return min(items.index(g.path_to(a.node, info.parents, info.body)[1]) for a in fp.reads)
 
 
-def _aliasing_store(fp: Footprint, info: g.KernelInfo, top: int) -> str | None:
+def _aliasing_store(fp: Footprint, info: KernelInfo, top: int) -> str | None:
     """A store between the tile's load and a read, to an array that may alias the staged one."""
     last = max((info.body.block_items or []).index(g.path_to(a.node, info.parents, info.body)[1])
                for a in fp.reads)

@@ -2,7 +2,7 @@
 
 The paper's one request of W threads per block on the paper's GPUs (merging enlarges it later), a W x W
 block where a tile is read back transposed (or, on GPUs whose requests are a whole warp, W x W/4 threads
-that each compute 4 rows of outputs: see `rows`), and an occupancy-chosen block on modern GPUs; the
+that each compute 4 rows of outputs: see `rewriting.tiles.rows`), and an occupancy-chosen block on modern GPUs; the
 naive block as the last resort. `__launch_bounds__` caps the threads per block.
 """
 from __future__ import annotations
@@ -14,8 +14,9 @@ from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.symbolic import BDIM, TID, iterator_symbol
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import Unsupported, classify, tile_extent
-from gpgpu_opt.passes.coalesce.plan import anchor_loop
+from gpgpu_opt.rewriting.cbuild import Unsupported
+from gpgpu_opt.rewriting.tiles.geometry import classify, tile_extent
+from gpgpu_opt.rewriting.tiles.staged import anchor_loop
 
 #: Rows of a transposed tile's outputs that one thread computes on GPUs with warp-wide requests, and the
 #: tile's edge in requests. Measured on an H200 (transpose 8192², D2D copy = 1): a 32x32 tile with 32x8

@@ -1,4 +1,4 @@
-"""merge: more work per thread or more threads per piece of work (paper §3.5; DESIGN.md §4 item 4).
+"""merge: more work per thread or more threads per piece of work (paper §3.5).
 
 The merges, tried in order on a kernel not yet given a new launch:
 - `reduction`: the paper's tree over a global array (moved into registers, bit-exact), and one atomicAdd
@@ -27,13 +27,14 @@ from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_rows,
                                     stencil_window, thread_merge)
-from gpgpu_opt.passes.merge.accumulation import NotAccumulation
+from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 #: The merges for a kernel no earlier pass gave a launch, tried in order: (plan, apply, describe,
@@ -87,7 +88,7 @@ def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = Fals
     for plan, apply, describe, describe_launch, what in merges:
         work = kernel.copy()
         g.normalize_early_returns(work.body)
-        info = g.KernelInfo(work, ctx)
+        info = KernelInfo(work, ctx)
         try:
             chosen = plan(work, ctx, info)
         except (NotAccumulation, NotReduction):

@@ -15,7 +15,7 @@ once, and every thread of the merged block takes part in loading it:
 A block with too few threads to fill an SM (16 threads on the paper's GPU) is merged even without
 sharing (§3.6), in x for a 1-D thread space and in y otherwise, without widening any step.
 
-The merged kernel is the coalesce pass's staging planned again for the merged block (`coalesce.plan` with the
+The merged kernel is the coalesce pass's staging planned again for the merged block (`rewriting.tiles.plan` with the
 merged block and the widened step), from the kernel the coalesce pass received: every load, predicate and
 barrier is then the one coalesce proves for that block. Kernels coalesce stages use thread ids only
 through the global index (`KernelInfo.check_kernel`), which a merged block keeps, so no id needs
@@ -39,10 +39,12 @@ from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import Unsupported
-from gpgpu_opt.passes.coalesce.plan import Plan, plan_reads
-from gpgpu_opt.passes.coalesce.rewrite import apply_plans
+from gpgpu_opt.rewriting.cbuild import Unsupported
+from gpgpu_opt.rewriting.tiles.plan import plan_reads
+from gpgpu_opt.rewriting.tiles.staged import Plan
+from gpgpu_opt.rewriting.tiles.rewrite import apply_plans
 from gpgpu_opt.targets import Target
 
 
@@ -54,7 +56,7 @@ class NotMergeable(Unsupported):
 class _Staging:
     """The coalesce staging planned for one block shape, on its own copy of the kernel."""
     kernel: Kernel
-    info: g.KernelInfo
+    info: KernelInfo
     plans: list[Plan]
     block: tuple[int, int]
     skipped: list = field(default_factory=list)
@@ -233,7 +235,7 @@ def apply_block_merge(kernel: Kernel, ctx: PassContext, plan: BlockMerge) -> Ker
 def _stage(base: Kernel, ctx: PassContext, block: tuple[int, int], steps: int) -> _Staging:
     work = base.copy()
     g.normalize_early_returns(work.body)
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     info.check_kernel()
     plans, skipped = plan_reads(work, ctx, info, block, block, steps)
     return _Staging(work, info, plans, block, skipped)

@@ -39,14 +39,15 @@ from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
-                                                check_path, known, trip_count)
-from gpgpu_opt.passes.merge.per_output import filled
+from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
+                                              check_path, known, trip_count)
+from gpgpu_opt.rewriting.per_output import filled
 from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, GX, GY, check_start, global_position, guard_clauses,
                                                 output_counts, per_output_code, uses_both_axes)
 from gpgpu_opt.passes.merge.tile_shape import confirm_with_ptxas
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, parse_statements, text
 from gpgpu_opt.rewriting.witness import sym_to_ast
 from gpgpu_opt.templating import render
 
@@ -118,7 +119,7 @@ class ConvTile:
 
 
 # -- is the kernel a convolution ------------------------------------------------------------------------
-def plan_conv_tile(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> ConvTile:
+def plan_conv_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> ConvTile:
     tile = plan_by_model(kernel, ctx, info)
     if ctx.merge_request is not None:
         return tile
@@ -133,12 +134,12 @@ def plan_conv_tile(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> Conv
 
 def _tiled_source(kernel: Kernel, ctx: PassContext, shape: tuple[int, int]) -> str:
     work = kernel.copy()
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     apply_conv_tile(work, info, plan_by_model(work, ctx, info, shape))
     return work.with_launch_bounds(kernel_source(work.funcdef))
 
 
-def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
+def plan_by_model(kernel: Kernel, ctx: PassContext, info: KernelInfo,
                   shape: tuple[int, int] | None = None) -> ConvTile:
     body = kernel.body
     loops = [n for n in walk(body) if isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile))]
@@ -183,7 +184,7 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
     return tile
 
 
-def _constant_loop(loop: c_ast.For, start: c_ast.Node, info: g.KernelInfo, ctx: PassContext) -> tuple[int, int]:
+def _constant_loop(loop: c_ast.For, start: c_ast.Node, info: KernelInfo, ctx: PassContext) -> tuple[int, int]:
     """The loop's trip count and start, both constants (the filter's extent)."""
     trip = trip_count(loop, start, info, ctx)
     first = known(to_sympy(start, info._flat_env()), ctx) if trip is not None else None
@@ -195,7 +196,7 @@ def _constant_loop(loop: c_ast.For, start: c_ast.Node, info: g.KernelInfo, ctx: 
     return trip, int(first)
 
 
-def _reads(inner: c_ast.For, info: g.KernelInfo) -> tuple[Staged, list[Staged], dict]:
+def _reads(inner: c_ast.For, info: KernelInfo) -> tuple[Staged, list[Staged], dict]:
     """The loop's reads: one array read at the output's position moved by the loop indices (the input),
     and reads that do not depend on the output's position (the filter)."""
     inside = {id(n) for n in walk(inner.stmt)}
@@ -247,7 +248,7 @@ def _check_source(source: Staged, row_var: str, col_var: str) -> None:
                           f"(row + {row_var}) * pitch + (column + {col_var}): not a convolution's window")
 
 
-def _check_body_uses(inner: c_ast.For, replaced: set[int], info: g.KernelInfo, acc: c_ast.Decl) -> None:
+def _check_body_uses(inner: c_ast.For, replaced: set[int], info: KernelInfo, acc: c_ast.Decl) -> None:
     own = {acc.name} | {n.name for n in walk(inner.stmt) if isinstance(n, c_ast.Decl)}
     position = (info.thread_vars - own) | {"threadIdx", "blockIdx", "blockDim"}
     for n in walk(inner.stmt):
@@ -255,7 +256,7 @@ def _check_body_uses(inner: c_ast.For, replaced: set[int], info: g.KernelInfo, a
             raise Unsupported(f"the loop body uses '{n.name}', the output's position, outside its reads")
 
 
-def _element_type(info: g.KernelInfo, reads: list[Staged]) -> str:
+def _element_type(info: KernelInfo, reads: list[Staged]) -> str:
     types = {info.params[s.array].base_type for s in reads if s.array in info.params}
     if len(types) != 1 or not types <= {"float", "double"} or any(s.array not in info.params for s in reads):
         raise Unsupported("the loop's reads are not all float or all double arrays of the kernel's parameters")
@@ -329,7 +330,7 @@ def _choose_shape(tile: ConvTile, ctx: PassContext) -> tuple[int, int, str]:
 
 
 # -- the rewrite ----------------------------------------------------------------------------------------
-def apply_conv_tile(kernel: Kernel, info: g.KernelInfo, tile: ConvTile) -> None:
+def apply_conv_tile(kernel: Kernel, info: KernelInfo, tile: ConvTile) -> None:
     names = {base: info.fresh(base) for base in ("first_row", "first_col", "e", "tile_row", "tile_col",
                                                   "row", "r", "c", "l")}
     names["staged"] = info.fresh(f"{tile.source.array}_staged")

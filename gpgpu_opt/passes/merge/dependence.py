@@ -8,6 +8,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 
 BUILTINS = {"threadIdx", "blockIdx", "blockDim"}
 #: The global thread index per axis, and threadIdx written with it (blockIdx * blockDim + threadIdx = G).
@@ -33,7 +34,7 @@ class Dependence:
     blockDim.y + threadIdx.y`, or any never-reassigned integer with a constant coefficient on the global
     index) is kept once, as copy 0's value; copy r adds `coefficient * r * blockDim`."""
 
-    def __init__(self, info: g.KernelInfo, axes: set[str]):
+    def __init__(self, info: KernelInfo, axes: set[str]):
         self.info, self.axes = info, axes
         self.index: dict[str, dict[str, int]] = {}
         self.per_copy: dict[str, set[str]] = {}
@@ -129,7 +130,7 @@ class Dependence:
         return found
 
 
-def is_update(s: c_ast.Node, info: g.KernelInfo) -> bool:
+def is_update(s: c_ast.Node, info: KernelInfo) -> bool:
     """`X[e] op= v` on a global array, v free of side effects."""
     return isinstance(s, c_ast.Assignment) and s.op != "=" and isinstance(s.lvalue, c_ast.ArrayRef) \
         and base_name(s.lvalue) in info.params and g.is_pure(s.rvalue, allow_memory=True) \

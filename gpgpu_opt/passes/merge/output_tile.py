@@ -12,10 +12,11 @@ from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import known
-from gpgpu_opt.passes.merge.per_output import sets_start, without_unused_locals
+from gpgpu_opt.rewriting.accumulation import known
+from gpgpu_opt.rewriting.per_output import sets_start, without_unused_locals
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, parse_expr, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, text
 from gpgpu_opt.rewriting.witness import sym_to_ast
 
 #: The output's global column and row.
@@ -25,7 +26,7 @@ AXIS_SYMBOL = {"x": GX, "y": GY}
 _TO_GLOBAL = {TID["x"]: GX - BID["x"] * BDIM["x"], TID["y"]: GY - BID["y"] * BDIM["y"]}
 
 
-def check_start(loop: c_ast.For, acc: c_ast.Decl, info: g.KernelInfo) -> None:
+def check_start(loop: c_ast.For, acc: c_ast.Decl, info: KernelInfo) -> None:
     """The statements before the loop run once per output twice over (start value, then the use of the
     sum): the accumulator is declared beside the loop and, before it, only set."""
     holder = info.parents[id(loop)]
@@ -39,7 +40,7 @@ def check_start(loop: c_ast.For, acc: c_ast.Decl, info: g.KernelInfo) -> None:
             raise Unsupported(f"'{text(stmt)}' has side effects")
 
 
-def uses_both_axes(info: g.KernelInfo) -> bool:
+def uses_both_axes(info: KernelInfo) -> bool:
     axes = {n.field.name for n in walk(info.body) if isinstance(n, c_ast.StructRef)
             and isinstance(n.name, c_ast.ID) and n.name.name in ("threadIdx", "blockIdx")}
     return {"x", "y"} <= axes
@@ -93,7 +94,7 @@ def output_counts(clauses: dict, ctx: PassContext) -> tuple[int | None, int | No
     return counts[0], counts[1]
 
 
-def per_output_code(kernel: Kernel, info: g.KernelInfo, loop: c_ast.For, acc: c_ast.Decl, position: dict,
+def per_output_code(kernel: Kernel, info: KernelInfo, loop: c_ast.For, acc: c_ast.Decl, position: dict,
                     acc_ref: str) -> tuple[list[c_ast.Node], list[c_ast.Node]]:
     """The kernel's statements for one output: before the loop (its start value) and after it (its use
     of the sum), each under the kernel's guards, with the output's position recomputed."""

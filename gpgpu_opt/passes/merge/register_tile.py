@@ -1,7 +1,7 @@
 """2-D register tiles: one thread computes TM x TN outputs of a matrix-product-like kernel.
 
 This is the paper's thread merge in X and Y (§3.5, Fig. 6-7) in the form modern GPUs need. A kernel with
-one output per thread of a 2-D thread space and one accumulation loop (accumulation.py),
+one output per thread of a 2-D thread space and one accumulation loop (rewriting/accumulation.py),
 
     if (row < n && col < n) { float sum = 0; for (k...) sum += A[row*n + k] * B[k*n + col]; C[...] = sum; }
 
@@ -37,14 +37,15 @@ from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
-                                                check_path, trip_count)
+from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
+                                              check_path, trip_count)
 from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, check_start, global_position, guard_clauses,
                                                 output_counts, per_output_code, uses_both_axes)
-from gpgpu_opt.passes.merge.per_output import filled
+from gpgpu_opt.rewriting.per_output import filled
 from gpgpu_opt.passes.merge.tile_shape import BLOCKS_PER_SM, GROUP, THREADS, choose_shape, confirm_with_ptxas
-from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, parse_statements, text
 from gpgpu_opt.rewriting.witness import sym_to_ast
 from gpgpu_opt.templating import render
 
@@ -93,7 +94,7 @@ class RegisterTile:
 
 
 # -- is the kernel of the shape -------------------------------------------------------------------------
-def plan_register_tile(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> RegisterTile:
+def plan_register_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> RegisterTile:
     tile = plan_by_model(kernel, ctx, info)
     if ctx.merge_request is not None:
         return tile
@@ -108,12 +109,12 @@ def plan_register_tile(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> 
 def _tiled_source(kernel: Kernel, ctx: PassContext, shape: tuple[int, int]) -> str:
     """The kernel with a register tile of `shape`, as the output would print it (for ptxas)."""
     work = kernel.copy()
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     apply_register_tile(work, info, plan_by_model(work, ctx, info, shape))
     return work.with_launch_bounds(kernel_source(work.funcdef))
 
 
-def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
+def plan_by_model(kernel: Kernel, ctx: PassContext, info: KernelInfo,
                   shape: tuple[int, int] | None = None) -> RegisterTile:
     """The tile, of `shape` (TM, TN) when given, else of the model's shape (no ptxas)."""
     body = kernel.body
@@ -155,7 +156,7 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: g.KernelInfo,
     return tile
 
 
-def _operands(loop: c_ast.For, var: str, info: g.KernelInfo) -> list[Operand]:
+def _operands(loop: c_ast.For, var: str, info: KernelInfo) -> list[Operand]:
     k = iterator_symbol(var)
     in_loop = {id(n) for n in walk(loop.stmt)}
     found: list[Operand] = []
@@ -196,14 +197,14 @@ def _operands(loop: c_ast.For, var: str, info: g.KernelInfo) -> list[Operand]:
     return found
 
 
-def _element_type(info: g.KernelInfo, operands: list[Operand]) -> str:
+def _element_type(info: KernelInfo, operands: list[Operand]) -> str:
     types = {info.params[o.array].base_type for o in operands}
     if len(types) != 1 or not types <= {"float", "double"}:
         raise Unsupported(f"the loop's operands are of type {', '.join(sorted(types))}, not all float or double")
     return types.pop()
 
 
-def _check_body_uses(tile: RegisterTile, info: g.KernelInfo) -> None:
+def _check_body_uses(tile: RegisterTile, info: KernelInfo) -> None:
     """Per output, the loop body may use its operands (from registers), the accumulator, the iterator and
     values every output shares; not the output's position (the loop runs once for all outputs)."""
     replaced = {id(n) for o in tile.operands for node in o.nodes for n in walk(node)}
@@ -235,7 +236,7 @@ def _padding(o: Operand) -> int:
 
 
 # -- the rewrite ----------------------------------------------------------------------------------------
-def apply_register_tile(kernel: Kernel, info: g.KernelInfo, tile: RegisterTile) -> None:
+def apply_register_tile(kernel: Kernel, info: KernelInfo, tile: RegisterTile) -> None:
     names = {base: info.fresh(base) for base in ("r", "c", "k0", "kk", "e", "l")}
     position = {"y": _position(tile, "y", names["r"]), "x": _position(tile, "x", names["c"])}
     acc_ref = f"{tile.acc.name}[{names['r']}][{names['c']}]"
@@ -278,7 +279,7 @@ def _body_needs_iterator(tile: RegisterTile) -> bool:
                for n in walk(tile.loop.stmt))
 
 
-def _tile_view(tile: RegisterTile, o: Operand, names: dict, info: g.KernelInfo) -> dict:
+def _tile_view(tile: RegisterTile, o: Operand, names: dict, info: KernelInfo) -> dict:
     """How the block loads one operand's tile for a step: element e of the tile is (step row, position)."""
     width, step, threads = _width(tile, o), tile.step, THREADS * THREADS
     e = names["e"]

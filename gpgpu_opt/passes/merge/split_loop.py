@@ -47,10 +47,11 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
-                                                check_path, known, trip_count)
-from gpgpu_opt.rewriting.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
+                                              check_path, known, trip_count)
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 #: Iterations each thread must keep for the split to pay off.
@@ -95,7 +96,7 @@ class Split:
 
 
 # -- is the kernel of the shape, and is it worth it -------------------------------------------------------
-def plan_split(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> Split:
+def plan_split(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> Split:
     """The split for this kernel, or Unsupported saying why not. Does not change the kernel."""
     body = kernel.body
     _check_one_dimensional(body)
@@ -129,7 +130,7 @@ def _check_one_dimensional(body: c_ast.Node) -> None:
             raise NotAccumulation(f"the thread space is not 1-D (it uses {n.name.name}.{n.field.name})")
 
 
-def _check_index_uses(info: g.KernelInfo) -> None:
+def _check_index_uses(info: KernelInfo) -> None:
     """Every use of the thread index is the global x index itself, which the split recomputes."""
     env = info._flat_env()
     to_global = {TID["x"]: _G - BID["x"] * BDIM["x"]}
@@ -144,7 +145,7 @@ def _check_index_uses(info: g.KernelInfo) -> None:
                 raise Unsupported(f"'{text(top)}' is not the global thread index")
 
 
-def _form(loop: c_ast.For, var: str, info: g.KernelInfo) -> tuple[bool, str]:
+def _form(loop: c_ast.For, var: str, info: KernelInfo) -> tuple[bool, str]:
     """Rows (a warp per output) when some read is not coalesced across outputs but every read is
     contiguous along the loop; columns when every read is already coalesced across outputs."""
     k = iterator_symbol(var)
@@ -169,7 +170,7 @@ def _form(loop: c_ast.For, var: str, info: g.KernelInfo) -> tuple[bool, str]:
     raise Unsupported("a read in the loop is neither coalesced across outputs nor contiguous along the loop")
 
 
-def _outputs(path, info: g.KernelInfo, ctx: PassContext) -> int | None:
+def _outputs(path, info: KernelInfo, ctx: PassContext) -> int | None:
     """The number of outputs where a guard `i < n` bounds the global index and n is known."""
     env = info._flat_env()
     for node in path:
@@ -217,7 +218,7 @@ def _threads(rows: bool, trip: int | None, outputs: int | None, ctx: PassContext
 
 
 # -- the rewrite ------------------------------------------------------------------------------------------
-def apply_split(kernel: Kernel, info: g.KernelInfo, split: Split) -> None:
+def apply_split(kernel: Kernel, info: KernelInfo, split: Split) -> None:
     """Rewrite `kernel` (the one planned) in place."""
     body = kernel.body
     _recompute_index(info, split)
@@ -245,7 +246,7 @@ def apply_split(kernel: Kernel, info: g.KernelInfo, split: Split) -> None:
     kernel.launch = LaunchConfig(block=split.block, outputs_per_block=split.outputs_per_block)
 
 
-def _recompute_index(info: g.KernelInfo, split: Split) -> None:
+def _recompute_index(info: KernelInfo, split: Split) -> None:
     tops = {}
     for n in walk(info.body):
         if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _INDEX_BUILTINS:
@@ -267,7 +268,7 @@ def _replace_child(parent: c_ast.Node, old: c_ast.Node, new: c_ast.Node) -> None
     raise Unsupported("internal: the thread index is not where the kernel's tree says")
 
 
-def _split_loop(split: Split, info: g.KernelInfo, partial: str, guards: list) -> list[c_ast.Node]:
+def _split_loop(split: Split, info: KernelInfo, partial: str, guards: list) -> list[c_ast.Node]:
     """The split loop under the guards in force, the combining of the partial sums, and the statements
     after the loop for the one thread that holds the total."""
     t, acc, var = split.threads, split.acc.name, split.var

@@ -41,10 +41,11 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import NotAccumulation
+from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.thread_merge import _block
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, const, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported, const, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 #: Rows per thread where nothing asks for a number: the loads per output of a 3-row stencil fall from 9 to
@@ -73,7 +74,7 @@ class StencilRows:
         return self.block[0], self.block[1] * self.rows
 
 
-def plan_stencil_rows(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> StencilRows:
+def plan_stencil_rows(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> StencilRows:
     request = ctx.merge_request
     if request is not None and (request.x > 1 or request.y < 2):
         raise NotStencil("rows per thread not asked for")
@@ -91,7 +92,7 @@ def plan_stencil_rows(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> S
         raise NotStencil(str(why)) from None
 
 
-def _check_loops(fps: list[Footprint], info: g.KernelInfo) -> None:
+def _check_loops(fps: list[Footprint], info: KernelInfo) -> None:
     """The loops around the reads: constant bounds (the footprint enumerated them), an iterator of their
     own, at most MAX_COPIES iterations in all (the window is indexed by them: nvcc unrolls them)."""
     copies = 1
@@ -107,7 +108,7 @@ def _check_loops(fps: list[Footprint], info: g.KernelInfo) -> None:
         raise Unsupported(f"the loops around the reads run {copies} times (at most {MAX_COPIES} are unrolled)")
 
 
-def _plan(ctx: PassContext, info: g.KernelInfo, fps: list[Footprint]) -> StencilRows:
+def _plan(ctx: PassContext, info: KernelInfo, fps: list[Footprint]) -> StencilRows:
     request = ctx.merge_request
     info.check_kernel()
     _check_loops(fps, info)
@@ -144,7 +145,7 @@ def _plan(ctx: PassContext, info: g.KernelInfo, fps: list[Footprint]) -> Stencil
     return StencilRows(rows, block, fps, guard, y_decl, start, why)
 
 
-def _is_global_y(decl: c_ast.Decl, info: g.KernelInfo) -> bool:
+def _is_global_y(decl: c_ast.Decl, info: KernelInfo) -> bool:
     if decl.init is None:
         return False
     try:
@@ -154,7 +155,7 @@ def _is_global_y(decl: c_ast.Decl, info: g.KernelInfo) -> bool:
     return sympy.expand(value - (BID["y"] * BDIM["y"] + TID["y"])) == 0
 
 
-def apply_stencil_rows(kernel: Kernel, info: g.KernelInfo, plan: StencilRows) -> None:
+def apply_stencil_rows(kernel: Kernel, info: KernelInfo, plan: StencilRows) -> None:
     y = plan.y_decl.name
     first = info.fresh(f"{y}0")
     row = info.fresh("r")

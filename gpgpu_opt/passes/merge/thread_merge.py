@@ -43,10 +43,11 @@ from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import NotAccumulation
+from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.dependence import G, Dependence, base_name, builtin_axis, global_value, is_update
-from gpgpu_opt.rewriting.staging import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 #: The largest number of outputs per thread the model picks (the paper's Fig. 7 merges 16 rows).
@@ -90,7 +91,7 @@ class ThreadMerge:
 
 
 # -- the plan -------------------------------------------------------------------------------------------
-def plan_thread_merge(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> ThreadMerge:
+def plan_thread_merge(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> ThreadMerge:
     """The thread merge for this kernel, or Unsupported saying why not. Does not change the kernel."""
     used = {builtin_axis(n, "xy") for n in walk(kernel.body)} - {None}
     request = ctx.merge_request
@@ -124,7 +125,7 @@ def plan_thread_merge(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> T
     return ThreadMerge(factors, block, why, shared, deps)
 
 
-def _check_index_uses(info: g.KernelInfo, axes: set[str]) -> None:
+def _check_index_uses(info: KernelInfo, axes: set[str]) -> None:
     """Every use of a merged dimension's builtins is that dimension's global index itself (what the rewrite
     recomputes per copy)."""
     env = info._flat_env()
@@ -139,11 +140,11 @@ def _check_index_uses(info: g.KernelInfo, axes: set[str]) -> None:
                 raise Unsupported(f"'{text(top)}' is not the global {n.field.name} index itself")
 
 
-def _shared_reads(info: g.KernelInfo, deps: Dependence, keep) -> list[str]:
+def _shared_reads(info: KernelInfo, deps: Dependence, keep) -> list[str]:
     return read_names(info, [a for a in info.accesses if a.mode == "read" and keep(deps.of_read(a.node))])
 
 
-def read_names(info: g.KernelInfo, reads: list) -> list[str]:
+def read_names(info: KernelInfo, reads: list) -> list[str]:
     """The reads as written, for a comment; an array the kernel also reads through a vector pointer (a
     widened kernel's fast path) by its name, as its scalar path's subscript is only one of its forms."""
     vector_read = {n.name for cast in walk(info.body) if isinstance(cast, c_ast.Cast)
@@ -152,7 +153,7 @@ def read_names(info: g.KernelInfo, reads: list) -> list[str]:
     return sorted({a.array if a.array in vector_read else f"{a.array}[{a.index_text}]" for a in reads})
 
 
-def _check_locals(info: g.KernelInfo, deps: Dependence, shared_arrays: bool = False) -> None:
+def _check_locals(info: KernelInfo, deps: Dependence, shared_arrays: bool = False) -> None:
     """Each per-copy local can become an array (`shared_arrays`: a __shared__ array gets a copy per output)."""
     for n in walk(info.body):
         if isinstance(n, c_ast.Decl) and n.name in deps.per_copy and deps.per_copy[n.name]:
@@ -163,7 +164,7 @@ def _check_locals(info: g.KernelInfo, deps: Dependence, shared_arrays: bool = Fa
                 raise Unsupported(f"the local array '{n.name}' would need a copy per output")
 
 
-def _check_stores(info: g.KernelInfo, deps: Dependence, axes: set[str]) -> None:
+def _check_stores(info: KernelInfo, deps: Dependence, axes: set[str]) -> None:
     """Every store's subscript moves with every merged dimension, so the copies store to distinct elements."""
     env = info._flat_env()
     for a in info.accesses:
@@ -183,7 +184,7 @@ def _check_stores(info: g.KernelInfo, deps: Dependence, axes: set[str]) -> None:
                                   "the copies would store to the same element")
 
 
-def _block(info: g.KernelInfo, ctx: PassContext, factors: tuple[int, int]) -> tuple[tuple[int, int], str | None]:
+def _block(info: KernelInfo, ctx: PassContext, factors: tuple[int, int]) -> tuple[tuple[int, int], str | None]:
     """The new block: a warp wide where the merged blocks may cover more than a naive block (a guard bounds
     every access, or the program states a thread space they tile), else the naive block cut by the factors
     (the launch must stay made of whole naive blocks)."""
@@ -208,7 +209,7 @@ def _block(info: g.KernelInfo, ctx: PassContext, factors: tuple[int, int]) -> tu
     return (block[0], block[1]), problem
 
 
-def _model(info: g.KernelInfo, ctx: PassContext, deps: Dependence) -> tuple[tuple[int, int], tuple[int, int], str]:
+def _model(info: KernelInfo, ctx: PassContext, deps: Dependence) -> tuple[tuple[int, int], tuple[int, int], str]:
     """The smallest power of two N (outputs per thread in y) that keeps the memory busy (module docstring)."""
     t = ctx.target
     need = LOADED_LATENCY * t.memory_bandwidth_gbs / t.sm_count * t.memory_latency_cycles / t.clock_ghz
@@ -249,12 +250,12 @@ def _model(info: g.KernelInfo, ctx: PassContext, deps: Dependence) -> tuple[tupl
     return (1, n), block, why
 
 
-def _varies_across_warp(info: g.KernelInfo, access) -> bool:
+def _varies_across_warp(info: KernelInfo, access) -> bool:
     return access.index is not None and TID["x"] in access.index.free_symbols
 
 
 # -- the rewrite ------------------------------------------------------------------------------------------
-def apply_thread_merge(kernel: Kernel, info: g.KernelInfo, plan: ThreadMerge) -> None:
+def apply_thread_merge(kernel: Kernel, info: KernelInfo, plan: ThreadMerge) -> None:
     """Rewrite `kernel` (the one planned) in place."""
     rewriter = _Rewriter(info, plan)
     items = rewriter.statements(g.items(kernel.body), [])
@@ -266,7 +267,7 @@ def apply_thread_merge(kernel: Kernel, info: g.KernelInfo, plan: ThreadMerge) ->
 
 
 class _Rewriter:
-    def __init__(self, info: g.KernelInfo, plan: ThreadMerge):
+    def __init__(self, info: KernelInfo, plan: ThreadMerge):
         self.info, self.plan, self.deps = info, plan, plan.deps
         axes = plan.axes
         self.var = {a: info.fresh("r" if len(axes) == 1 else f"r{a}") for a in axes}

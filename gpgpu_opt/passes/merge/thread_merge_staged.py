@@ -20,10 +20,11 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge import thread_merge as tm
 from gpgpu_opt.passes.merge.dependence import Dependence, builtin_axis
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 _ALLOWED_CALLS = ("__syncthreads",)
 
@@ -33,7 +34,7 @@ def thread_merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
     where = Location.of(kernel.funcdef)
     work = kernel.copy()
     g.normalize_early_returns(work.body)
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     try:
         plan = plan_thread_merge_staged(work, ctx, info)
     except tm.NotMergeable:
@@ -47,7 +48,7 @@ def thread_merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
     return work
 
 
-def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> tm.ThreadMerge:
+def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> tm.ThreadMerge:
     launch = kernel.launch
     if launch is None or launch.fixed_grid:
         raise tm.NotMergeable("no launch of whole outputs to scale")
@@ -76,7 +77,7 @@ def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: g.KernelInf
     return tm.ThreadMerge((1, factor), launch.block, why, shared, deps, covers=launch.outputs_per_block)
 
 
-def _reads_kept_once(info: g.KernelInfo, deps: Dependence) -> list[str]:
+def _reads_kept_once(info: KernelInfo, deps: Dependence) -> list[str]:
     """The global reads in statements that the merge keeps once (a read whose subscript does not depend on
     the row, under a predicate that does, is still made once per row)."""
     tiles = {n.name for n in walk(info.body) if isinstance(n, c_ast.Decl) and "__shared__" in n.storage}
@@ -98,7 +99,7 @@ def _is_header(node: c_ast.Node, parent: c_ast.Node) -> bool:
         isinstance(parent, c_ast.For) and node in (parent.init, parent.cond, parent.next)
 
 
-def _check_statements(info: g.KernelInfo) -> None:
+def _check_statements(info: KernelInfo) -> None:
     """What check_kernel asks of a kernel, less the shared memory and barriers that staging put there."""
     if g.has_jumps(info.body):
         raise Unsupported("the kernel returns, breaks or jumps from inside its statements")
@@ -112,7 +113,7 @@ def _check_statements(info: g.KernelInfo) -> None:
             raise Unsupported("the kernel uses warpSize")
 
 
-def _check_barriers(info: g.KernelInfo, deps: Dependence) -> None:
+def _check_barriers(info: KernelInfo, deps: Dependence) -> None:
     for n in walk(info.body):
         if not (isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) and n.name.name == "__syncthreads"):
             continue
@@ -125,7 +126,7 @@ def _check_barriers(info: g.KernelInfo, deps: Dependence) -> None:
                                   "so the merged rows could not share it")
 
 
-def _factor(info: g.KernelInfo, ctx: PassContext, deps: Dependence, request) -> tuple[int, str]:
+def _factor(info: KernelInfo, ctx: PassContext, deps: Dependence, request) -> tuple[int, str]:
     t = ctx.target
     values = 1 + sum(1 for n in walk(info.body) if isinstance(n, c_ast.Decl) and deps.per_copy.get(n.name)
                      and "__shared__" not in n.storage)

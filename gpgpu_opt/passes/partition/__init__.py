@@ -1,4 +1,4 @@
-"""partition: removing partition camping (paper §3.8; DESIGN.md §4 item 6).
+"""partition: removing partition camping (paper §3.8).
 
 Detection reuses the access analysis (`analysis.partition`): an access that involves blockIdx.x and whose
 blocks running at once reach few DRAM partitions camps. The fix depends on the grid:
@@ -24,8 +24,8 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.partition import diagonal, rotation
 from gpgpu_opt.passes.prefetch import prefetched
 from gpgpu_opt.passes.prefetch.staged_loop import NotStaged
-from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -82,7 +82,7 @@ def camping_accesses(kernel: Kernel, ctx: PassContext, geometry: tuple[int, int]
 def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where, again: bool) -> Kernel:
     """Rotate each loop that walks a camping access (the outermost such loop of each); `again`: `work` is
     the kernel before prefetching, which is then done again on the rotated loop."""
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     loops = []
     for access, _ in camping_accesses(work, ctx, ctx.target.partition_camping or REFERENCE_GEOMETRY):
         loop = rotation.loop_to_rotate(access)

@@ -36,9 +36,10 @@ from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import added_term
+from gpgpu_opt.rewriting.accumulation import added_term
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, is_placeholder, parse_statements, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported, is_placeholder, parse_statements, text
 from gpgpu_opt.templating import render
 
 _BARRIER = "__syncthreads"
@@ -64,7 +65,7 @@ def loop_to_rotate(access: Access) -> Loop | None:
     return next((l for l in access.loops if iterator_symbol(l.var) in symbols), None)
 
 
-def plan_rotation(kernel: Kernel, ctx: PassContext, loop: Loop, info: g.KernelInfo) -> Rotation:
+def plan_rotation(kernel: Kernel, ctx: PassContext, loop: Loop, info: KernelInfo) -> Rotation:
     node = loop.node
     var, start, declared = g.loop_var(node)
     if not declared:
@@ -98,7 +99,7 @@ def _scalar_type(decl: c_ast.Decl) -> str | None:
     return None
 
 
-def _check_independent(loop: c_ast.For, var: str, info: g.KernelInfo, ctx: PassContext) -> list[str]:
+def _check_independent(loop: c_ast.For, var: str, info: KernelInfo, ctx: PassContext) -> list[str]:
     """The accumulators of the loop when its iterations may run in any order, else Unsupported."""
     body = loop.stmt
     local = {n.name for n in walk(body) if isinstance(n, c_ast.Decl) and n.name}
@@ -174,7 +175,7 @@ def _varying(loop: c_ast.For, var: str, local: set[str]) -> set[str]:
     return varying
 
 
-def _check_shared(loop: c_ast.For, var: str, info: g.KernelInfo, writes: list[c_ast.Node], local: set[str]) -> None:
+def _check_shared(loop: c_ast.For, var: str, info: KernelInfo, writes: list[c_ast.Node], local: set[str]) -> None:
     if not writes:
         return
     body = loop.stmt
@@ -235,7 +236,7 @@ def _where_written(write: c_ast.Node, body: c_ast.Node, parents: dict) -> set[st
     return names
 
 
-def apply_rotation(kernel: Kernel, info: g.KernelInfo, rotation: Rotation) -> None:
+def apply_rotation(kernel: Kernel, info: KernelInfo, rotation: Rotation) -> None:
     """Replace the loop (in place) by its rotated form."""
     loop = rotation.loop
     statements = parse_statements(render("partition_rotation.cu.j2", steps=rotation.steps, trip=_trip(rotation),

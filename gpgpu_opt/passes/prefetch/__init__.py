@@ -1,5 +1,4 @@
-"""prefetch: the next step's global data is loaded while this step computes (paper §3.7, Fig. 8; DESIGN.md
-§4 item 5).
+"""prefetch: the next step's global data is loaded while this step computes (paper §3.7, Fig. 8).
 
 It works on a loop that stages global data in shared tiles, `for (k0 ...) { copies; barrier; compute;
 barrier }` (coalesce's staged loops, the merges' tiles; `staged_loop` says what it accepts), in one of two
@@ -19,8 +18,8 @@ from gpgpu_opt.nvcc import nvcc_available, resource_usage
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.prefetch import registers, stages
 from gpgpu_opt.passes.prefetch.staged_loop import NotStaged, find_staged_loop
-from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -42,7 +41,7 @@ def prefetched(kernel: Kernel, ctx: PassContext) -> tuple[Kernel, str, str]:
     where the loop was found) where it may not be done."""
     work = kernel.copy()
     staged = find_staged_loop(work)
-    taken = set(g.KernelInfo(work, ctx).taken)
+    taken = set(KernelInfo(work, ctx).taken)
     subject = ", ".join(sorted({f"{c.array} -> {c.tile}" for c in staged.copies}))
     try:
         if ctx.target.has_async_copy:

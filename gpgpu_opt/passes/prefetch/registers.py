@@ -26,7 +26,7 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.prefetch.staged_loop import Copy, StagedLoop, copy_statement, element_type
-from gpgpu_opt.rewriting.staging import Unsupported, parse_expr, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, text
 
 #: Registers a thread needs besides its outputs and the prefetched words (addresses, counters).
 OVERHEAD_REGISTERS = 16
@@ -103,7 +103,7 @@ def _register(c: Copy, name: str) -> tuple[c_ast.Node, str]:
 
 
 def _decl(source: str) -> c_ast.Node:
-    from gpgpu_opt.rewriting.staging import parse_statements
+    from gpgpu_opt.rewriting.cbuild import parse_statements
     return parse_statements(source)[0]
 
 

@@ -22,7 +22,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
 
 class NotStaged(Exception):
@@ -341,7 +341,7 @@ def copy_statement(c: Copy, assignment: c_ast.Node, mapping: dict[str, c_ast.Nod
     its locals, or under its `if`; with the loop variable replaced as `mapping` says. Locals nothing uses
     are left out."""
     from gpgpu_opt.ast_util import substitute
-    from gpgpu_opt.passes.merge.per_output import without_unused_locals
+    from gpgpu_opt.rewriting.per_output import without_unused_locals
 
     stmt = assignment
     if c.guard is not None:

@@ -29,7 +29,7 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.prefetch.staged_loop import StagedLoop, copy_statement, element_type, is_barrier
-from gpgpu_opt.rewriting.staging import Unsupported, parse_expr, parse_statements
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, parse_statements
 
 HEADER = "cuda_pipeline.h"
 #: Element types cp.async copies whole (4, 8 or 16 bytes).

@@ -1,4 +1,4 @@
-"""vectorize: wider global accesses (paper §3.1; DESIGN.md §4 item 2), before coalesce and merge.
+"""vectorize: wider global accesses (paper §3.1), before coalesce and merge.
 
 - `pairs`: the paper's rule on every target: `P[2*e + N]` and `P[2*e + N + 1]` (N even), both loads or both
   stores of one basic block, become one `float2` (int2, double2) access, `.x` the lower address;
@@ -17,7 +17,8 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.vectorize import latency, pairs, struct_loads, widen
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -25,7 +26,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         return kernel
     where = Location.of(kernel.funcdef)
     work = kernel.copy()
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     done: list[str] = struct_loads.vectorize_struct_reads(work, ctx)
     for compound, run_ in list(pairs.runs(work.body)):
         pairs.vectorize_run(info, compound, run_, ctx, done)
@@ -48,7 +49,7 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         return None
     work = kernel.copy()
     g.normalize_early_returns(work.body)
-    info = g.KernelInfo(work, ctx)
+    info = KernelInfo(work, ctx)
     try:
         what = widen.widen(work, ctx, info, ctx.vector_width)
     except widen.NotWidenable as why:

@@ -24,8 +24,8 @@ from pycparser import c_ast
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.ast_util import substitute, transform, walk
 from gpgpu_opt.cuda_types import element_size
-from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import text
 from gpgpu_opt.rewriting.vector import constructor, parse_vector_statements, vector_type
 
 
@@ -82,7 +82,7 @@ def runs(body: c_ast.Compound):
 class PairFinder:
     """The pairs of one run of statements, and why the others were not paired."""
 
-    def __init__(self, info: g.KernelInfo, stmts: list[c_ast.Node], restrict: bool):
+    def __init__(self, info: KernelInfo, stmts: list[c_ast.Node], restrict: bool):
         self.info = info
         self.stmts = stmts
         self.restrict = restrict
@@ -147,7 +147,7 @@ class PairFinder:
         return True
 
 
-def vectorize_run(info: g.KernelInfo, compound: c_ast.Compound, run: list[int], ctx, done: list[str]) -> None:
+def vectorize_run(info: KernelInfo, compound: c_ast.Compound, run: list[int], ctx, done: list[str]) -> None:
     """Rewrite the pairs of one run in place; `done` collects what was paired, notes say what was not."""
     stmts = [compound.block_items[k] for k in run]
     finder = PairFinder(info, stmts, bool(ctx.aliasing and ctx.aliasing.restrict))
@@ -206,7 +206,7 @@ def _replace_refs(stmt: c_ast.Node, members: dict, name: str) -> None:
     transform(stmt, component)
 
 
-def fold_copies(info: g.KernelInfo, compound: c_ast.Compound, vectors: set[str]) -> None:
+def fold_copies(info: KernelInfo, compound: c_ast.Compound, vectors: set[str]) -> None:
     """`const float a_val = a2.x;` (a load the normal form named) is dropped for `a2.x` at its uses."""
     items = compound.block_items
     k = 0
@@ -221,7 +221,7 @@ def fold_copies(info: g.KernelInfo, compound: c_ast.Compound, vectors: set[str])
         k += 1
 
 
-def _combine_stores(info: g.KernelInfo, stmts: list, pair: Pair, ref: str, vector: str, base: str,
+def _combine_stores(info: KernelInfo, stmts: list, pair: Pair, ref: str, vector: str, base: str,
                     replaced: dict) -> None:
     first, last = pair.statements
     values = {pair.members[id(stmts[k].lvalue)]: stmts[k].rvalue for k in (first, last)}

@@ -36,7 +36,8 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, conj, parse_expr, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, text
 from gpgpu_opt.rewriting.vector import COMPONENTS, constructor, parse_vector_statements, vector_type
 
 _X_BUILTINS = {("threadIdx", "x"), ("blockIdx", "x"), ("blockDim", "x"), ("gridDim", "x")}
@@ -46,7 +47,7 @@ class NotWidenable(Exception):
     """No access to widen, or widening switched off (no note needed beyond the caller's)."""
 
 
-def widen(kernel: Kernel, ctx, info: g.KernelInfo, requested: int | None = None) -> str:
+def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -> str:
     """Rewrite `kernel` in place; returns what was done, or raises NotWidenable/Unsupported. V is `requested`
     (`--vector-width`), else the target's preferred access over the element size (`_width`)."""
     body = kernel.body.block_items or []
@@ -182,7 +183,7 @@ def _flat(stmts: list) -> list:
     return out
 
 
-def _loop_vars(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
+def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
     """The iterators of the loops among `stmts`, after checking that only declarations, assignments and
     loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`, kept as loops: each iteration's
     accesses along x become vectors) of such statements are there."""
@@ -206,7 +207,7 @@ def _loop_vars(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
     return names
 
 
-def _no_reuse_in_loops(info: g.KernelInfo, stmts: list, loops: set[str]) -> None:
+def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
     """A kernel with loops is widened only where its loops stream: no global element that other threads or
     iterations read again (`B[k]` read by every thread, `in[(y + j) * w + x]` by the next rows' threads),
     which coalesce, merge and prefetch turn into reuse from shared memory or registers, and which a
@@ -242,7 +243,7 @@ def _what(stmt: c_ast.Node) -> str:
     return kinds.get(type(stmt), f"a {type(stmt).__name__} statement")
 
 
-def _loop_strides(f: sympy.Expr, loops: set[str], node: c_ast.Node, info: g.KernelInfo):
+def _loop_strides(f: sympy.Expr, loops: set[str], node: c_ast.Node, info: KernelInfo):
     """(f at the loops' first iterations, the run-time tests that every iteration's stride keeps the vectors
     aligned) for an access offset f affine in the loop iterators, each iterator's coefficient a product of
     integer scalar parameters (`j * nelr`: f0 = 0, `nelr % V == 0` unless nelr is a known multiple)."""
@@ -270,7 +271,7 @@ def _names(stmt: c_ast.Node) -> set[str]:
     return names | {stmt.name} if isinstance(stmt, c_ast.Decl) else names
 
 
-def _index_local(info: g.KernelInfo, body: list) -> tuple[int, c_ast.Decl]:
+def _index_local(info: KernelInfo, body: list) -> tuple[int, c_ast.Decl]:
     env = info._flat_env()
     for k, s in enumerate(body):
         if isinstance(s, c_ast.Decl) and s.init is not None and s.name in env and s.name not in info.assigned \
@@ -285,7 +286,7 @@ def _index_local(info: g.KernelInfo, body: list) -> tuple[int, c_ast.Decl]:
     raise NotWidenable(_no_index(info, body, env))
 
 
-def _no_index(info: g.KernelInfo, body: list, env: dict) -> str:
+def _no_index(info: KernelInfo, body: list, env: dict) -> str:
     """Why no statement of the body is `int i = blockIdx.x * blockDim.x + threadIdx.x;` (declared once, never
     assigned again), naming the local that comes closest."""
     for s in body:
@@ -300,7 +301,7 @@ def _no_index(info: g.KernelInfo, body: list, env: dict) -> str:
     return "no local holds the global x index (int i = blockIdx.x * blockDim.x + threadIdx.x;)"
 
 
-def _vector_locals(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
+def _vector_locals(info: KernelInfo, stmts: list, idx: str) -> set[str]:
     vectors: set[str] = set()
     changed = True
     while changed:
@@ -329,7 +330,7 @@ def _vector_locals(info: g.KernelInfo, stmts: list, idx: str) -> set[str]:
     return vectors
 
 
-def _accesses(info: g.KernelInfo, stmts: list, idx: str, elem: dict) -> list:
+def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict) -> list:
     """(array, ArrayRef, widened?) of each global access; raises for one that is neither x-invariant nor one
     element per thread along x."""
     params = {p.name: p for p in info.kernel.arrays}
@@ -391,7 +392,7 @@ def _known_multiple(bound: c_ast.Node, width: int, ctx) -> bool:
     return False
 
 
-def _launch(info: g.KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
+def _launch(info: KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
     bx, by = ctx.naive_block
     stated = ctx.global_space[0]
     if guarded or (stated is not None and stated % (bx * width) == 0):
@@ -404,7 +405,7 @@ def _launch(info: g.KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
     return LaunchConfig(block=(bx // width, by), outputs_per_block=(bx, by))
 
 
-def _vector_statements(info: g.KernelInfo, stmts: list, idx: str, vectors: set[str], elem: dict,
+def _vector_statements(info: KernelInfo, stmts: list, idx: str, vectors: set[str], elem: dict,
                        width: int, along_x: set[int]) -> list:
     """The statements of the vector path. `along_x`: the ids of the accesses that run along x one element per
     thread, the only ones read or written as vectors (`A[0 * x]` names x but reads one element for all)."""

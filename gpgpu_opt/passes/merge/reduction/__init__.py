@@ -11,15 +11,15 @@
 from __future__ import annotations
 
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.reduction.atomic import plan_atomic
 from gpgpu_opt.passes.merge.reduction.common import NotReduction
 from gpgpu_opt.passes.merge.reduction.tree import plan_tree
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
-def plan_reduction(kernel: Kernel, ctx: PassContext, info: g.KernelInfo):
+def plan_reduction(kernel: Kernel, ctx: PassContext, info: KernelInfo):
     """The reduction plan for this kernel (with `apply(kernel, info)`, `describe()`, `describe_launch()`)."""
     try:
         return plan_tree(kernel, ctx, info)
@@ -27,7 +27,7 @@ def plan_reduction(kernel: Kernel, ctx: PassContext, info: g.KernelInfo):
         return plan_atomic(kernel, ctx, info)
 
 
-def apply_reduction(kernel: Kernel, info: g.KernelInfo, plan) -> None:
+def apply_reduction(kernel: Kernel, info: KernelInfo, plan) -> None:
     plan.apply(kernel, info)
 
 

@@ -29,10 +29,11 @@ from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.reduction.common import (UNROLL, NotReduction, check_block, check_no_block_control,
                                                      is_call, is_global_x, is_power_of_two, unrolled)
-from gpgpu_opt.rewriting.staging import Unsupported, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_statements, text
 from gpgpu_opt.templating import render
 
 _ZERO = {"float": "0.0f", "double": "0.0"}
@@ -65,7 +66,7 @@ class AtomicPlan:
                     "walking the elements with a grid-stride loop")
         return f"the naive grid and blocks of {self.block} threads kept: the block tree is specialised to them"
 
-    def apply(self, kernel: Kernel, info: g.KernelInfo) -> None:
+    def apply(self, kernel: Kernel, info: KernelInfo) -> None:
         acc = info.fresh("sum")
         decl = parse_statements(f"{self.acc_type} {acc} = {_ZERO[self.acc_type]};")[0]
         names = {k: info.fresh(k) for k in ("offset", "warp_sum", "sums")}
@@ -92,7 +93,7 @@ class AtomicPlan:
         kernel.body.block_items = [*items, Comment(f"merge: the block's sums added by {how}; one atomicAdd per "
                                                    "block"), *parse_statements(tree)]
 
-    def _loops(self, body: c_ast.Compound, info: g.KernelInfo) -> list[c_ast.Node]:
+    def _loops(self, body: c_ast.Compound, info: KernelInfo) -> list[c_ast.Node]:
         """A grid-stride walk over the naive thread's work, `i` for its index: UNROLL elements per step while
         all are below n (no exit between their loads), then one at a time."""
         items = g.items(body)
@@ -123,7 +124,7 @@ class AtomicPlan:
         return loops
 
 
-def plan_atomic(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> AtomicPlan:
+def plan_atomic(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> AtomicPlan:
     body = kernel.body
     atomics = [n for n in walk(body) if is_call(n, "atomic")]
     if not atomics:
@@ -157,7 +158,7 @@ def plan_atomic(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> AtomicP
                       _stride_bound(body, atomic, ctx, info), target_.sm_count * per_sm)
 
 
-def _target(address: c_ast.Node, info: g.KernelInfo) -> tuple[c_ast.Node, str]:
+def _target(address: c_ast.Node, info: KernelInfo) -> tuple[c_ast.Node, str]:
     """The address (`result`, `&result[k]`, `result + k`, k the same for every thread) and its array."""
     base, offset = address, None
     if isinstance(address, c_ast.UnaryOp) and address.op == "&" and isinstance(address.expr, c_ast.ArrayRef):
@@ -171,20 +172,20 @@ def _target(address: c_ast.Node, info: g.KernelInfo) -> tuple[c_ast.Node, str]:
     return address, base.name
 
 
-def _is_statement(call: c_ast.FuncCall, info: g.KernelInfo) -> bool:
+def _is_statement(call: c_ast.FuncCall, info: KernelInfo) -> bool:
     parent = info.parents.get(id(call))
     return isinstance(parent, c_ast.Compound) or isinstance(parent, c_ast.If) and call is not parent.cond \
         or isinstance(parent, c_ast.For) and call is parent.stmt
 
 
-def _is_index_top(n: c_ast.Node, info: g.KernelInfo) -> bool:
+def _is_index_top(n: c_ast.Node, info: KernelInfo) -> bool:
     """The global x index, written out (`blockIdx.x * blockDim.x + threadIdx.x`)."""
     return any(isinstance(b, c_ast.StructRef) and isinstance(b.name, c_ast.ID) and b.name.name in _BUILTINS
                for b in walk(n)) and is_global_x(n, info) and not any(
         isinstance(p, c_ast.BinaryOp) and is_global_x(p, info) for p in [info.parents.get(id(n))])
 
 
-def _check_index_uses(info: g.KernelInfo) -> None:
+def _check_index_uses(info: KernelInfo) -> None:
     """Every use of the thread index is the global x index: no block-shape dependence."""
     for n in walk(info.body):
         if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _BUILTINS | {"gridDim"}:
@@ -193,7 +194,7 @@ def _check_index_uses(info: g.KernelInfo) -> None:
                 raise Unsupported(f"'{text(top)}' is not the global x index (the tree pins the block)")
 
 
-def _stride_bound(body: c_ast.Compound, atomic, ctx: PassContext, info: g.KernelInfo) -> c_ast.Node | None:
+def _stride_bound(body: c_ast.Compound, atomic, ctx: PassContext, info: KernelInfo) -> c_ast.Node | None:
     """`n` when the kernel is `<local definitions>; if (i < n && ...) { ... atomicAdd ... }` with i the global
     index and n a parameter the launch covers; else None (the naive grid stays)."""
     items = g.items(body)
@@ -213,7 +214,7 @@ def _stride_bound(body: c_ast.Compound, atomic, ctx: PassContext, info: g.Kernel
     return None
 
 
-def _index_name_ok(index: c_ast.Node, decls: list, info: g.KernelInfo) -> bool:
+def _index_name_ok(index: c_ast.Node, decls: list, info: KernelInfo) -> bool:
     """The loop's variable: `i` of `int i = <global x>` (not changed anywhere), or the written-out index."""
     if not isinstance(index, c_ast.ID):
         return True

@@ -6,8 +6,8 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import walk
-from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported
 
 #: Loads of a thread's loop kept in flight by unrolling (the adds stay in order).
 UNROLL = 8
@@ -24,7 +24,7 @@ def is_call(node: c_ast.Node, prefix: str) -> bool:
         and node.name.name.startswith(prefix)
 
 
-def value_of(node: c_ast.Node, info: g.KernelInfo, loop_var: str | None = None) -> sympy.Expr | None:
+def value_of(node: c_ast.Node, info: KernelInfo, loop_var: str | None = None) -> sympy.Expr | None:
     """The affine value of `node`; `loop_var` is a loop's iterator (a symbol, not the opaque variable the
     flat environment makes of a variable the loop assigns)."""
     env = info._flat_env()
@@ -36,14 +36,14 @@ def value_of(node: c_ast.Node, info: g.KernelInfo, loop_var: str | None = None) 
         return None
 
 
-def is_global_x(node: c_ast.Node, info: g.KernelInfo, plus: sympy.Expr = sympy.Integer(0),
+def is_global_x(node: c_ast.Node, info: KernelInfo, plus: sympy.Expr = sympy.Integer(0),
                 loop_var: str | None = None) -> bool:
     """`node` is blockIdx.x * blockDim.x + threadIdx.x (+ `plus`, of the iterator `loop_var`)."""
     value = value_of(node, info, loop_var)
     return value is not None and sympy.expand(value - GLOBAL_X - plus) == 0
 
 
-def is_thread_x(node: c_ast.Node, info: g.KernelInfo) -> bool:
+def is_thread_x(node: c_ast.Node, info: KernelInfo) -> bool:
     value = value_of(node, info)
     return value is not None and sympy.expand(value - TID["x"]) == 0
 

@@ -37,11 +37,12 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.merge.reduction.common import (NotReduction, check_block, check_no_block_control, hex_mask,
                                                      is_call, is_global_x, is_power_of_two, is_thread_x,
                                                      unrolled, value_of, UNROLL)
-from gpgpu_opt.rewriting.staging import Unsupported, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_statements, text
 from gpgpu_opt.templating import render
 
 _SIZES = {t: size_of(t) for t in ("float", "double")}  # the accumulators the tree takes
@@ -83,7 +84,7 @@ class TreePlan:
                      "is the sum of such a block; a program that launches it with other blocks gets a tree of theirs)")
         return kept
 
-    def apply(self, kernel: Kernel, info: g.KernelInfo) -> None:
+    def apply(self, kernel: Kernel, info: KernelInfo) -> None:
         loop_at = max((k for k, s in enumerate(self.before) if isinstance(s, c_ast.For)), default=None)
         before = list(self.before)
         if loop_at is not None and not (loop_at and isinstance(before[loop_at - 1], c_ast.Pragma)):
@@ -123,7 +124,7 @@ class TreePlan:
         return transform(stmt, register)
 
 
-def plan_tree(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> TreePlan:
+def plan_tree(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> TreePlan:
     items = g.items(kernel.body)
     at = next((k for k, s in enumerate(items) if isinstance(s, c_ast.For) and _tree_update(s, info)), None)
     if at is None:
@@ -152,7 +153,7 @@ def plan_tree(kernel: Kernel, ctx: PassContext, info: g.KernelInfo) -> TreePlan:
                     warp_shuffle_missing=not ctx.target.has_warp_shuffle, block_assumed=not ctx.naive_block_known)
 
 
-def _tree_update(loop: c_ast.For, info: g.KernelInfo) -> c_ast.Assignment | None:
+def _tree_update(loop: c_ast.For, info: KernelInfo) -> c_ast.Assignment | None:
     """The `partial[i] += partial[i + s]` of a loop whose body is that update under an if, then a barrier."""
     body = g.items(loop.stmt)
     if len(body) != 2 or not isinstance(body[0], c_ast.If) or body[0].iffalse is not None \
@@ -169,13 +170,13 @@ def _tree_update(loop: c_ast.For, info: g.KernelInfo) -> c_ast.Assignment | None
     return a
 
 
-def _is_store(stmt, array: str, info: g.KernelInfo) -> bool:
+def _is_store(stmt, array: str, info: KernelInfo) -> bool:
     return isinstance(stmt, c_ast.Assignment) and stmt.op == "=" and isinstance(stmt.lvalue, c_ast.ArrayRef) \
         and isinstance(stmt.lvalue.name, c_ast.ID) and stmt.lvalue.name.name == array \
         and is_global_x(stmt.lvalue.subscript, info)
 
 
-def _accumulator(store: c_ast.Assignment, before: list, array: str, info: g.KernelInfo) -> tuple[str, str]:
+def _accumulator(store: c_ast.Assignment, before: list, array: str, info: KernelInfo) -> tuple[str, str]:
     value = store.rvalue
     if not isinstance(value, c_ast.ID):
         raise Unsupported(f"the value stored into {array}[] is not a local variable")
@@ -211,7 +212,7 @@ def _check_header(loop: c_ast.For, block: int) -> str:
     return s
 
 
-def _check_level(loop: c_ast.For, update: c_ast.Assignment, s: str, info: g.KernelInfo, block: int) -> bool:
+def _check_level(loop: c_ast.For, update: c_ast.Assignment, s: str, info: KernelInfo, block: int) -> bool:
     """The guard is `tid % (2 * s) == 0` (and maybe `tid + s < blockDim.x`, returned) and the update adds the
     partner `partial[i + s]` into `partial[i]`."""
     step = iterator_symbol(s)
@@ -245,7 +246,7 @@ def _check_level(loop: c_ast.For, update: c_ast.Assignment, s: str, info: g.Kern
     return guarded
 
 
-def _check_after(after: list, array: str, acc: str, info: g.KernelInfo) -> None:
+def _check_after(after: list, array: str, acc: str, info: KernelInfo) -> None:
     for stmt in after:
         if not (isinstance(stmt, c_ast.If) and stmt.iffalse is None and isinstance(stmt.cond, c_ast.BinaryOp)
                 and stmt.cond.op == "==" and text(stmt.cond.right) == "0" and is_thread_x(stmt.cond.left, info)):

@@ -28,11 +28,12 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.passes.merge.stencil_window.plan import Interior, Window, ccode as _c
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import parse_expr, parse_statements
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import parse_expr, parse_statements
 from gpgpu_opt.templating import render
 
 
-def fast_path(interior: Interior, copies: list[c_ast.Node], names: dict, w: Window, info: g.KernelInfo) -> list[c_ast.Node]:
+def fast_path(interior: Interior, copies: list[c_ast.Node], names: dict, w: Window, info: KernelInfo) -> list[c_ast.Node]:
     """`if (interior) { unguarded copies, vector stores } else { copies }` (copies: the guarded loops)."""
     V, R = w.vector, w.rows
     x0, y0, r, v = names["x0"], names["y0"], names["r"], names["v"]

@@ -9,10 +9,11 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.symbolic import NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.merge.accumulation import NotAccumulation, known
+from gpgpu_opt.rewriting.accumulation import NotAccumulation, known
 from gpgpu_opt.passes.merge.dependence import G, builtin_axis, global_value
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
 #: A warp's lanes are consecutive x: blocks are a warp wide, and this many rows of threads.
 BLOCK_ROWS = 8
@@ -68,7 +69,7 @@ class Window:
         return self.block[0] * self.vector, self.block[1] * self.rows
 
 
-def plan_stencil_window(kernel, ctx: PassContext, info: g.KernelInfo) -> Window:
+def plan_stencil_window(kernel, ctx: PassContext, info: KernelInfo) -> Window:
     if not ctx.target.has_warp_shuffle:
         raise NotStencil("the target has no warp shuffles (the halo tiles take small stencils there)")
     used = {builtin_axis(n, "xy") for n in walk(kernel.body)} - {None}
@@ -112,7 +113,7 @@ def plan_stencil_window(kernel, ctx: PassContext, info: g.KernelInfo) -> Window:
 
 
 # -- the reads ------------------------------------------------------------------------------------------
-def _stencil_reads(info: g.KernelInfo, ctx: PassContext):
+def _stencil_reads(info: KernelInfo, ctx: PassContext):
     """The one array read at several constant offsets (y + dy) * P + x + dx from the thread's element."""
     by_array: dict[str, list] = {}
     for a in info.accesses:
@@ -137,7 +138,7 @@ def _stencil_reads(info: g.KernelInfo, ctx: PassContext):
     return name, reads, pitch, ranges
 
 
-def _offsets(accesses, info: g.KernelInfo, ctx: PassContext):
+def _offsets(accesses, info: KernelInfo, ctx: PassContext):
     pitch = None
     reads, ranges = [], {}
     for a in accesses:
@@ -195,7 +196,7 @@ def _split(coef: sympy.Expr, pitch: sympy.Expr) -> tuple[int, int]:
     return int(dy), int(dx)
 
 
-def _constant_loop(loop: c_ast.For, info: g.KernelInfo, ctx: PassContext) -> tuple[str, int, int]:
+def _constant_loop(loop: c_ast.For, info: KernelInfo, ctx: PassContext) -> tuple[str, int, int]:
     var, start, _ = g.loop_var(loop)
     cond, step = loop.cond, loop.next
     env = info._flat_env()
@@ -229,7 +230,7 @@ def _extreme(offset: dict, ranges: dict, pick) -> int:
 
 
 # -- what the kernel may do besides ------------------------------------------------------------------
-def _check_index_uses(info: g.KernelInfo) -> None:
+def _check_index_uses(info: KernelInfo) -> None:
     env = info._flat_env()
     for n in walk(info.body):
         axis = builtin_axis(n, "xy")
@@ -243,7 +244,7 @@ def _check_index_uses(info: g.KernelInfo) -> None:
                 raise Unsupported(f"'{text(top)}' is not the global {axis} index itself")
 
 
-def _check_stores(info: g.KernelInfo, array: str, ctx: PassContext) -> None:
+def _check_stores(info: KernelInfo, array: str, ctx: PassContext) -> None:
     """The copies store to distinct elements, and the window loaded first reads what the naive threads did:
     the array is not written, and where another pointer may alias it, no thread stores before its reads."""
     env = info._flat_env()
@@ -269,7 +270,7 @@ def _check_stores(info: g.KernelInfo, array: str, ctx: PassContext) -> None:
 
 
 # -- the guard -----------------------------------------------------------------------------------------
-def _guard(info: g.KernelInfo, reads: list[Read], ctx: PassContext) -> tuple[list[Bound], list[c_ast.Node]]:
+def _guard(info: KernelInfo, reads: list[Read], ctx: PassContext) -> tuple[list[Bound], list[c_ast.Node]]:
     """The bounds the naive guard puts on x and y where the reads are. Every read must be under the same
     conditions, each a bound on one global index or a condition on parameters."""
     conds = None
@@ -337,7 +338,7 @@ class Interior:
     note: str                   # why a store stays scalar, or ""
 
 
-def _plan_interior(info: g.KernelInfo, ctx: PassContext, array: str, reads: list[Read],
+def _plan_interior(info: KernelInfo, ctx: PassContext, array: str, reads: list[Read],
                    vector: int) -> Interior | str:
     """The fast path's plan, or why the kernel keeps only guarded copies. An unguarded body (a stated thread
     space the launch tiles) has no guard to drop, only its stores to widen."""
@@ -371,7 +372,7 @@ def _plan_interior(info: g.KernelInfo, ctx: PassContext, array: str, reads: list
     return Interior(guard, bounds, uniform, stores, "; ".join(notes))
 
 
-def _vector_store(stmt: c_ast.Assignment, info: g.KernelInfo, ctx: PassContext, array: str, vector: int,
+def _vector_store(stmt: c_ast.Assignment, info: KernelInfo, ctx: PassContext, array: str, vector: int,
                   env: dict) -> VectorStore | str:
     target = stmt.lvalue.name
     name = target.name if isinstance(target, c_ast.ID) else None

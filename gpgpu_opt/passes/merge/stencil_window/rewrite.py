@@ -13,13 +13,14 @@ from gpgpu_opt.passes.merge.dependence import builtin_axis
 from gpgpu_opt.passes.merge.stencil_window.interior import fast_path
 from gpgpu_opt.passes.merge.stencil_window.plan import Window, ccode as _c
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import parse_expr, parse_statements, text
 from gpgpu_opt.templating import render
 
 _FIELDS = "xyzw"
 
 
-def apply_stencil_window(kernel: Kernel, info: g.KernelInfo, w: Window) -> None:
+def apply_stencil_window(kernel: Kernel, info: KernelInfo, w: Window) -> None:
     names = {k: info.fresh(k) for k in ("x0", "y0", "r", "v", "i", "e", "row", "row_read", "quad", "pair",
                                             "from_left", "from_right")}
     win = info.fresh(f"{w.array}_win")

@@ -1,4 +1,5 @@
-"""The accumulation loop several merges start from: one output per thread, computed by
+"""The accumulation loop several merges start from (partition's rotation reads its added term too): one output
+per thread, computed by
 
     <local definitions>
     if (guard) { float acc = init; <updates of acc>; for (k = s; k < e; k++) acc += f(k); <use acc> }
@@ -8,6 +9,8 @@ accumulator's declaration, `trip_count` the loop's length when the sizes are kno
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sympy
 from pycparser import c_ast
 
@@ -15,8 +18,11 @@ from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import NotAffine, param_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import Unsupported, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported, text
+
+if TYPE_CHECKING:
+    from gpgpu_opt.passes.context import PassContext     # the type only
 
 
 class NotAccumulation(Unsupported):
@@ -126,7 +132,7 @@ def check_local(stmt: c_ast.Node) -> None:
             raise Unsupported("a statement before the loop writes memory (every thread of an output would)")
 
 
-def accumulator(body, loop, name: str, path, info: g.KernelInfo, updates_before: bool = False) -> c_ast.Decl:
+def accumulator(body, loop, name: str, path, info: KernelInfo, updates_before: bool = False) -> c_ast.Decl:
     """The accumulator's declaration. `updates_before`: it may also be updated between its declaration and
     the loop (`c_acc *= beta;`), where a merge keeps those statements with the start value."""
     if info.decl_counts.get(name) != 1:
@@ -160,7 +166,7 @@ def known(expr: sympy.Expr, ctx: PassContext) -> sympy.Expr:
     return sympy.expand(expr.subs({param_symbol(k): v for k, v in ctx.bindings.items()}))
 
 
-def trip_count(loop: c_ast.For, start: c_ast.Node, info: g.KernelInfo, ctx: PassContext) -> int | None:
+def trip_count(loop: c_ast.For, start: c_ast.Node, info: KernelInfo, ctx: PassContext) -> int | None:
     env = info._flat_env()
     try:
         trip = known(to_sympy(loop.cond.right, env) - to_sympy(start, env), ctx)

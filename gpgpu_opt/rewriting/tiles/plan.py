@@ -1,17 +1,17 @@
-"""The coalesce pass's plans: for one block shape, which reads are staged, in which tile, and why the
-others are not.
+"""The staged-tile plans (coalesce's staging, block merge's re-staging): for one block shape, which reads are
+staged, in which tile, and why the others are not.
 
 A read is planned if its tile can be made safely: the array is read-only and not aliased by stores the
 tile would hide, the loop it is unrolled around (its *anchor*) counts up or down by a fixed step to an
 ordered bound (`<`, `<=`; `>`, `>=`) that is the same for the block's threads and whose guards can be
-sunk, and its subscript has a stageable shape (`staging.classify`). Reads of the same element share a
+sunk, and its subscript has a stageable shape (`geometry.classify`). Reads of the same element share a
 tile, a staged loop inside another staged loop wins, and tiles are sized, padded against bank conflicts
 and fitted into the block's shared memory; each plan's loader is built by `loader`.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import sympy
 from pycparser import c_ast
@@ -24,71 +24,19 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import (Shape, Tile, TileStep, Unsupported, choose_padding, classify, plan_loader,
-                                      tile_extent)
-from gpgpu_opt.passes.coalesce.loader import build_loader
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import Unsupported
+from gpgpu_opt.rewriting.tiles.geometry import Tile, choose_padding, classify, plan_loader, tile_extent
+from gpgpu_opt.rewriting.tiles.loader import build_loader
+from gpgpu_opt.rewriting.tiles.staged import Plan, anchor_loop
+
+if TYPE_CHECKING:
+    from gpgpu_opt.passes.context import PassContext     # the type only: the tiles take the pass's context
 
 _ELEMENT = {t: size_of(t) for t in ("float", "double", "int", "unsigned int", "unsigned")}  # stageable types
 
 
-def anchor_loop(a: Access) -> Loop | None:
-    """The innermost enclosing loop whose iterator the subscript uses: the loop that gets unrolled."""
-    free = a.index.free_symbols
-    for loop in reversed(a.loops):
-        if iterator_symbol(loop.var) in free:
-            return loop
-    return None
-
-
-@dataclass
-class Plan:
-    report: AccessReport
-    access: Access
-    anchor: Loop | None
-    shape: Shape
-    frames: list
-    site_path: list                  # body ... anchor loop (or the top-level statement)
-    top_index: int                   # index of the top-level statement containing the access
-    nodes: list = field(default_factory=list)
-    tile: Tile | None = None
-    loader: object = None
-    unroll: int = 1
-    chunk_var: str | None = None
-    statements: list = field(default_factory=list)
-    padding_note: str = ""
-    load_note: str = ""              # how the tile is loaded where that is a choice (`vector_rows`)
-    frames_key: tuple = ()
-    load_index: int | None = None
-    loader_vars: set = field(default_factory=set)
-
-    @property
-    def step(self) -> TileStep | None:
-        """The tile step of the unrolled anchor loop (None for thread-index tiles)."""
-        if self.anchor is None:
-            return None
-        return TileStep(self.anchor.var, self.chunk_var, abs(self.anchor.step), self.unroll,
-                        self.anchor.is_downward)
-
-    def describe(self, target) -> str:
-        t = self.tile
-        dims = f"[{t.rows}][{t.cols + t.pad}]" if t.two_d else f"[{t.cols}]"
-        if self.anchor is not None:
-            m = int(self.shape.col.coef) if self.shape.col is not None and self.shape.col.kind == "u" else None
-            how = (f"the '{self.anchor.var}' loop is unrolled by {self.unroll}"
-                   + (f" (W/gcd({m}, W) = {target.request_threads // math.gcd(m, target.request_threads)})"
-                      if m else "")
-                   + f" and each step's data is loaded with coalesced requests into {t.name}{dims}")
-        else:
-            how = f"the block's data is loaded once with coalesced requests into {t.name}{dims}"
-        if t.two_d:
-            how += f", rows read back transposed; {self.padding_note}"
-        if self.load_note:
-            how += f"; {self.load_note}"
-        return f"staged through shared memory: {how}"
-
-
-def plan_reads(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tuple[int, int],
+def plan_reads(kernel: Kernel, ctx: PassContext, info: KernelInfo, block: tuple[int, int],
           threads: tuple[int, int] | None = None, steps: int = 1):
     """Plans for the reads staged when a block covers `block` outputs (the naive threads the tiles are
     planned for) with `threads` threads (who loads what: the same as `block`, or fewer rows of threads
@@ -195,7 +143,7 @@ def plan_reads(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block: tupl
     return final, skipped
 
 
-def _inside(inner: c_ast.Node, outer: c_ast.Node, info: g.KernelInfo) -> bool:
+def _inside(inner: c_ast.Node, outer: c_ast.Node, info: KernelInfo) -> bool:
     node = info.parents.get(id(inner))
     while node is not None:
         if node is outer:
@@ -204,7 +152,7 @@ def _inside(inner: c_ast.Node, outer: c_ast.Node, info: g.KernelInfo) -> bool:
     return False
 
 
-def _plan_access(rep: AccessReport, info: g.KernelInfo, block, W) -> Plan:
+def _plan_access(rep: AccessReport, info: KernelInfo, block, W) -> Plan:
     a = info.by_node.get((id(rep.access.node), "read"))
     if a is None or a.index is None:
         raise Unsupported("the access cannot be analysed")
@@ -262,7 +210,7 @@ def _plan_access(rep: AccessReport, info: g.KernelInfo, block, W) -> Plan:
     return plan
 
 
-def _signed_iterator(loop: Loop, info: g.KernelInfo) -> bool:
+def _signed_iterator(loop: Loop, info: KernelInfo) -> bool:
     """Whether the loop's iterator is declared (once) with a signed integer type."""
     init = loop.node.init
     decls = init.decls if isinstance(init, c_ast.DeclList) else \
@@ -274,13 +222,13 @@ def _signed_iterator(loop: Loop, info: g.KernelInfo) -> bool:
         and set(t.type.names) <= {"signed", "int", "long", "short"}
 
 
-def _used_outside(var: str, loop: c_ast.For, info: g.KernelInfo) -> bool:
+def _used_outside(var: str, loop: c_ast.For, info: KernelInfo) -> bool:
     inside = {id(n) for n in walk(loop)}
     return any(isinstance(n, c_ast.ID) and n.name == var and id(n) not in inside for n in walk(info.body)
                if not isinstance(n, c_ast.Decl))
 
 
-def _check_loop_writes(a: Access, anchor: Loop, info: g.KernelInfo) -> None:
+def _check_loop_writes(a: Access, anchor: Loop, info: KernelInfo) -> None:
     """A tile lives for one step of the unrolled loop: a store in the loop to an array that may alias
     the staged one could be read back by a later iteration of the same thread."""
     inside = {id(n) for n in walk(anchor.node.stmt)}
@@ -295,7 +243,7 @@ def _check_loop_writes(a: Access, anchor: Loop, info: g.KernelInfo) -> None:
             raise Unsupported(f"the '{anchor.var}' loop calls {n.name.name}")
 
 
-def _write_between(p: Plan, info: g.KernelInfo, first: int) -> str | None:
+def _write_between(p: Plan, info: KernelInfo, first: int) -> str | None:
     """A thread-index tile is loaded before top-level statement `first`: a store after that point that can
     come before the read in the same thread (earlier in the code, or in a loop around both) to an array
     that may alias the staged one would be seen by the naive read and missed by the tile."""
@@ -311,7 +259,7 @@ def _write_between(p: Plan, info: g.KernelInfo, first: int) -> str | None:
     return None
 
 
-def _may_precede(write: c_ast.Node, read: c_ast.Node, info: g.KernelInfo) -> bool:
+def _may_precede(write: c_ast.Node, read: c_ast.Node, info: KernelInfo) -> bool:
     pw = g.path_to(write, info.parents, info.body)
     pr = g.path_to(read, info.parents, info.body)
     k = 0

@@ -14,8 +14,6 @@ one that is the global y index plus a row-independent part becomes `y0` there an
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
-
 import sympy
 from pycparser import c_ast
 
@@ -23,14 +21,14 @@ from gpgpu_opt.analysis.symbolic import TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import is_builtin, is_placeholder, parse_statements
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.tiles.staged import Plan
+from gpgpu_opt.rewriting.cbuild import is_builtin, is_placeholder, parse_statements
 from gpgpu_opt.templating import render
 
-if TYPE_CHECKING:
-    from gpgpu_opt.passes.coalesce.plan import Plan
 
 
-def rows_problem(info: g.KernelInfo, plans: list[Plan]) -> str | None:
+def rows_problem(info: KernelInfo, plans: list[Plan]) -> str | None:
     """Why the kernel cannot compute several rows of outputs per thread (None: it can)."""
     if any(p.anchor is not None for p in plans):
         return "a staged loop's barriers would run once per row"
@@ -54,7 +52,7 @@ def _uses_thread_y(node: c_ast.Node) -> bool:
     return any(is_builtin(n, "threadIdx", "y") for n in walk(node))
 
 
-def _split_rows(leading: list[c_ast.Decl], info: g.KernelInfo) -> list[tuple[c_ast.Decl, str]]:
+def _split_rows(leading: list[c_ast.Decl], info: KernelInfo) -> list[tuple[c_ast.Decl, str]]:
     """Where each declaration before the tile load goes when a thread computes several rows: 'hoist' (a
     value that is the same in every row: stays before the load), 'offset' (row-independent part + the
     thread's y index: `v0` before the load, `v = v0 + r` in the rows) or 'row' (computed in the rows)."""
@@ -83,7 +81,7 @@ def _split_rows(leading: list[c_ast.Decl], info: g.KernelInfo) -> list[tuple[c_a
     return out
 
 
-def rows_rewrite(items: list, first: int, info: g.KernelInfo, block, threads) -> tuple[list, int]:
+def rows_rewrite(items: list, first: int, info: KernelInfo, block, threads) -> tuple[list, int]:
     """`items` (the body, tile reads already in place, `first` the index where the tiles are to be loaded)
     for blocks of `threads` threads covering `block` outputs: the declarations that do not change between
     rows, then the rest once per row of the thread. Returns the items and where the loads go."""

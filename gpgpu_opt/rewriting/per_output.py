@@ -1,5 +1,6 @@
-"""Statement-list helpers of the merges that write one output's code several times: the accumulator's
-start statements, pruning what a copy no longer uses, and filling a template's placeholders."""
+"""Statement-list helpers of the rewritings that write one output's code several times (the merges; prefetch
+prunes with them too): the accumulator's start statements, pruning what a copy no longer uses, and filling a
+template's placeholders."""
 from __future__ import annotations
 
 import copy
@@ -9,7 +10,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import is_placeholder
+from gpgpu_opt.rewriting.cbuild import is_placeholder
 
 
 def sets_start(stmt: c_ast.Node, acc: c_ast.Decl) -> bool:

@@ -24,7 +24,7 @@ the barrier after the load stays in uniform control flow.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import sympy
 from pycparser import c_ast
@@ -33,19 +33,19 @@ from gpgpu_opt.analysis.symbolic import BDIM, NotAffine, param_symbol, to_sympy
 from gpgpu_opt.ast_util import substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, const, is_placeholder, parse_expr, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.tiles.staged import Plan
+from gpgpu_opt.rewriting.cbuild import Unsupported, const, is_placeholder, parse_expr, text
 from gpgpu_opt.rewriting.witness import fold
 from gpgpu_opt.rewriting.vector import COMPONENTS, parse_vector_statements, vector_type
 from gpgpu_opt.templating import render
 
-if TYPE_CHECKING:
-    from gpgpu_opt.passes.coalesce.plan import Plan
 
 #: (row, column, names the two use) -> (the element's global ArrayRef, the clauses of its predicate).
 ElementLoad = Callable[[c_ast.Node, c_ast.Node, set], tuple]
 
 
-def vectorize_loads(p: Plan, info: g.KernelInfo, block, threads, element: ElementLoad) -> None:
+def vectorize_loads(p: Plan, info: KernelInfo, block, threads, element: ElementLoad) -> None:
     """Replace the scalar `p.statements` by vector loads where the target prefers them and they are safe;
     `p.load_note` says which loads the tile gets and why."""
     ctx = info.ctx
@@ -74,7 +74,7 @@ def _width(p: Plan, ctx) -> int | None:
     return width if vector_type(p.tile.elem_type, width) else None
 
 
-def _vector_statements(p: Plan, info: g.KernelInfo, block, threads, element: ElementLoad, width: int):
+def _vector_statements(p: Plan, info: KernelInfo, block, threads, element: ElementLoad, width: int):
     tile = p.tile
     if int(p.shape.col.coef) != 1:
         raise Unsupported("the tile's rows are not contiguous in global memory")
@@ -120,7 +120,7 @@ def _vector_statements(p: Plan, info: g.KernelInfo, block, threads, element: Ele
     return statements, why
 
 
-def _tile_inside(p: Plan, info: g.KernelInfo, element: ElementLoad) -> list:
+def _tile_inside(p: Plan, info: KernelInfo, element: ElementLoad) -> list:
     """Block-uniform clauses under which the naive kernel reads every element of the block's tile: each
     clause of an element's predicate must be a comparison affine in the tile's row and column (integer
     coefficients), so it holds on the whole tile if it holds at the corner where its slack is least."""
@@ -151,7 +151,7 @@ def _tile_inside(p: Plan, info: g.KernelInfo, element: ElementLoad) -> list:
     return out
 
 
-def _alignment(p: Plan, info: g.KernelInfo, block, first: c_ast.ArrayRef, names: set[str], vcol: str,
+def _alignment(p: Plan, info: KernelInfo, block, first: c_ast.ArrayRef, names: set[str], vcol: str,
                width: int):
     """The run-time tests the vector loads need (C text, block-uniform) and what is proved without them."""
     ctx = info.ctx

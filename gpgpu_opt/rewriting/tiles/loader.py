@@ -7,21 +7,20 @@ otherwise, so no access is added that the naive kernel would not make.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import substitute, walk
-from gpgpu_opt.passes.coalesce import vector_rows
+from gpgpu_opt.rewriting.tiles import vector_rows
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.rewriting.staging import Unsupported, add, conj, const, loader_statements, mul, parse_expr, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.tiles.staged import Plan
+from gpgpu_opt.rewriting.cbuild import Unsupported, add, conj, const, mul, parse_expr, text
+from gpgpu_opt.rewriting.tiles.geometry import loader_statements
 from gpgpu_opt.rewriting.witness import Witness, check_monotone, fold
 
-if TYPE_CHECKING:
-    from gpgpu_opt.passes.coalesce.plan import Plan
 
 
-def _visible(plan: Plan, info: g.KernelInfo) -> set[str]:
+def _visible(plan: Plan, info: KernelInfo) -> set[str]:
     """Names declared where the tile is loaded: before the site along its path, and enclosing iterators."""
     names = set()
     if plan.anchor is None:
@@ -71,7 +70,7 @@ def _later_read(col: c_ast.Node, per_iteration: int, down: bool) -> c_ast.Node:
                           const(1))
 
 
-def build_loader(p: Plan, info: g.KernelInfo, block, threads=None) -> None:
+def build_loader(p: Plan, info: KernelInfo, block, threads=None) -> None:
     """`p.statements`: the tile's loads by the block's `threads` (16-byte ones where `vector_rows` can)."""
     load, predicate = element_load(p, info, block, parse_expr(p.loader.row), parse_expr(p.loader.col))
     p.statements = loader_statements(p.tile, p.loader, load, conj(predicate))
@@ -80,7 +79,7 @@ def build_loader(p: Plan, info: g.KernelInfo, block, threads=None) -> None:
             p, info, block, row, col, names))
 
 
-def element_load(p: Plan, info: g.KernelInfo, block, row_ast: c_ast.Node, col_ast: c_ast.Node,
+def element_load(p: Plan, info: KernelInfo, block, row_ast: c_ast.Node, col_ast: c_ast.Node,
                  names: set[str] = frozenset()) -> tuple[c_ast.ArrayRef, list]:
     """The global element tile[row_ast][col_ast] is loaded from, and the clauses under which the naive
     kernel reads it (`names`: the loader's own variables that the two expressions use)."""

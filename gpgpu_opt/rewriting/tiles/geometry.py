@@ -1,6 +1,6 @@
-"""Shared-memory tiles for the coalesce pass: the shape of a staged tile, its bank-conflict padding, the
-cooperative loader that fills it, the shared-memory read that replaces the global one, and the small C
-AST helpers and snippet parsing the pass's modules share.
+"""Shared-memory tile geometry (coalesce's staging and block merge's re-staging): the shape of a staged tile,
+its bank-conflict padding, the cooperative loader that fills it and the shared-memory read that replaces the
+global one. The C-building kit these use is `rewriting.cbuild`.
 
 A staged read `A[e]` is looked at over one *tile step*: the threads of one block and, when the subscript
 depends on a loop, `U` consecutive iterations of that loop (the loop is unrolled by `U`). Over a tile
@@ -17,60 +17,11 @@ import math
 from dataclasses import dataclass, field
 
 import sympy
-from pycparser import c_ast, c_parser
+from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import TID
-from gpgpu_opt.ast_util import is_call_to, member_of
-from gpgpu_opt.codegen import CudaGenerator
-from gpgpu_opt.frontend.cuda_c import cuda_to_c, restore_cuda_storage
+from gpgpu_opt.rewriting.cbuild import Unsupported, add, builtin, const, mul, parse_statements, text
 from gpgpu_opt.templating import render
-
-
-class Unsupported(Exception):
-    """The access (or kernel) is outside what the pass can stage safely; the message says why."""
-
-
-def builtin(name: str, axis: str) -> c_ast.StructRef:
-    return c_ast.StructRef(c_ast.ID(name), ".", c_ast.ID(axis))
-
-
-def is_builtin(n: c_ast.Node, name: str, axis: str) -> bool:
-    return member_of(n) == (name, axis)
-
-
-def const(value: int) -> c_ast.Constant:
-    return c_ast.Constant("int", str(int(value)))
-
-
-def add(a: c_ast.Node | None, b: c_ast.Node | None) -> c_ast.Node:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if isinstance(b, c_ast.Constant) and b.value == "0":
-        return a
-    if isinstance(a, c_ast.Constant) and a.value == "0":
-        return b
-    return c_ast.BinaryOp("+", a, b)
-
-
-def mul(a: c_ast.Node, k: int) -> c_ast.Node:
-    if k == 1:
-        return a
-    if isinstance(a, c_ast.Constant) and a.value == "0":
-        return a
-    return c_ast.BinaryOp("*", a, const(k))
-
-
-def conj(clauses: list[c_ast.Node]) -> c_ast.Node | None:
-    out = None
-    for c in clauses:
-        out = c if out is None else c_ast.BinaryOp("&&", out, c)
-    return out
-
-
-def text(node: c_ast.Node) -> str:
-    return CudaGenerator().visit(node)
 
 
 # -- tile shapes ------------------------------------------------------------------------------------
@@ -325,30 +276,3 @@ def loader_statements(tile: Tile, loader: Loader, load: c_ast.Node, predicate: c
         "coalesce_load.cu.j2", tile=tile.name, index=index, row_loop=loader.row_loop, col_loop=loader.col_loop,
         guard=loader.guard, load=text(load), predicate=text(predicate) if predicate is not None else None,
         zero=ZERO.get(tile.elem_type, "0")))
-
-
-# -- parsing generated snippets -------------------------------------------------------------------------
-def parse_statements(source: str) -> list[c_ast.Node]:
-    """Statements of a generated CUDA snippet, parsed as the body of a dummy function (without the CUDA
-    prelude: snippets only use the builtin scalar types and the index builtins)."""
-    c_text, _, _ = cuda_to_c("void __coalesce_snippet(void)\n{\n" + source + "\n}\n")
-    try:
-        func = c_parser.CParser().parse(_SNIPPET_PRELUDE + c_text, "<coalesce>").ext[-1]
-    except c_parser.ParseError as err:
-        raise Unsupported(f"internal: generated code does not parse ({err})") from None
-    restore_cuda_storage(func)
-    return list(func.body.block_items or [])
-
-
-# Vector types name CUDA builtins; the parser only needs to know they are types.
-_SNIPPET_PRELUDE = "typedef unsigned long size_t;\ntypedef struct __vector2 float2;\ntypedef struct __vector4 float4;\n"
-
-
-def parse_expr(source: str) -> c_ast.Node:
-    stmt = parse_statements(f"__e({source});")[0]
-    return stmt.args.exprs[0]
-
-
-def is_placeholder(node, name: str) -> bool:
-    """Whether `node` is the call `name(...)` that a snippet template leaves where statements go."""
-    return is_call_to(node, name)

@@ -7,6 +7,7 @@ the loads and `__syncthreads()` run in block-uniform control flow.
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 from pycparser import c_ast
 
@@ -15,14 +16,18 @@ from gpgpu_opt.ast_util import substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.staging import conj, const, is_builtin, is_placeholder, parse_statements, read_ref, text
-from gpgpu_opt.passes.coalesce.plan import Plan
-from gpgpu_opt.passes.coalesce.rows import rows_rewrite
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.cbuild import conj, const, is_builtin, is_placeholder, parse_statements, text
+from gpgpu_opt.rewriting.tiles.geometry import read_ref
+from gpgpu_opt.rewriting.tiles.staged import Plan
+from gpgpu_opt.rewriting.tiles.rows import rows_rewrite
 from gpgpu_opt.templating import render
 
+if TYPE_CHECKING:
+    from gpgpu_opt.passes.context import PassContext     # the type only: the tiles take the pass's context
 
-def apply_plans(kernel: Kernel, ctx: PassContext, info: g.KernelInfo, block, threads, plans: list[Plan]) -> None:
+
+def apply_plans(kernel: Kernel, ctx: PassContext, info: KernelInfo, block, threads, plans: list[Plan]) -> None:
     body = kernel.body
     # 1. The staged reads become shared-memory reads.
     replacement = {}

@@ -1,0 +1,77 @@
+"""The import contracts (.importlinter, docs/ARCHITECTURE.md): the floors import only downwards, no pass package
+imports another, no import cycles. Checked with import-linter on the package, and the checker itself on copies of
+the package with one forbidden import added, so that a contract that cannot fail is caught too."""
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+CONFIG = ROOT / ".importlinter"
+
+
+def lint(root) -> subprocess.CompletedProcess:
+    """import-linter over the `gpgpu_opt` found first under `root` (no cache: the copies change)."""
+    script = ("import sys; from importlinter.cli import lint_imports; "
+              "sys.exit(lint_imports(config_filename='.importlinter', no_cache=True, no_logo=True))")
+    return subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(root), "PATH": "", "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def copy_with_import(tmp_path, module: str, line: str):
+    """A copy of the package and its contracts, with `line` added at the end of `module` (a path in it)."""
+    shutil.copytree(ROOT / "gpgpu_opt", tmp_path / "gpgpu_opt", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(CONFIG, tmp_path / ".importlinter")
+    target = tmp_path / "gpgpu_opt" / module
+    target.write_text(target.read_text() + f"\n{line}\n")
+    return tmp_path
+
+
+def test_the_import_contracts_hold():
+    proc = lint(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+@pytest.mark.parametrize("module, line, broken, culprit", [
+    # an analysis reaching up to the pipeline
+    ("analysis/loops.py", "from gpgpu_opt.pipeline import compile_program",
+     "Floors: commands > pipeline", "gpgpu_opt.analysis.loops -> gpgpu_opt.pipeline"),
+    # the rewriting floor reaching up to a pass at run time
+    ("rewriting/tiles/plan.py", "from gpgpu_opt.passes.context import PassContext",
+     "Floors: commands > pipeline", "gpgpu_opt.rewriting.tiles.plan -> gpgpu_opt.passes.context"),
+    # coalesce asking merge directly instead of through the registry
+    ("passes/coalesce/halo.py", "from gpgpu_opt.passes.merge.split_loop import plan_split",
+     "No pass package imports another", "gpgpu_opt.passes.coalesce.halo -> gpgpu_opt.passes.merge.split_loop"),
+    # the tile record importing its planner: the circle the record was split out to break
+    ("rewriting/tiles/staged.py", "from gpgpu_opt.rewriting.tiles.plan import plan_reads",
+     "No import cycles", "gpgpu_opt.rewriting.tiles"),
+])
+def test_a_forbidden_import_breaks_its_contract(tmp_path, module, line, broken, culprit):
+    proc = lint(copy_with_import(tmp_path, module, line))
+    assert proc.returncode != 0, proc.stdout
+    report = proc.stdout.split("Broken contracts", 1)[-1]
+    assert broken in report and culprit in report, proc.stdout + proc.stderr
+
+
+def test_an_import_under_type_checking_is_no_dependency(tmp_path):
+    """The tiles name the pass's context in annotations only; such an import is allowed, a run-time one is
+    not (above)."""
+    proc = lint(copy_with_import(tmp_path, "rewriting/tiles/staged.py",
+                                 "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                 "    from gpgpu_opt.pipeline import compile_program"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_debt_whose_import_went_must_leave_the_list(tmp_path):
+    """An `ignore_imports` line that matches no import fails: the list of debts only shrinks by deleting."""
+    root = copy_with_import(tmp_path, "kernel.py", "")
+    config = root / ".importlinter"
+    config.write_text(config.read_text().replace(
+        "    gpgpu_opt.kernel -> gpgpu_opt.frontend.file_scope\n",
+        "    gpgpu_opt.kernel -> gpgpu_opt.frontend.file_scope\n    gpgpu_opt.kernel -> gpgpu_opt.pipeline\n", 1))
+    proc = lint(root)
+    assert proc.returncode != 0 and "No matches for ignored import gpgpu_opt.kernel -> gpgpu_opt.pipeline" \
+        in proc.stdout + proc.stderr, proc.stdout + proc.stderr
