@@ -7,7 +7,7 @@ from gpgpu_opt.analysis.aliasing import alias_facts
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 KERNEL = """
@@ -92,7 +92,7 @@ def test_read_only_pointers_may_share_a_buffer(tmp_path):
 def _compile(tmp_path, host, kernel=KERNEL, **kw):
     program = _program(tmp_path, host, kernel)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, **kw)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, **kw)
     return result, diagnostics
 
 

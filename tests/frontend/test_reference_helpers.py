@@ -11,7 +11,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -27,7 +27,7 @@ def loaded():
 @pytest.fixture(scope="module")
 def compiled(loaded):
     program, _ = loaded
-    return compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+    return compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                            validate=True)
 
 
@@ -87,7 +87,7 @@ def _compile(tmp_path, text: str, **options):
     path.write_text(textwrap.dedent(text))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, **options)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, **options)
     return program, result, [n.message for n in diagnostics.notes]
 
 

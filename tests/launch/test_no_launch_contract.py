@@ -18,7 +18,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch_contract import guarded_axes, helper_launch, launch_assumptions
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import CaseResult, default_cases
 from gpgpu_opt.verify_launches import check_launch, launch_cases, odd_launch_check
@@ -94,7 +94,7 @@ def compiled(tmp_path, source: str | None = None, path=None, vector_width=None):
         path.write_text(textwrap.dedent(source))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
                              vector_width=vector_width)
     (kernel,) = result.kernels
     return program, kernel, result

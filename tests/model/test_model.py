@@ -17,7 +17,7 @@ from gpgpu_opt.model import occupancy, predict, resources, spearman
 from gpgpu_opt.model.rank import Variant, main as rank_main, rank_variants
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import TARGETS, get_target
 from tests.conftest import INPUTS, requires_nvcc
 
@@ -28,7 +28,7 @@ PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 def compiled(path, passes=None, merge=None, restrict=False):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), include_dirs=[str(Path(path).parent)], diagnostics=diagnostics)
-    result = compile_program(program, SM90, parse_pass_list(passes), diagnostics, {}, assume_restrict=restrict,
+    result = compile_with(program, SM90, parse_pass_list(passes), diagnostics, {}, assume_restrict=restrict,
                              merge_request=MergeRequest.parse(merge) if merge else None)
     return result.kernels[0]
 

@@ -16,7 +16,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -27,7 +27,7 @@ INPUTS = ROOT / "inputs"
 def compile_file(path: Path, target: str = "g80", merge: MergeRequest | None = None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(None), diagnostics, {},
+    return compile_with(program, get_target(target), parse_pass_list(None), diagnostics, {},
                            merge_request=merge)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.targets import get_target
 
@@ -29,7 +29,7 @@ class Compiled:
         self.path = path
         self.diagnostics = Diagnostics(quiet=True)
         self.program = load_program(str(path), diagnostics=self.diagnostics)
-        self.result = compile_program(self.program, get_target(target), PASSES, self.diagnostics,
+        self.result = compile_with(self.program, get_target(target), PASSES, self.diagnostics,
                                       bindings or {}, block_override=block)
 
     def kernel(self, name: str):

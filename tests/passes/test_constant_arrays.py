@@ -16,7 +16,7 @@ from gpgpu_opt.emulator import EmulationError, run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.frontend.program import parse_expression
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, default_cases, run_case
 
@@ -87,7 +87,7 @@ def program_of(tmp_path, source: str):
 def compiled(tmp_path, source: str, passes: str | None = None):
     program = program_of(tmp_path, source)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=False)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=False)
     return program, result.kernels, diagnostics
 
 

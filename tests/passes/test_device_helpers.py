@@ -14,7 +14,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 # -- purity ---------------------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def compile_source(tmp_path, source: str, target: str, passes=("normalize", "coa
     path.write_text(source)
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target(target), list(passes), diagnostics, {},
+    result = compile_with(program, get_target(target), list(passes), diagnostics, {},
                              block_override=(64, 1))
     return program, result.kernels[0]
 

@@ -17,7 +17,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify_command import run_verify
 
@@ -101,7 +101,7 @@ def compile_source(tmp_path, source: str, target: str = "sm_90", output: bool = 
     path.write_text(textwrap.dedent(source))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target(target), PASSES, diagnostics, {}, block_override=(64, 1))
+    result = compile_with(program, get_target(target), PASSES, diagnostics, {}, block_override=(64, 1))
     return result.output if output else result.kernels[0]
 
 

@@ -18,7 +18,7 @@ from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch import naive_launch
 from gpgpu_opt.passes import grid_stride, parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 HOST = """
@@ -159,7 +159,7 @@ def compile_text(tmp_path: Path, text: str, passes: str | None = None, validate:
     path.write_text(text)
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, {},
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, {},
                              validate=validate)
     return program, result, diagnostics
 
@@ -272,7 +272,7 @@ def test_a_kernel_the_file_does_not_launch_keeps_its_loop(tmp_path):
     path = tmp_path / "lib.cu"
     path.write_text(SAXPY)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(load_program(str(path), diagnostics=diagnostics), get_target("sm_90"),
+    result = compile_with(load_program(str(path), diagnostics=diagnostics), get_target("sm_90"),
                              parse_pass_list(None), diagnostics, {})
     assert "grid-stride loop kept: the file does not launch it, so its grid cannot be re-sized" in notes(diagnostics)
     assert "blockDim.x * gridDim.x" in result.output

@@ -18,7 +18,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import PIPELINE_ORDER, parse_pass_list, registered_passes
 from gpgpu_opt.passes.partition.diagonal import diagonal_order
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -50,7 +50,7 @@ __global__ void scatter_rows(const float *A, float *B, int rows, int cols)
 def compile_path(path: Path, target: str, passes: str | None = None, bindings=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, bindings or {})
+    return compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, bindings or {})
 
 
 def compile_text(tmp_path: Path, source: str, target: str, passes: str | None = None, bindings=None):

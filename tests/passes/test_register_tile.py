@@ -112,12 +112,12 @@ def test_merge_request_picks_the_tile_and_rejects_other_factors(tmp_path):
     from gpgpu_opt.diagnostics import Diagnostics
     from gpgpu_opt.frontend import load_program
     from gpgpu_opt.passes import parse_pass_list
-    from gpgpu_opt.pipeline import compile_program
+    from gpgpu_opt.pipeline import compile_with
     from gpgpu_opt.targets import get_target
 
     def with_request(request):
         program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-        return only(compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+        return only(compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                                     merge_request=request))
 
     k = with_request(MergeRequest(x=8, y=4))

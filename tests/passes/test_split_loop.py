@@ -15,7 +15,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -61,7 +61,7 @@ def compile_text(tmp_path: Path, source: str, target: str = "sm_90", passes: str
 def compile_file(path: Path, target: str = "sm_90", passes: str | None = None, bindings=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, bindings or {})
+    return compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, bindings or {})
 
 
 def only(result):

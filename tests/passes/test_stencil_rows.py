@@ -13,7 +13,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -36,7 +36,7 @@ def _rows_without_the_window():
 def compile_path(path: Path, target="sm_90", merge=None, passes=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, {},
+    return compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, {},
                            merge_request=MergeRequest.parse(merge) if merge else None)
 
 
@@ -108,7 +108,7 @@ def test_blur_rows_compile_without_spills(blur, tmp_path):
 def test_imregionmax_window_loops_index_the_registers_and_rows_without_a_guard_always_shift():
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / "imregionmax.cu"), diagnostics=diagnostics)
-    k = kernel(compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
+    k = kernel(compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
                                assume_restrict=True))
     text = kernel_source(k.optimized.funcdef)
     assert "float A_rows[3][3];" in text and "float a = A_rows[i][j];" in text

@@ -16,7 +16,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -60,7 +60,7 @@ def compile_file(path: Path, target: str = "sm_90", passes: str | None = None, m
     program = load_program(str(path), diagnostics=diagnostics)
     request = MergeRequest.parse(merge) if merge else None
     # The merge without the vectorize pass before it (which widens vv and OUTER on sm_90: test_vectorize.py).
-    return compile_program(program, get_target(target), parse_pass_list(passes or "coalesce,merge"), diagnostics,
+    return compile_with(program, get_target(target), parse_pass_list(passes or "coalesce,merge"), diagnostics,
                            merge_request=request, validate=True)
 
 

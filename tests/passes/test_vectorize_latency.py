@@ -8,7 +8,7 @@ import textwrap
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 KERNEL = """
@@ -29,7 +29,7 @@ def _compile(tmp_path, body: str, vector_width=None):
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent(KERNEL.format(body=body)))
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list("restrict,normalize,vectorize"),
+    result = compile_with(program, get_target("sm_90"), parse_pass_list("restrict,normalize,vectorize"),
                              Diagnostics(quiet=True), vector_width=vector_width)
     return result.kernels[0]
 

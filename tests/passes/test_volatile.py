@@ -13,7 +13,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import default_cases, run_case
 
@@ -115,7 +115,7 @@ def compiled(tmp_path, source: str, target: str, passes: str | None = None):
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent(source))
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target(target), parse_pass_list(passes), Diagnostics(quiet=True),
+    result = compile_with(program, get_target(target), parse_pass_list(passes), Diagnostics(quiet=True),
                              validate=False)
     (kernel,) = result.kernels
     return program, kernel

@@ -59,7 +59,7 @@ def program(tmp_path_factory):
 
 def _compile(program, pass_names):
     diagnostics = Diagnostics(quiet=True)
-    result = pipeline.compile_program(program, get_target("sm_90"), pass_names, diagnostics, validate=True)
+    result = pipeline.compile_with(program, get_target("sm_90"), pass_names, diagnostics, validate=True)
     return result.kernels[0], diagnostics
 
 
