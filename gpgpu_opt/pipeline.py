@@ -51,7 +51,7 @@ class KernelResult:
         """Did a pass transform the kernel? Pointer qualifiers alone, or normalize's temporaries alone (a
         form for the later passes), are not a transformation: such a kernel is written as the user wrote it."""
         return self.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
-                                     for d in self.context.decisions)
+                                     for d in self.context.log.decisions)
 
 
 @dataclass
@@ -80,10 +80,10 @@ class CompileResult:
 def _kernel_report(result: KernelResult) -> dict:
     k = result.optimized
     d = {"name": k.name, **({"file": k.source_file} if k.source_file else {}), "passes": result.passes_run,
-         "naive_block": list(result.context.naive_block),
-         "decisions": [x.as_dict() for x in result.context.decisions]}
-    if result.context.aliasing is not None:
-        d["aliasing"] = result.context.aliasing.as_dict()
+         "naive_block": list(result.context.facts.naive_block),
+         "decisions": [x.as_dict() for x in result.context.log.decisions]}
+    if result.context.facts.aliasing is not None:
+        d["aliasing"] = result.context.facts.aliasing.as_dict()
     if result.races:
         d["naive_launch_races"] = [{"write": r.subject, "dimension": r.dimension, "threads": r.extent}
                                    for r in result.races]
@@ -152,13 +152,13 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
                 if problem:
                     raise SanityError(f"self-check failed: {problem}")
         except SanityError as err:
-            ctx.skip("kernel", f"rolled back: {err}", Location.of(kernel.funcdef))
+            ctx.log.skip("kernel", f"rolled back: {err}", Location.of(kernel.funcdef))
             continue
         except Exception as err:  # noqa: BLE001 - never let a pass bug become a miscompile or a crash
             if strict:
                 raise InternalError(name, kernel.name, Location.of(kernel.funcdef.decl), err) from err
             detail = "".join(traceback.format_exception_only(type(err), err)).strip()
-            ctx.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
+            ctx.log.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
             continue
         ctx.received[name] = current      # the pass worked on a copy
         current = result
@@ -178,8 +178,8 @@ def _grid_overreach(kernel: Kernel, ctx: PassContext) -> str | None:
         return None
     for dim, axis in enumerate("xy"):
         covers = kernel.launch.outputs_per_block[dim]
-        if axis in ctx.grid_rounds_down and ctx.naive_block[dim] % covers:
-            return (f"{ctx.grid_rounds_down[axis]} rounds down, so the naive threads may stop short of the "
+        if axis in ctx.facts.grid_rounds_down and ctx.facts.naive_block[dim] % covers:
+            return (f"{ctx.facts.grid_rounds_down[axis]} rounds down, so the naive threads may stop short of the "
                     f"guard; blocks covering {covers} naive threads in {axis} would round the grid up past them")
     return None
 
@@ -251,7 +251,7 @@ def _built_on(result: KernelResult) -> bool:
     if result.validation is not None and (kept or "naive") in FORM_PASSES | {"naive"}:
         return False    # the check rolled back what the later passes did
     return result.rewritten or any(d.action == "applied" and d.pass_name not in FORM_PASSES
-                                   for d in result.context.decisions)
+                                   for d in result.context.log.decisions)
 
 
 #: Passes that change a kernel's form, not its speed: a canonicalized loop needs another pass to pay.
@@ -435,7 +435,7 @@ def _helpers(program: Program, rewritten: list[KernelResult], headers: set[str],
     with copies in other files (`early`) under an include guard, so that the first copy seen defines them."""
     out = []
     for r in rewritten:
-        contract = launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
+        contract = launch_assumptions(program, r.naive, r.optimized, r.context.facts.naive_block)
         if contract is not None and contract.requirements():
             headers |= {"cstdio", "cstdlib"}
         text = launch.launch_helper(r.optimized, contract)

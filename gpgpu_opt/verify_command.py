@@ -91,7 +91,7 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
             except KeyError:
                 continue
         fallback_block = default_block(program, naive)  # when neither the program nor --block tells
-        contract = launch_assumptions(program, naive, optimized, kr.context.naive_block) if hand is None else None
+        contract = launch_assumptions(program, naive, optimized, kr.context.facts.naive_block) if hand is None else None
         cases = default_cases(naive, program, sizes, global_space, block, grid, extents)
         for k, case in enumerate(cases):
             if contract is not None:  # no launch in the file: launch as the helpers would, or see them refuse

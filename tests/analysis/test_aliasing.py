@@ -100,7 +100,7 @@ def test_the_output_declares_restrict_and_const_and_keeps_the_users_text(tmp_pat
     result, _ = _compile(tmp_path, PROVED, vector_width=1)   # not widened: no pass transforms it
     assert "__global__ void axpy(const float *__restrict__ x, float *__restrict__ y, float a, int n)\n{" in result.output
     assert "        y[i] = a * x[i] + y[i];" in result.output  # the body as written
-    decision = result.kernels[0].context.decisions[0]
+    decision = result.kernels[0].context.log.decisions[0]
     assert decision.action == "applied" and "launches at line" in decision.reason
 
 

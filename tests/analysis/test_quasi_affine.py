@@ -192,7 +192,7 @@ def test_the_raw_passes_leave_quasi_affine_reads_as_written_and_match_the_naive_
         assert f"in[{PROGRAMS_1D[name][1].replace('M', '7')}]" in text     # the kernel as parsed
     extents = {"in": 1024} if name == "swap" else {}     # `i ^ 1` is no subscript the sizing can bound
     for case in default_cases(kernel.naive, program, {}, None, extents=extents):
-        outcome = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5,
+        outcome = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5,
                            device_functions=program.device_functions, check_races=True)
         assert outcome.ok, outcome.error or outcome.mismatches
 

@@ -215,7 +215,7 @@ def _compared(program, kr, case):
     """The optimized kernel against the naive one under the case's naive launch; for a kernel the file does
     not launch, through its launch helpers' check (None when they refuse the launch)."""
     fallback = default_block(program, kr.naive)
-    contract = launch_assumptions(program, kr.naive, kr.optimized, kr.context.naive_block)
+    contract = launch_assumptions(program, kr.naive, kr.optimized, kr.context.facts.naive_block)
     if contract is None:
         return run_case(kr.naive, kr.optimized, fallback, case, 3, program.device_functions)
     outcome = check_launch(kr.naive, kr.optimized, contract, fallback, case, 3, program.device_functions)

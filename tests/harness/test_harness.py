@@ -167,7 +167,7 @@ def test_harness_refuses_a_launch_the_helpers_refuse(tmp_path):
     result = compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
     tile = result.kernels[0].optimized.launch.outputs_per_block[0]
     assert tile > 1
-    result.kernels[0].context.naive_block = (96, 1)   # the harness's naive launch: 96-thread blocks
+    result.kernels[0].context.facts.naive_block = (96, 1)   # the harness's naive launch: 96-thread blocks
     with pytest.raises(CompileError, match="cannot serve the naive launch"):
         generate_harness(program, result, "add", {}, global_space=(96, 1))
     assert "add_opt" in generate_harness(program, result, "add", {}, global_space=(96 * tile, 1))

@@ -34,7 +34,7 @@ def compiled(path, passes=None, merge=None, restrict=False):
 
 
 def predicted(kernel_result, sizes, space):
-    return predict(kernel_result.optimized, SM90, sizes, None, space, tuple(kernel_result.context.naive_block))
+    return predict(kernel_result.optimized, SM90, sizes, None, space, tuple(kernel_result.context.facts.naive_block))
 
 
 # -- occupancy: the CUDA occupancy calculator's numbers for compute capability 9.0 ------------------------
@@ -138,7 +138,7 @@ def test_a_program_not_tuned_for_predicts_near_bandwidth():
     """The STREAM triad as people write it: three arrays of n floats at DRAM bandwidth, left as written."""
     n = 1 << 24
     k = compiled(PROGRAMS / "stream_triad.cu")
-    p = predict(k.optimized, SM90, {"n": n, "scalar": 3.0}, None, (n, 1), tuple(k.context.naive_block))
+    p = predict(k.optimized, SM90, {"n": n, "scalar": 3.0}, None, (n, 1), tuple(k.context.facts.naive_block))
     ideal = 3 * 4 * n / (SM90.memory_bandwidth_gbs * 1e9 * SM90.dram_efficiency)
     assert p.bound == "dram" and ideal <= p.seconds <= 1.25 * ideal
 

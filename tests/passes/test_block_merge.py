@@ -36,13 +36,13 @@ def kernel(result, name):
 
 
 def merge_decisions(k, action: str) -> list[str]:
-    return [d.reason for d in k.context.decisions if d.pass_name == "merge" and d.action == action]
+    return [d.reason for d in k.context.log.decisions if d.pass_name == "merge" and d.action == action]
 
 
 def assert_equivalent(k, sizes: dict, space: tuple[int, int]) -> None:
     """Emulated against the naive kernel, with the race check (a cooperative load that a sub-block
     read before the barrier would be a race)."""
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=5, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 

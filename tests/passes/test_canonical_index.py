@@ -108,7 +108,7 @@ def notes(diagnostics: Diagnostics) -> str:
 
 def applied(result, kernel: str) -> set[str]:
     k = next(k for k in result.kernels if k.naive.name == kernel)
-    return {d.pass_name for d in k.context.decisions if d.action == "applied"}
+    return {d.pass_name for d in k.context.log.decisions if d.action == "applied"}
 
 
 @pytest.fixture(scope="module")

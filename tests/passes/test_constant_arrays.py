@@ -93,7 +93,7 @@ def compiled(tmp_path, source: str, passes: str | None = None):
 
 def assert_matches_naive(program, result) -> None:
     for case in default_cases(result.naive, program, {}, None):
-        outcome = run_case(result.naive, result.optimized, result.context.naive_block, case, seed=3,
+        outcome = run_case(result.naive, result.optimized, result.context.facts.naive_block, case, seed=3,
                            device_functions=program.device_functions, check_races=True)
         assert outcome.ok, (outcome.error, outcome.mismatches)
         assert outcome.elements > 0

@@ -106,7 +106,7 @@ def compile_source(tmp_path, source: str, target: str = "sm_90", output: bool = 
 
 
 def coalesce_decisions(kr, action: str) -> list:
-    return [d for d in kr.context.decisions if d.pass_name == "coalesce" and d.action == action]
+    return [d for d in kr.context.log.decisions if d.pass_name == "coalesce" and d.action == action]
 
 
 def staged(kr) -> set[str]:
@@ -119,7 +119,7 @@ def run_both(kr, args: dict, global_x: int) -> tuple[dict, dict]:
     """The naive kernel on its block and the compiled one on its launch, on copies of the same arguments."""
     runs = []
     for kernel in (kr.naive, kr.optimized):
-        block = kernel.launch.block if kernel.launch else kr.context.naive_block
+        block = kernel.launch.block if kernel.launch else kr.context.facts.naive_block
         per = kernel.launch.outputs_per_block if kernel.launch else block
         copy = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         run_kernel(kernel, (math.ceil(global_x / per[0]), 1), block, copy)

@@ -222,9 +222,9 @@ def test_saxpy_is_canonicalized_widened_and_its_fixed_grid_resized(tmp_path):
     said = notes(diagnostics)
     assert "launch re-sized so the grid covers the loop's range: line" in said
     assert "<<<32 * numSMs, 256>>> -> <<<(n + 256 - 1) / 256, 256>>>" in said
-    decision = next(d for d in k.context.decisions if d.pass_name == "grid_stride")
+    decision = next(d for d in k.context.log.decisions if d.pass_name == "grid_stride")
     assert decision.action == "applied" and "re-sized" in decision.reason
-    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.decisions)
+    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.log.decisions)
     assert k.validation is not None and k.validation.status == "passed"
     before, after = emulate_both(original, result.program, n=3000, grid=4, block=256)
     np.testing.assert_array_equal(before["y"], after["y"])
@@ -240,7 +240,7 @@ def test_a_canonical_form_no_pass_builds_on_is_not_kept(tmp_path):
     assert "grid-stride loop canonicalized" not in notes(diagnostics)
     assert "k<<<64, 256>>>(y, x, n);" in result.output
     assert "idx = idx + blockDim.x * gridDim.x" in result.output
-    assert not any(d.pass_name == "grid_stride" for d in result.kernels[0].context.decisions)
+    assert not any(d.pass_name == "grid_stride" for d in result.kernels[0].context.log.decisions)
 
 
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
@@ -305,7 +305,7 @@ def test_a_copy_through_a_thread_index_local_is_canonicalized_and_widened(tmp_pa
     k = result.kernels[0]
     assert "int i = blockIdx.x * blockDim.x + threadIdx.x;" in result.program.text
     assert "tid" not in result.program.text and "stride" not in result.program.text
-    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.decisions), notes(diagnostics)
+    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.log.decisions), notes(diagnostics)
     assert k.validation is not None and k.validation.status == "passed"
 
 

@@ -52,11 +52,11 @@ def kernel(result, name=None):
 
 
 def coalesce_notes(k, action: str) -> list[str]:
-    return [d.reason for d in k.context.decisions if d.pass_name == "coalesce" and d.action == action]
+    return [d.reason for d in k.context.log.decisions if d.pass_name == "coalesce" and d.action == action]
 
 
 def assert_equivalent(k, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=3, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 

@@ -28,12 +28,12 @@ def compile_input(name: str, target: str, passes: str | None = None):
 
 
 def decisions(kernel, action):
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "prefetch" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "prefetch" and d.action == action]
 
 
 def check_equivalent(kernel, sizes: dict, space: tuple[int, int]):
     case = Case(sizes=sizes, global_space=space)
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5, device_functions={})
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5, device_functions={})
     assert result.ok, result.error or result.mismatches
 
 

@@ -72,7 +72,7 @@ def kernel_named(result, name: str):
 
 
 def merge_decisions(kernel, action: str) -> list[str]:
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "merge" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "merge" and d.action == action]
 
 
 def paper_tree(target: str, block=None):

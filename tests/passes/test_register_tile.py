@@ -16,7 +16,7 @@ from tests.passes.test_split_loop import INPUTS, assert_nvcc_compiles, compile_f
 
 def assert_equivalent_2d(kernel, sizes: dict, space: tuple[int, int]) -> None:
     case = Case(sizes=sizes, global_space=space)
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5, device_functions={})
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5, device_functions={})
     assert result.ok, result.error or result.mismatches
     assert result.elements >= space[0] * space[1]
 
@@ -206,7 +206,7 @@ def test_mm_shape_is_confirmed_by_ptxas_where_nvcc_is_installed(tmp_path):
         assert "nvcc not found, so the model's register count stands" in why
 
 
-_NO_CTX = SimpleNamespace(target=None)
+_NO_CTX = SimpleNamespace(options=SimpleNamespace(target=None))
 
 
 def _usage(spills_by_source):

@@ -45,7 +45,7 @@ def kernel(result, name=None):
 
 
 def assert_equivalent(k, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=7, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 
@@ -80,7 +80,7 @@ def test_merge_request_sets_the_rows_and_the_plus_shifts_only_its_column():
 def test_pointers_that_may_alias_keep_one_output_per_thread():
     k = kernel(compile_path(INPUTS / "demosaic.cu"))
     assert "raw_rows" not in kernel_source(k.optimized.funcdef)
-    assert any("no stencil rows" in d.reason and "__restrict__" in d.reason for d in k.context.decisions)
+    assert any("no stencil rows" in d.reason and "__restrict__" in d.reason for d in k.context.log.decisions)
 
 
 def test_g80_stages_the_halo_instead():
@@ -115,6 +115,6 @@ def test_imregionmax_window_loops_index_the_registers_and_rows_without_a_guard_a
     assert "float center = A_rows[1][1];" in text
     assert text.count("(r > 0) ? A_rows[") == 6 and "prev_row_loaded" not in text
     assert k.optimized.launch.outputs_per_block == (32, 32)     # its stated thread space is whole blocks of 32
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes={}, global_space=(64, 32)),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes={}, global_space=(64, 32)),
                       seed=7, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches

@@ -205,6 +205,6 @@ def test_arrays_of_arrays_are_left_as_written_and_the_check_runs(tmp_path):
                    for n in diagnostics.notes)
     fixed = kernels["fixed"]
     for case in default_cases(fixed.naive, program, {}, None):
-        outcome = run_case(fixed.naive, fixed.naive.copy(), fixed.context.naive_block, case, seed=1,
+        outcome = run_case(fixed.naive, fixed.naive.copy(), fixed.context.facts.naive_block, case, seed=1,
                            device_functions=program.device_functions)
         assert outcome.ok and outcome.elements == 16 * 64, (outcome.error, outcome.mismatches)

@@ -71,12 +71,12 @@ def compile_text(tmp_path: Path, source: str, **kw):
 
 
 def staged_reason(kernel) -> str:
-    return next(d.reason for d in kernel.context.decisions if d.pass_name == "coalesce" and d.action == "applied"
+    return next(d.reason for d in kernel.context.log.decisions if d.pass_name == "coalesce" and d.action == "applied"
                 and d.subject.startswith("in["))
 
 
 def assert_equivalent(kernel, rows: int, cols: int) -> None:
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block,
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block,
                       Case(sizes={"rows": rows, "cols": cols}, global_space=(rows, cols)), seed=5,
                       device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches

@@ -35,7 +35,7 @@ def _compile(tmp_path, body: str, vector_width=None):
 
 
 def _vectorize(kernel, action):
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "vectorize" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "vectorize" and d.action == action]
 
 
 def test_a_chain_of_divisions_and_square_roots_is_not_widened_and_the_note_says_why(tmp_path):

@@ -67,12 +67,12 @@ def _compile(tmp_path_factory, name: str, source: str, passes: str | None = "vec
 
 
 def _notes(kernel, action: str) -> list[str]:
-    return [f"{d.subject}: {d.reason}" for d in kernel.context.decisions
+    return [f"{d.subject}: {d.reason}" for d in kernel.context.log.decisions
             if d.pass_name == "vectorize" and d.action == action]
 
 
 def _equivalent(kernel, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=5, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 

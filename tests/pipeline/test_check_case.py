@@ -168,7 +168,7 @@ def _drops_the_null_test(kernel, ctx):
     for node in walk(kernel.body):
         if isinstance(node, c_ast.If) and isinstance(node.cond, c_ast.BinaryOp) and node.cond.op == "!=":
             node.cond = c_ast.Constant("int", "1")
-    ctx.applied("kernel", "the bias is read unconditionally")
+    ctx.log.applied("kernel", "the bias is read unconditionally")
     return kernel
 
 

@@ -13,7 +13,7 @@ def normalized(tmp_path, source):
     path.write_text(textwrap.dedent(source))
     diags = Diagnostics(quiet=True)
     result = compile_with(load_program(str(path), diagnostics=diags), get_target("sm_90"), ["normalize"], diags)
-    return kernel_source(result.kernels[0].optimized.funcdef), result.kernels[0].context.decisions
+    return kernel_source(result.kernels[0].optimized.funcdef), result.kernels[0].context.log.decisions
 
 
 def test_loads_are_hoisted_out_of_larger_expressions(tmp_path):

@@ -80,7 +80,7 @@ def test_unsafe_promotions_are_skipped_with_the_reason(tmp_path, body, why):
     source = ROW_SUM.replace("            x[i] += a[i * nk + k];", "        {" + body + "}")
     result, diagnostics = _compile(tmp_path, source)
     assert any(why in str(n) for n in diagnostics.notes), [str(n) for n in diagnostics.notes]
-    assert not any(d.action == "applied" and d.pass_name == "normalize" for d in result.context.decisions)
+    assert not any(d.action == "applied" and d.pass_name == "normalize" for d in result.context.log.decisions)
 
 
 def test_without_restrict_the_note_names_the_fix(tmp_path):

@@ -177,7 +177,7 @@ def test_a_transformed_kernel_the_check_cannot_run_on_is_not_written_transformed
 
 def _claims_a_change(kernel, ctx):
     """A pass that logs a transformation but leaves the kernel as it was."""
-    ctx.applied("kernel", "nothing, in fact")
+    ctx.log.applied("kernel", "nothing, in fact")
     return kernel
 
 

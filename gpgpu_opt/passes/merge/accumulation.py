@@ -157,7 +157,7 @@ def accumulator(body, loop, name: str, path, info: g.KernelInfo, updates_before:
 
 
 def known(expr: sympy.Expr, ctx: PassContext) -> sympy.Expr:
-    return sympy.expand(expr.subs({param_symbol(k): v for k, v in ctx.bindings.items()}))
+    return sympy.expand(expr.subs({param_symbol(k): v for k, v in ctx.facts.bindings.items()}))
 
 
 def trip_count(loop: c_ast.For, start: c_ast.Node, info: g.KernelInfo, ctx: PassContext) -> int | None:
