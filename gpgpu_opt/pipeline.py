@@ -81,7 +81,7 @@ def _kernel_report(result: KernelResult) -> dict:
     k = result.optimized
     d = {"name": k.name, **({"file": k.source_file} if k.source_file else {}), "passes": result.passes_run,
          "naive_block": list(result.context.facts.naive_block),
-         "decisions": [x.as_dict() for x in result.context.log.decisions]}
+         "decisions": result.context.log.as_dicts()}
     if result.context.facts.aliasing is not None:
         d["aliasing"] = result.context.facts.aliasing.as_dict()
     if result.races:

@@ -73,31 +73,6 @@ class PassContext:
     #: The kernel as each pass that ran received it (a later pass may re-plan an earlier one's work).
     received: dict = field(default_factory=dict)
 
-    # The names a pass read before the context was split (codemod: tools/context_codemod.py rewrites them).
-    target = property(lambda self: self.options.target)
-    pass_names = property(lambda self: self.options.passes)
-    requested = property(lambda self: self.options.named)
-    merge_request = property(lambda self: self.options.merge_request)
-    vector_width = property(lambda self: self.options.vector_width)
-    naive_block = property(lambda self: self.facts.naive_block)
-    bindings = property(lambda self: self.facts.bindings)
-    device_functions = property(lambda self: self.facts.device_functions)
-    aliasing = property(lambda self: self.facts.aliasing)
-    global_space = property(lambda self: self.facts.global_space)
-    naive_block_known = property(lambda self: self.facts.naive_block_known)
-    launched_in_file = property(lambda self: self.facts.launched_in_file)
-    launch_covers = property(lambda self: self.facts.launch_covers)
-    grid_rounds_down = property(lambda self: self.facts.grid_rounds_down)
-    alignment = property(lambda self: self.facts.alignment)
-    launch_block = property(lambda self: self.facts.launch_block)
-    launch_block_where = property(lambda self: self.facts.launch_block_where)
-    stated_space_tiled_by = property(lambda self: self.facts.stated_space_tiled_by)
-    diagnostics = property(lambda self: self.log.diagnostics)
-    decisions = property(lambda self: self.log.decisions)
-    pass_name = property(lambda self: self.log.pass_name)
-    applied = property(lambda self: self.log.applied)
-    skip = property(lambda self: self.log.skip)
-
 
 __all__ = ["ACTIONS", "Action", "CompileOptions", "Decision", "DecisionLog", "KernelFacts", "MergeRequest",
            "PassContext"]
