@@ -25,7 +25,7 @@ class HostView:
     """The host side of one program: answers by question and kernel, each computed once."""
 
     def __init__(self, program):
-        self._text, self._sites, self._files = program.text, program.launch_sites, program.files
+        self._read = _what_is_read(program)
         self._answers: dict[tuple, object] = {}
         #: Question -> how many times it was computed (not answered from the view): one per kernel asked.
         self.computed: Counter[str] = Counter()
@@ -38,9 +38,23 @@ class HostView:
             self._answers[key] = compute()
         return self._answers[key]
 
+    def once(self, question: str, compute: Callable[[], T]) -> T:
+        """`compute()`'s value for a question about the whole program, computed the first time only."""
+        key = (question,)
+        if key not in self._answers:
+            self.computed[question] += 1
+            self._answers[key] = compute()
+        return self._answers[key]
+
     def describes(self, program) -> bool:
-        """Is this the view of `program` as it is now (the same text, files and launch sites)?"""
-        return program.text is self._text and program.launch_sites is self._sites and program.files is self._files
+        """Is this the view of `program` as it is now (the same objects for everything the answers read)?"""
+        return all(now is then for now, then in zip(_what_is_read(program), self._read))
+
+
+def _what_is_read(program) -> tuple:
+    """What the launch questions read of a program: its files, launch sites, macros, -D and -I."""
+    return (program.text, program.files, program.launch_sites, program.macros, program.defines,
+            program.include_dirs)
 
 
 def kernel_key(kernel: Kernel) -> tuple:

@@ -17,6 +17,7 @@ from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import outside_namespaces
 from gpgpu_opt.frontend.templates import specialization_edits
+from gpgpu_opt.host_view import view_of
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.passes import registered_passes
@@ -316,7 +317,8 @@ def _left_as_written(program: Program, kernel: Kernel, diagnostics: Diagnostics)
     """A kernel that may store to a file-scope `__device__` variable, or has a struct or pointer-to-pointers
     parameter, is left as written (no pass models that memory), with a note saying why."""
     why = unmodelled_parameter(kernel) or may_write_device_variable(kernel, program.device_functions)
-    host_text = "\n".join(f.text for f in program.source_files())
+    host_text = view_of(program).once("every file's text",
+                                      lambda: "\n".join(f.text for f in program.source_files()))
     symbol = next((n for n, v in kernel.file_variables.items() if v.space == "device"
                    and re.search(rf"cudaGetSymbolAddress\s*\([^;]*\b{re.escape(n)}\b", host_text)), None)
     if why is None and symbol is not None:

@@ -15,6 +15,7 @@ from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import AliasFacts, alias_facts
 from gpgpu_opt.analysis.alignment import base_alignment
+from gpgpu_opt.host_view import view_of
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import has_launch_site
 from gpgpu_opt.passes.options import CompileOptions
@@ -80,6 +81,11 @@ def fallback_block(kernel: Kernel) -> tuple[int, int]:
 
 
 def stated_space(program) -> tuple[int | None, int | None]:
-    """globalDimX/globalDimY where the program defines them (the original compiler's inputs)."""
+    """globalDimX/globalDimY where the program defines them (the original compiler's inputs): read once per
+    program."""
+    return view_of(program).once("stated space", lambda: _stated_space(program))
+
+
+def _stated_space(program) -> tuple[int | None, int | None]:
     return tuple(launch.evaluate_int(name, program.macros) if name in program.macros else None
                  for name in ("globalDimX", "globalDimY"))
