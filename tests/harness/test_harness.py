@@ -1,5 +1,6 @@
 """The GPU run harness: generation for the benchmark inputs, and the generated .cu compiles with nvcc."""
 import copy
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -167,7 +168,8 @@ def test_harness_refuses_a_launch_the_helpers_refuse(tmp_path):
     result = compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
     tile = result.kernels[0].optimized.launch.outputs_per_block[0]
     assert tile > 1
-    result.kernels[0].context.facts.naive_block = (96, 1)   # the harness's naive launch: 96-thread blocks
+    context = result.kernels[0].context   # the harness's naive launch: 96-thread blocks (facts are frozen)
+    context.facts = dataclasses.replace(context.facts, naive_block=(96, 1))
     with pytest.raises(CompileError, match="cannot serve the naive launch"):
         generate_harness(program, result, "add", {}, global_space=(96, 1))
     assert "add_opt" in generate_harness(program, result, "add", {}, global_space=(96 * tile, 1))
