@@ -20,7 +20,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import STRICT_ENV, InternalError, compile_program, default_block
+from gpgpu_opt.pipeline import STRICT_ENV, CompileOptions, InternalError, compile_program, default_block
 from gpgpu_opt.targets import DEFAULT_TARGET, TARGETS, get_target
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -244,9 +244,10 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
                 pass_names, merge_request = tuned.choice.pass_list(), _merge(tuned.choice.merge)
                 width = tuned.choice.vector_width
         dump_dir = tempfile.mkdtemp(prefix="gpgpu-opt-passes-") if dump_passes else None
-        result = compile_program(program, tgt, pass_names, diagnostics, _bindings(bind), dump_dir,
-                                 self_check=self_check, assume_restrict=restrict, validate=not no_validate,
-                                 merge_request=merge_request, vector_width=width)
+        options = CompileOptions.of(tgt, pass_names, _bindings(bind), dump_dir=dump_dir, self_check=self_check,
+                                    assume_restrict=restrict, validate=not no_validate,
+                                    merge_request=merge_request, vector_width=width)
+        result = compile_program(program, options, diagnostics)
         rep = result.report()
         if tuned is not None:
             rep["tuned"] = tuned.as_dict()
@@ -387,9 +388,10 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         tgt = _target(target)
         sizes, space = _sizes(size), parse_shape("--global", global_)
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
-        result = compile_program(program, tgt, parse_pass_list(passes), Diagnostics(quiet=True), _bindings(bind),
-                                 validate=True, merge_request=_merge(merge), assume_restrict=restrict,
-                                 vector_width=_vector_width(vector_width))
+        options = CompileOptions.of(tgt, parse_pass_list(passes), _bindings(bind), validate=True,
+                                    merge_request=_merge(merge), assume_restrict=restrict,
+                                    vector_width=_vector_width(vector_width))
+        result = compile_program(program, options, Diagnostics(quiet=True))
         generated = commands.harness_for_kernel(program, result, kernel, sizes, reference, reps, flops,
                                                 space)
         run_, status = commands.run_one(generated, tgt, build_only, out, sanitize, print)

@@ -11,6 +11,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import is_call_to
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
+from gpgpu_opt.host_view import view_of
 from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression, split_top_level
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.templating import render
@@ -67,7 +68,13 @@ def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]
     `sizes` are values of the kernel's scalar parameters and of host variables. A kernel parameter that
     a site passes as a plain host variable (`k<<<(n + 255) / 256, 256>>>(d, n)`) gives that variable its
     value, so the launch covers what the case's sizes say. Each site is read with the host variables its
-    own function sees (HostDeclarations.at)."""
+    own function sees (HostDeclarations.at). Without sizes it is asked once per kernel (host_view)."""
+    if not sizes:
+        return view_of(program).answer("naive launch", kernel, lambda: _naive_launch(program, kernel, {}))
+    return _naive_launch(program, kernel, sizes)
+
+
+def _naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]) -> NaiveLaunch | None:
     sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
     if not sites:
         return None

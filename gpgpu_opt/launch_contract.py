@@ -152,7 +152,7 @@ def _stated_space(program) -> tuple[int | None, int | None]:
 
 
 def _info(kernel: Kernel, program) -> KernelInfo:
-    return KernelInfo(kernel, SimpleNamespace(device_functions=program.device_functions))
+    return KernelInfo(kernel, SimpleNamespace(facts=SimpleNamespace(device_functions=program.device_functions)))
 
 
 def block_dependence(kernel: Kernel, program) -> str | None:

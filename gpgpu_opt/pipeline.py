@@ -8,11 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpgpu_opt import launch
-from gpgpu_opt.analysis import uses_y
-from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aggregates import unmodelled_parameter
-from gpgpu_opt.analysis.aliasing import alias_facts
-from gpgpu_opt.analysis.alignment import base_alignment
 from gpgpu_opt.analysis.file_scope import may_write_device_variable
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
 from gpgpu_opt.checks import SanityError, check_kernel
@@ -21,11 +17,14 @@ from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import outside_namespaces
 from gpgpu_opt.frontend.templates import specialization_edits
+from gpgpu_opt.host_view import view_of
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch_contract import has_launch_site, launch_assumptions
+from gpgpu_opt.launch_contract import launch_assumptions
 from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes import grid_stride
-from gpgpu_opt.passes.context import Decision, MergeRequest, PassContext
+from gpgpu_opt.passes.context import DecisionLog, PassContext
+from gpgpu_opt.passes.facts import fallback_block, kernel_facts
+from gpgpu_opt.passes.options import CompileOptions
 from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
 from gpgpu_opt.signature import requalified
@@ -53,7 +52,7 @@ class KernelResult:
         """Did a pass transform the kernel? Pointer qualifiers alone, or normalize's temporaries alone (a
         form for the later passes), are not a transformation: such a kernel is written as the user wrote it."""
         return self.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
-                                     for d in self.context.decisions)
+                                     for d in self.context.log.decisions)
 
 
 @dataclass
@@ -82,10 +81,10 @@ class CompileResult:
 def _kernel_report(result: KernelResult) -> dict:
     k = result.optimized
     d = {"name": k.name, **({"file": k.source_file} if k.source_file else {}), "passes": result.passes_run,
-         "naive_block": list(result.context.naive_block),
-         "decisions": [x.as_dict() for x in result.context.decisions]}
-    if result.context.aliasing is not None:
-        d["aliasing"] = result.context.aliasing.as_dict()
+         "naive_block": list(result.context.facts.naive_block),
+         "decisions": result.context.log.as_dicts()}
+    if result.context.facts.aliasing is not None:
+        d["aliasing"] = result.context.facts.aliasing.as_dict()
     if result.races:
         d["naive_launch_races"] = [{"write": r.subject, "dimension": r.dimension, "threads": r.extent}
                                    for r in result.races]
@@ -99,10 +98,8 @@ def _kernel_report(result: KernelResult) -> dict:
 
 
 def default_block(program: Program, kernel: Kernel) -> tuple[int, int]:
-    found = launch.naive_block(program, kernel)
-    if found is not None:
-        return found
-    return (16, 16) if uses_y(kernel, collect_accesses(kernel)) else (256, 1)
+    """The naive block: the launch sites', else 16x16 for a kernel that uses y, else 256."""
+    return launch.naive_block(program, kernel) or fallback_block(kernel)
 
 
 STRICT_ENV = "GPGPU_OPT_STRICT"
@@ -143,7 +140,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
     current = kernel
     ran: list[tuple[str, Kernel]] = []
     for name in pass_names:
-        ctx.pass_name = name
+        ctx.log.pass_name = name
         before = current.copy()
         try:
             result = passes[name](before, ctx)
@@ -156,13 +153,13 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
                 if problem:
                     raise SanityError(f"self-check failed: {problem}")
         except SanityError as err:
-            ctx.skip("kernel", f"rolled back: {err}", Location.of(kernel.funcdef))
+            ctx.log.skip("kernel", f"rolled back: {err}", Location.of(kernel.funcdef))
             continue
         except Exception as err:  # noqa: BLE001 - never let a pass bug become a miscompile or a crash
             if strict:
                 raise InternalError(name, kernel.name, Location.of(kernel.funcdef.decl), err) from err
             detail = "".join(traceback.format_exception_only(type(err), err)).strip()
-            ctx.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
+            ctx.log.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
             continue
         ctx.received[name] = current      # the pass worked on a copy
         current = result
@@ -182,74 +179,70 @@ def _grid_overreach(kernel: Kernel, ctx: PassContext) -> str | None:
         return None
     for dim, axis in enumerate("xy"):
         covers = kernel.launch.outputs_per_block[dim]
-        if axis in ctx.grid_rounds_down and ctx.naive_block[dim] % covers:
-            return (f"{ctx.grid_rounds_down[axis]} rounds down, so the naive threads may stop short of the "
+        if axis in ctx.facts.grid_rounds_down and ctx.facts.naive_block[dim] % covers:
+            return (f"{ctx.facts.grid_rounds_down[axis]} rounds down, so the naive threads may stop short of the "
                     f"guard; blocks covering {covers} naive threads in {axis} would round the grid up past them")
     return None
 
 
-def compile_program(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
-                    bindings: dict[str, int] | None = None, dump_dir: str | None = None,
-                    block_override: tuple[int, int] | None = None, self_check: bool = False,
-                    assume_restrict: bool = False, validate: bool = False,
-                    merge_request: MergeRequest | None = None, vector_width: int | None = None,
-                    strict: bool | None = None, keep_loops: frozenset[str] = frozenset()) -> CompileResult:
-    """Optimize every kernel. `assume_restrict`: no pointer parameters alias (nvcc's --restrict).
-    `validate`: emulate each rewritten kernel against the naive one before keeping it. `merge_request`:
-    the merge factors asked for with `--merge`; `vector_width`: `--vector-width`. `strict`: a pass's
-    internal error raises InternalError instead of rolling the pass back (None: `GPGPU_OPT_STRICT`).
-    `keep_loops`: grid-stride kernels whose loops stay as written (no pass built on their canonical form)."""
-    strict = strict_default() if strict is None else strict
+def compile_program(program: Program, options: CompileOptions, diagnostics: Diagnostics) -> CompileResult:
+    """Optimize every kernel of `program` as `options` say (passes/options.py)."""
+    if options.strict is None:
+        options = options.but(strict=strict_default())
     log = Diagnostics(quiet=True)   # the notes of a compile that may be redone, told once it is kept
-    canonical_program, canonical = _grid_stride(program, target, pass_names, log, assume_restrict, keep_loops)
-
-    def compile_kernels(program: Program, canonical: dict, diagnostics: Diagnostics) -> CompileResult:
-        results = []
-        for kernel in program.kernels:
-            block = block_override or default_block(program, kernel)
-            known = block_override is not None or launch.naive_block(program, kernel) is not None
-            ctx = PassContext(target, diagnostics, block, dict(bindings or {}), kernel_name=kernel.name,
-                              naive_block_known=known, launched_in_file=has_launch_site(program, kernel),
-                              device_functions=program.device_functions,
-                              aliasing=alias_facts(kernel, program, assume_restrict), pass_names=list(pass_names),
-                              requested=getattr(pass_names, "named", frozenset()),
-                              merge_request=merge_request, global_space=_stated_space(program),
-                              launch_covers=launch.covered_parameters(program, kernel),
-                              grid_rounds_down=launch.truncating_grids(program, kernel),
-                              alignment=base_alignment(kernel, program), vector_width=vector_width)
-            ctx.launch_block, ctx.launch_block_where = launch.proved_block(program, kernel)
-            if kernel.name in canonical:
-                ctx.pass_name = grid_stride.PASS_NAME
-                ctx.decisions.append(Decision(ctx.pass_name, "applied", "kernel", canonical[kernel.name].describe(),
-                                              Location.of(kernel.funcdef.decl)))
-            races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
-            held = bool(pass_names) and not races and _left_as_written(program, kernel, diagnostics)
-            checker = None
-            if self_check:
-                from gpgpu_opt.verify import quick_check
-
-                checker = quick_check(program, kernel, block)
-            start, names = _z_axis(program, kernel, pass_names, diagnostics)
-            optimized, ran = optimize_kernel(start, ctx, [] if races or held else names, dump_dir, checker,
-                                          strict)
-            result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
-            if validate and result.transformed:
-                _validate(program, result, [("naive", kernel), *ran], block, bindings, diagnostics, strict)
-            results.append(result)
-        outputs = assemble_files(program, results)
-        return CompileResult(program, target, results, outputs[program.main_file], outputs)
-
+    canonical_program, canonical = _grid_stride(program, options, log)
     if canonical:
-        result = compile_kernels(canonical_program, canonical, log)
+        result = compile_kernels(canonical_program, canonical, options, log)
         idle = frozenset(r.naive.name for r in result.kernels if r.naive.name in canonical and not _built_on(r))
         if idle:    # the form alone is no faster than the user's loop: compile again with those loops kept
-            return compile_program(program, target, pass_names, diagnostics, bindings, dump_dir, block_override,
-                                   self_check, assume_restrict, validate, merge_request, vector_width, strict,
-                                   keep_loops | idle)
+            return compile_program(program, options.but(keep_loops=options.keep_loops | idle), diagnostics)
         _replay(log, diagnostics)
         return result
     _replay(log, diagnostics)
-    return compile_kernels(program, {}, diagnostics)
+    return compile_kernels(program, {}, options, diagnostics)
+
+
+def compile_with(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
+                 bindings: dict[str, int] | None = None, **options) -> CompileResult:
+    """compile_program with the options spelled out (`options`: CompileOptions' fields by keyword); the
+    passes' `named` come from a PassList. For callers that compile once with a few options (tests, tools)."""
+    return compile_program(program, CompileOptions.of(target, pass_names, bindings, **options), diagnostics)
+
+
+def compile_kernels(program: Program, canonical: dict, options: CompileOptions,
+                    diagnostics: Diagnostics) -> CompileResult:
+    """Run the passes over each kernel of the program (`canonical`: the kernels grid_stride canonicalized,
+    by name) and assemble the files."""
+    results = [_compile_kernel(program, kernel, canonical.get(kernel.name), options, diagnostics)
+               for kernel in program.kernels]
+    outputs = assemble_files(program, results)
+    return CompileResult(program, options.target, results, outputs[program.main_file], outputs)
+
+
+def _compile_kernel(program: Program, kernel: Kernel, canonical, options: CompileOptions,
+                    diagnostics: Diagnostics) -> KernelResult:
+    pass_names = list(options.passes)
+    facts = kernel_facts(program, kernel, options)
+    log = DecisionLog(diagnostics, kernel.name)
+    ctx = PassContext(options, facts, log, kernel.name)
+    if canonical is not None:
+        log.record(grid_stride.PASS_NAME, "kernel", canonical.describe(), Location.of(kernel.funcdef.decl))
+    block = facts.naive_block
+    races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
+    held = bool(pass_names) and not races and _left_as_written(program, kernel, diagnostics)
+    checker = None
+    if options.self_check:
+        from gpgpu_opt.verify import quick_check
+
+        checker = quick_check(program, kernel, block)
+    start, names = _z_axis(program, kernel, pass_names, diagnostics)
+    optimized, ran = optimize_kernel(start, ctx, [] if races or held else names, options.dump_dir, checker,
+                                     options.strict)
+    result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
+    if options.validate and result.transformed:
+        _validate(program, result, [("naive", kernel), *ran], block, dict(options.bindings), diagnostics,
+                  options.strict)
+    return result
 
 
 def _built_on(result: KernelResult) -> bool:
@@ -259,7 +252,7 @@ def _built_on(result: KernelResult) -> bool:
     if result.validation is not None and (kept or "naive") in FORM_PASSES | {"naive"}:
         return False    # the check rolled back what the later passes did
     return result.rewritten or any(d.action == "applied" and d.pass_name not in FORM_PASSES
-                                   for d in result.context.decisions)
+                                   for d in result.context.log.decisions)
 
 
 #: Passes that change a kernel's form, not its speed: a canonicalized loop needs another pass to pay.
@@ -271,18 +264,17 @@ def _replay(log: Diagnostics, diagnostics: Diagnostics) -> None:
         diagnostics._emit(note)
 
 
-def _grid_stride(program: Program, target: Target, pass_names: list[str], diagnostics: Diagnostics,
-                 assume_restrict: bool, keep_loops: frozenset[str]) -> tuple[Program, dict]:
+def _grid_stride(program: Program, options: CompileOptions, diagnostics: Diagnostics) -> tuple[Program, dict]:
     """Grid-stride loops canonicalized to one thread per element, their launches re-sized (a form for the
     passes, like normalize's, so it runs with it): the program re-read from the rewritten text."""
-    if "normalize" not in pass_names:
+    if "normalize" not in options.passes:
         return program, {}
     from gpgpu_opt.frontend import load_program
 
     def reload(text: str) -> Program:
         return load_program(program.path, program.defines, program.include_dirs, Diagnostics(quiet=True),
-                            target=target, text=text)
-    return grid_stride.canonicalize(program, diagnostics, assume_restrict, reload, keep_loops)
+                            target=options.target, text=text)
+    return grid_stride.canonicalize(program, diagnostics, options.assume_restrict, reload, options.keep_loops)
 
 
 def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
@@ -325,7 +317,8 @@ def _left_as_written(program: Program, kernel: Kernel, diagnostics: Diagnostics)
     """A kernel that may store to a file-scope `__device__` variable, or has a struct or pointer-to-pointers
     parameter, is left as written (no pass models that memory), with a note saying why."""
     why = unmodelled_parameter(kernel) or may_write_device_variable(kernel, program.device_functions)
-    host_text = "\n".join(f.text for f in program.source_files())
+    host_text = view_of(program).once("every file's text",
+                                      lambda: "\n".join(f.text for f in program.source_files()))
     symbol = next((n for n, v in kernel.file_variables.items() if v.space == "device"
                    and re.search(rf"cudaGetSymbolAddress\s*\([^;]*\b{re.escape(n)}\b", host_text)), None)
     if why is None and symbol is not None:
@@ -335,12 +328,6 @@ def _left_as_written(program: Program, kernel: Kernel, diagnostics: Diagnostics)
     diagnostics.note(f"'{kernel.name}' left as written: {why}",
                      Location.of(kernel.funcdef.decl), kernel=kernel.name)
     return True
-
-
-def _stated_space(program: Program) -> tuple[int | None, int | None]:
-    """globalDimX/globalDimY where the program defines them (the original compiler's inputs)."""
-    return tuple(launch.evaluate_int(name, program.macros) if name in program.macros else None
-                 for name in ("globalDimX", "globalDimY"))
 
 
 def _after(pass_name: str | None) -> str:
@@ -450,7 +437,7 @@ def _helpers(program: Program, rewritten: list[KernelResult], headers: set[str],
     with copies in other files (`early`) under an include guard, so that the first copy seen defines them."""
     out = []
     for r in rewritten:
-        contract = launch_assumptions(program, r.naive, r.optimized, r.context.naive_block)
+        contract = launch_assumptions(program, r.naive, r.optimized, r.context.facts.naive_block)
         if contract is not None and contract.requirements():
             headers |= {"cstdio", "cstdlib"}
         text = launch.launch_helper(r.optimized, contract)
@@ -502,5 +489,5 @@ def _after_preamble(text: str) -> int:
     return pos
 
 
-__all__ = ["assemble_files", "compile_program", "CompileResult", "InternalError", "KernelResult", "optimize_kernel",
+__all__ = ["assemble_files", "compile_program", "compile_with", "CompileOptions", "CompileResult", "InternalError", "KernelResult", "optimize_kernel",
            "strict_default"]

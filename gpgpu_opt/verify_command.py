@@ -8,7 +8,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch import evaluate_int, pragma_launches
 from gpgpu_opt.launch_contract import guarded_axes, launch_assumptions
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program, default_block
+from gpgpu_opt.pipeline import CompileOptions, compile_program, default_block
 from gpgpu_opt.verify import default_cases, run_case
 from gpgpu_opt.verify_launches import check_launch, describe, launch_cases
 
@@ -76,8 +76,8 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
     sites tell it), `extents` the sizes of arrays their subscripts do not tell (gathers). A run that compares
     nothing (every kernel passed through, or skipped by --against) fails: a PASS must mean a comparison."""
     pass_names = parse_pass_list(passes)
-    result = compile_program(program, target, pass_names, diagnostics, bindings, merge_request=merge_request,
-                             vector_width=vector_width)
+    options = CompileOptions.of(target, pass_names, bindings, merge_request=merge_request, vector_width=vector_width)
+    result = compile_program(program, options, diagnostics)
     program = result.program  # as the passes saw it: grid-stride loops canonicalized, their launches re-sized
     hand = load_program(against, defines, include_dirs, diagnostics, target=target) if against else None
     all_ok, compared = True, 0
@@ -91,7 +91,7 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
             except KeyError:
                 continue
         fallback_block = default_block(program, naive)  # when neither the program nor --block tells
-        contract = launch_assumptions(program, naive, optimized, kr.context.naive_block) if hand is None else None
+        contract = launch_assumptions(program, naive, optimized, kr.context.facts.naive_block) if hand is None else None
         cases = default_cases(naive, program, sizes, global_space, block, grid, extents)
         for k, case in enumerate(cases):
             if contract is not None:  # no launch in the file: launch as the helpers would, or see them refuse

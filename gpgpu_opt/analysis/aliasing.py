@@ -32,6 +32,7 @@ from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.host_syntax import HostSyntax, Node, host_syntax, walk
 from gpgpu_opt.frontend.preprocess import preprocess
+from gpgpu_opt.host_view import view_of
 from gpgpu_opt.kernel import Kernel
 
 #: Calls that allocate device memory into `&ptr` (their first argument).
@@ -109,7 +110,12 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
 
 
 def read_launches(kernel: Kernel, program) -> LaunchReading:
-    """Each launch of `kernel` in the program, with the buffer each pointer argument names."""
+    """Each launch of `kernel` in the program, with the buffer each pointer argument names (read once per
+    kernel: host_view)."""
+    return view_of(program).answer("launches read", kernel, lambda: _read_launches(kernel, program))
+
+
+def _read_launches(kernel: Kernel, program) -> LaunchReading:
     try:
         syntax = host_syntax(host_view(program), program.path)
     except CompileError as err:  # an #error only the host compilation reaches, say
@@ -152,7 +158,11 @@ def read_launches(kernel: Kernel, program) -> LaunchReading:
 
 def unread_launches(kernel: Kernel, program) -> str | None:
     """Why the launches read in the program may not be every launch of `kernel` (none, a mention in a
-    macro, a function pointer, text the parser could not read); None when they are."""
+    macro, a function pointer, text the parser could not read); None when they are (asked once per kernel)."""
+    return view_of(program).answer("launches unread", kernel, lambda: _unread_launches(kernel, program))
+
+
+def _unread_launches(kernel: Kernel, program) -> str | None:
     try:
         syntax = host_syntax(host_view(program), program.path)
     except CompileError as err:

@@ -16,7 +16,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.harness import generate_harness
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import CompileOptions, compile_program
 from gpgpu_opt.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +142,7 @@ def generate(name: str, target: str = "sm_90", passes: str | None = None, runs: 
     bench = lookup(name)
     program = load(bench)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target(target), parse_pass_list(passes), diagnostics)
+    result = compile_program(program, CompileOptions.of(get_target(target), parse_pass_list(passes)), diagnostics)
     text = generate_harness(program, result, bench.kernel, bench.sizes, bench.space, flops=bench.flops,
                             reference=bench.reference, runs=runs)
     kr = next(k for k in result.kernels if k.naive.name == bench.kernel)

@@ -24,7 +24,7 @@ from gpgpu_opt.model.resources import resources
 from gpgpu_opt.model.stats import spearman
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import CompileOptions, compile_program
 from gpgpu_opt.targets import Target, get_target
 
 
@@ -58,14 +58,15 @@ def rank_variants(path: str, target: Target, sizes: dict, variants: list[Variant
         diagnostics = Diagnostics(quiet=True)
         program = load_program(path, include_dirs=include, diagnostics=diagnostics)
         merge = MergeRequest.parse(variant.merge) if variant.merge else None
-        result = compile_program(program, target, parse_pass_list(variant.passes), diagnostics, {},
-                                 assume_restrict=restrict, merge_request=merge)
+        options = CompileOptions.of(target, parse_pass_list(variant.passes), assume_restrict=restrict,
+                                    merge_request=merge)
+        result = compile_program(program, options, diagnostics)
         k = next((r for r in result.kernels if kernel_name in (None, r.naive.name)), None)
         if k is None:
             raise SystemExit(f"error: no kernel '{kernel_name}' in {path}")
         source = k.optimized.with_launch_bounds(kernel_source(k.optimized.funcdef))
         used = resources(source, target, k.optimized.name) if use_ptxas else None
-        prediction = predict(k.optimized, target, sizes, used, global_space, tuple(k.context.naive_block))
+        prediction = predict(k.optimized, target, sizes, used, global_space, tuple(k.context.facts.naive_block))
         rows.append(Row(variant, prediction, source, result))
     return rows
 

@@ -1,7 +1,7 @@
 """Transformation passes, one module each, registered by name: `run(kernel, ctx) -> kernel`.
 
 A pass that cannot prove a transformation safe returns the kernel unchanged and records why with
-`ctx.skip(...)`; the pipeline rolls back a pass that raises or breaks the kernel's sanity checks.
+`ctx.log.skip(...)`; the pipeline rolls back a pass that raises or breaks the kernel's sanity checks.
 """
 from __future__ import annotations
 

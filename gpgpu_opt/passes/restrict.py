@@ -19,12 +19,12 @@ _PROOFS = {"declared": "declared __restrict__", "--restrict": "--restrict",
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
-    facts = ctx.aliasing
+    facts = ctx.facts.aliasing
     where = Location.of(kernel.funcdef.decl)
     if facts is None:
         return kernel
     if not facts.restrict:
-        ctx.skip("pointer parameters", f"may alias, so loads cannot be kept across stores: {facts.why_not}", where)
+        ctx.log.skip("pointer parameters", f"may alias, so loads cannot be kept across stores: {facts.why_not}", where)
         return kernel
     made_const = []
     volatile = {p.name for p in kernel.arrays if p.is_volatile}
@@ -43,7 +43,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     if facts.sites:
         proof += f" (launch{'es' if len(facts.sites) > 1 else ''} at line {', '.join(map(str, facts.sites))})"
     detail = f"; read-only: {', '.join(made_const)} const" if made_const else ""
-    ctx.applied("pointer parameters", f"do not alias: {proof}; declared __restrict__{detail}", where)
+    ctx.log.applied("pointer parameters", f"do not alias: {proof}; declared __restrict__{detail}", where)
     return kernel
 
 

@@ -163,7 +163,7 @@ def accumulator(body, loop, name: str, path, info: KernelInfo, updates_before: b
 
 
 def known(expr: sympy.Expr, ctx: PassContext) -> sympy.Expr:
-    return sympy.expand(expr.subs({param_symbol(k): v for k, v in ctx.bindings.items()}))
+    return sympy.expand(expr.subs({param_symbol(k): v for k, v in ctx.facts.bindings.items()}))
 
 
 def trip_count(loop: c_ast.For, start: c_ast.Node, info: KernelInfo, ctx: PassContext) -> int | None:

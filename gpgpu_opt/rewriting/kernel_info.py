@@ -47,7 +47,7 @@ class KernelInfo:
         self.scalars = {p.name for p in kernel.scalars}
         self.written = {a.array for a in self.accesses if a.mode == "write"}
         #: Calls that behave like arithmetic: pure builtins and pure `__device__` helpers.
-        self.pure_calls = pure_calls(ctx.device_functions)
+        self.pure_calls = pure_calls(ctx.facts.device_functions)
         self.base_taken = set(self.decl_counts) | set(self.params) | {n for n in ids_in(self.body)}
         self.taken = set(self.base_taken)
 
@@ -82,7 +82,7 @@ class KernelInfo:
             if isinstance(n, c_ast.UnaryOp) and n.op == "*":
                 raise Unsupported("the kernel dereferences pointers")
             if call_name(n) is not None and call_name(n) not in self.pure_calls:
-                why = why_impure(call_name(n), self.ctx.device_functions)
+                why = why_impure(call_name(n), self.ctx.facts.device_functions)
                 raise Unsupported(f"the kernel calls {call_name(n)}, which may access memory ({why})")
         why = self.block_dependence()
         if why:

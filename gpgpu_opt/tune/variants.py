@@ -3,7 +3,7 @@ each pass after normalize switched off (coalesce, and prefetch, partition, vecto
 vector width where the compiler has that option. Variants that compile to the same kernel are one."""
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import itertools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,7 +15,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.harness import renamed_source
 from gpgpu_opt.nvcc import nvcc_available, resource_usage
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import KernelResult, compile_program
+from gpgpu_opt.pipeline import CompileOptions, KernelResult, compile_program
 from gpgpu_opt.tune.db import Choice
 
 #: Passes always run (the others build on them) and the one whose factors are varied instead of switched off.
@@ -61,8 +61,8 @@ def _around(n: int) -> list[int]:
 
 
 def vector_width_supported() -> bool:
-    """Whether the compiler takes a vector width (compile_program's `vector_width`, when vectorize lands)."""
-    return "vector_width" in inspect.signature(compile_program).parameters
+    """Whether the compiler takes a vector width (CompileOptions' `vector_width`, when vectorize lands)."""
+    return "vector_width" in {f.name for f in dataclasses.fields(CompileOptions)}
 
 
 def plan_variants(base_passes: list[str], model_factors: tuple[int, int], uses_y: bool,
@@ -87,9 +87,9 @@ def plan_variants(base_passes: list[str], model_factors: tuple[int, int], uses_y
 
 def compile_variant(program, target, kernel_name: str, choice: Choice, bindings: dict) -> KernelResult:
     options = {"vector_width": choice.vector_width} if choice.vector_width else {}
-    result = compile_program(program, target, choice.pass_list(), Diagnostics(quiet=True), bindings,
-                             validate=True, merge_request=MergeRequest.parse(choice.merge) if choice.merge else None,
-                             **options)
+    compile_options = CompileOptions.of(target, choice.pass_list(), bindings, validate=True, **options,
+                                        merge_request=MergeRequest.parse(choice.merge) if choice.merge else None)
+    result = compile_program(program, compile_options, Diagnostics(quiet=True))
     return next(k for k in result.kernels if k.naive.name == kernel_name)
 
 

@@ -7,7 +7,7 @@ from gpgpu_opt.analysis.aliasing import alias_facts
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 KERNEL = """
@@ -92,7 +92,7 @@ def test_read_only_pointers_may_share_a_buffer(tmp_path):
 def _compile(tmp_path, host, kernel=KERNEL, **kw):
     program = _program(tmp_path, host, kernel)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, **kw)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, **kw)
     return result, diagnostics
 
 
@@ -100,7 +100,7 @@ def test_the_output_declares_restrict_and_const_and_keeps_the_users_text(tmp_pat
     result, _ = _compile(tmp_path, PROVED, vector_width=1)   # not widened: no pass transforms it
     assert "__global__ void axpy(const float *__restrict__ x, float *__restrict__ y, float a, int n)\n{" in result.output
     assert "        y[i] = a * x[i] + y[i];" in result.output  # the body as written
-    decision = result.kernels[0].context.decisions[0]
+    decision = result.kernels[0].context.log.decisions[0]
     assert decision.action == "applied" and "launches at line" in decision.reason
 
 

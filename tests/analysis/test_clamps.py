@@ -17,7 +17,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 I = BID["x"] * BDIM["x"] + TID["x"]
@@ -164,7 +164,7 @@ def test_a_kernel_with_a_clamp_is_optimized_checked_and_keeps_the_clamp(tmp_path
     (before, it could not size `v` and kept only what needs no check)."""
     program, _ = kernel_of(tmp_path, MV_CLAMP)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
     (kernel,) = result.kernels
     assert kernel.transformed
     assert kernel.validation.as_dict()["status"] == "passed", kernel.validation.as_dict()

@@ -16,7 +16,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 X = BID["x"] * BDIM["x"] + TID["x"]
@@ -67,7 +67,7 @@ def test_a_single_definition_is_merged_by_normalize_and_the_kernel_is_merged_and
     """Before: `a[i * n + k]` was unresolved and no pass applied. Now normalize writes `int i = ...;` and the
     merge pass splits the loop over a warp, checked by emulation."""
     program = load(tmp_path, MV_DECLARED)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                              validate=True)
     (kernel,) = result.kernels
     assert kernel.transformed

@@ -21,7 +21,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import default_cases, run_case
 
@@ -182,7 +182,7 @@ def write(tmp_path, name: str):
 def test_the_raw_passes_leave_quasi_affine_reads_as_written_and_match_the_naive_kernel(tmp_path, name, target):
     path = write(tmp_path, name)
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target(target), parse_pass_list(None), Diagnostics(quiet=True),
+    result = compile_with(program, get_target(target), parse_pass_list(None), Diagnostics(quiet=True),
                              validate=False)
     (kernel,) = result.kernels
     text = kernel_source(kernel.optimized.funcdef)
@@ -192,7 +192,7 @@ def test_the_raw_passes_leave_quasi_affine_reads_as_written_and_match_the_naive_
         assert f"in[{PROGRAMS_1D[name][1].replace('M', '7')}]" in text     # the kernel as parsed
     extents = {"in": 1024} if name == "swap" else {}     # `i ^ 1` is no subscript the sizing can bound
     for case in default_cases(kernel.naive, program, {}, None, extents=extents):
-        outcome = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5,
+        outcome = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5,
                            device_functions=program.device_functions, check_races=True)
         assert outcome.ok, outcome.error or outcome.mismatches
 

@@ -143,11 +143,11 @@ def test_resources_are_read_from_the_edited_included_files(tree):
     from gpgpu_opt.frontend import load_program
     from gpgpu_opt.nvcc import program_resource_usage
     from gpgpu_opt.passes import parse_pass_list
-    from gpgpu_opt.pipeline import compile_program
+    from gpgpu_opt.pipeline import compile_with
     from gpgpu_opt.targets import get_target
 
     program = load_program(str(tree / "app/main.cu"), diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list("none"), Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list("none"), Diagnostics(quiet=True))
     kernel_file = str(tree / "app/kernels/scale_kernel.cu")
     result.outputs[kernel_file] += "__global__ void only_in_the_edit(float *a) { a[threadIdx.x] = 0.0f; }\n"
     usage = program_resource_usage(result, get_target("sm_90"), [])

@@ -12,7 +12,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.frontend.cxx_lowering import lower_function
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 requires_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -166,7 +166,7 @@ def test_a_file_with_cxx_kernels_keeps_the_lowered_one_and_passes_the_other_thro
 def test_an_untransformed_kernel_keeps_its_cxx_text_and_the_output_builds(tmp_path):
     path = write(tmp_path, PROGRAM)
     program = load_program(path, diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list("none"), Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list("none"), Diagnostics(quiet=True))
     assert not result.kernels[0].transformed
     assert "const auto i = blockIdx.x * blockDim.x + threadIdx.x;" in result.output
     assert "static_cast<float>(std::sqrt(in[i]))" in result.output
@@ -208,7 +208,7 @@ int main()
 def test_a_transformed_cxx_kernel_is_printed_as_c_checked_and_builds(tmp_path):
     path = write(tmp_path, TRANSFORMED)
     program = load_program(path, diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                              validate=True)
     (kernel,) = result.kernels
     assert kernel.rewritten and kernel.validation.status == "passed"
@@ -279,7 +279,7 @@ def test_a_kernel_in_a_namespace_launched_qualified_gets_helpers_at_file_scope(t
         .replace("    mv<<<", "    kernels::mv<<<")
     path = write(tmp_path, source)
     program = load_program(path, diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
     assert result.kernels[0].rewritten
     out = result.output
     assert out.index("static dim3 mv_grid") < out.index("namespace kernels {")

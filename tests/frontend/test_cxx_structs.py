@@ -154,10 +154,10 @@ def test_a_store_through_a_dereference_is_a_write_access(deref_program):
 
 def test_restrict_and_vectorize_see_the_dereferences_and_the_check_passes(deref_program):
     from gpgpu_opt.passes import parse_pass_list
-    from gpgpu_opt.pipeline import compile_program
+    from gpgpu_opt.pipeline import compile_with
     from gpgpu_opt.targets import get_target
 
-    result = compile_program(deref_program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+    result = compile_with(deref_program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                              validate=True)
     (kernel,) = result.kernels
     assert kernel.validation.status == "passed"
@@ -232,11 +232,11 @@ def test_a_field_of_an_array_of_structs_is_an_access_of_stride_the_field_count(a
 
 def test_an_array_of_structs_is_analysed_and_goes_through_the_passes(aos_program):
     from gpgpu_opt.passes import parse_pass_list
-    from gpgpu_opt.pipeline import compile_program
+    from gpgpu_opt.pipeline import compile_with
     from gpgpu_opt.targets import get_target
 
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(aos_program, get_target("sm_90"), parse_pass_list(None), diagnostics)
+    result = compile_with(aos_program, get_target("sm_90"), parse_pass_list(None), diagnostics)
     assert not result.kernels[0].transformed
     assert "'drift' left as written" not in notes_of(diagnostics)  # the emulator models its fields (emulator/structs.py)
     assert "races" not in notes_of(diagnostics)

@@ -13,7 +13,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch import naive_block, naive_launch
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 # A program in the style of the classic suites: the host file includes the kernel file, which includes a
@@ -82,7 +82,7 @@ def program_tree(tmp_path):
 def compile_all(path, **kwargs):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics, **kwargs)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
     return program, result, diagnostics
 
 
@@ -280,7 +280,7 @@ def test_no_kernel_in_any_file_is_a_note_not_an_error(tmp_path):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(tmp_path / "main.cu"), diagnostics=diagnostics)
     assert program.kernels == [] and "no __global__ kernel" in str(diagnostics.notes[0])
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
     assert result.changed_files() == [] and result.output == program.text
 
 

@@ -11,7 +11,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -27,7 +27,7 @@ def loaded():
 @pytest.fixture(scope="module")
 def compiled(loaded):
     program, _ = loaded
-    return compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+    return compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                            validate=True)
 
 
@@ -68,7 +68,7 @@ def test_inlined_kernels_are_widened_and_match_the_naive_kernel_on_the_vector_pa
     results = {r.naive.name: r for r in compiled.kernels}
     result = results["energy_fluxes"]
     assert result.rewritten and result.validation.status == "passed", result.validation
-    assert "vectorize" in {d.pass_name for d in result.context.decisions if d.action == "applied"}
+    assert "vectorize" in {d.pass_name for d in result.context.log.decisions if d.action == "applied"}
     # the program's launch (blocks of 128) with nelr a multiple of 4: every row of `variables` is 16-byte
     # aligned, so the float4 path runs (the compile's own check, at nelr = 37, runs the scalar path)
     for nelr in (256, 200):
@@ -78,8 +78,8 @@ def test_inlined_kernels_are_widened_and_match_the_naive_kernel_on_the_vector_pa
     assert "float4 velocity_x = make_float4(momentum_x.x / density.x" in compiled.output
     # step_factor: every element is a chain of divisions and square roots, which widening does not pay for
     step_factor = results["step_factor"]
-    assert "vectorize" not in {d.pass_name for d in step_factor.context.decisions if d.action == "applied"}
-    assert any("8 long-latency operations (division, sqrtf)" in d.reason for d in step_factor.context.decisions)
+    assert "vectorize" not in {d.pass_name for d in step_factor.context.log.decisions if d.action == "applied"}
+    assert any("8 long-latency operations (division, sqrtf)" in d.reason for d in step_factor.context.log.decisions)
 
 
 def _compile(tmp_path, text: str, **options):
@@ -87,7 +87,7 @@ def _compile(tmp_path, text: str, **options):
     path.write_text(textwrap.dedent(text))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, **options)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, **options)
     return program, result, [n.message for n in diagnostics.notes]
 
 

@@ -13,7 +13,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.frontend.scanner import find_launch_sites
 from gpgpu_opt.kernel import TemplateInstance
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 requires_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -33,7 +33,7 @@ def load(tmp_path, text):
 
 def compiled(tmp_path, text, passes=None, assume_restrict=False):
     program, _ = load(tmp_path, text)
-    return compile_program(program, get_target("sm_90"), parse_pass_list(passes), Diagnostics(quiet=True),
+    return compile_with(program, get_target("sm_90"), parse_pass_list(passes), Diagnostics(quiet=True),
                            validate=True, assume_restrict=assume_restrict)
 
 

@@ -27,7 +27,7 @@ from gpgpu_opt.codegen import kernel_source  # noqa: E402
 from gpgpu_opt.diagnostics import CompileError, Diagnostics  # noqa: E402
 from gpgpu_opt.frontend import load_program  # noqa: E402
 from gpgpu_opt.passes import parse_pass_list  # noqa: E402
-from gpgpu_opt.pipeline import compile_program, default_block  # noqa: E402
+from gpgpu_opt.pipeline import compile_with, default_block  # noqa: E402
 from gpgpu_opt.targets import get_target  # noqa: E402
 from gpgpu_opt.launch_contract import launch_assumptions  # noqa: E402
 from gpgpu_opt.verify import Case, run_case  # noqa: E402
@@ -193,7 +193,7 @@ def test_generated_kernels_compute_what_the_naive_kernel_does(tmp_path_factory, 
         path.write_text(code)
         diags = Diagnostics(quiet=True)
         program = load_program(str(path), diagnostics=diags)
-        result = compile_program(program, get_target(target), parse_pass_list(None), diags,
+        result = compile_with(program, get_target(target), parse_pass_list(None), diags,
                                  validate=mode == "compile", strict=True)
         kr = result.kernels[0]
         where = f"{code}\nsizes {sizes} space {space} naive block {block} target {target} ({mode})"
@@ -215,7 +215,7 @@ def _compared(program, kr, case):
     """The optimized kernel against the naive one under the case's naive launch; for a kernel the file does
     not launch, through its launch helpers' check (None when they refuse the launch)."""
     fallback = default_block(program, kr.naive)
-    contract = launch_assumptions(program, kr.naive, kr.optimized, kr.context.naive_block)
+    contract = launch_assumptions(program, kr.naive, kr.optimized, kr.context.facts.naive_block)
     if contract is None:
         return run_case(kr.naive, kr.optimized, fallback, case, 3, program.device_functions)
     outcome = check_launch(kr.naive, kr.optimized, contract, fallback, case, 3, program.device_functions)

@@ -13,7 +13,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.harness import generate_harness
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +61,6 @@ def test_cub_sum_harness_compiles(name, tmp_path):
 def test_cub_sum_needs_one_float_input():
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(ROOT / "tests" / "programs" / "dot_atomic.cu"), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
     with pytest.raises(CompileError, match="exactly one float input"):
         generate_harness(program, result, "dot_kernel", {"n": 1024}, (1024, 1), reference="cub_sum")

@@ -1,5 +1,6 @@
 """The GPU run harness: generation for the benchmark inputs, and the generated .cu compiles with nvcc."""
 import copy
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.harness import generate_harness, renamed_source
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ def _bench_module():
 
 def _compile(name: str, passes=None):
     program = load_program(str(INPUTS / name), include_dirs=[str(INPUTS)])
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(passes), Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(passes), Diagnostics(quiet=True))
     return program, result
 
 
@@ -164,10 +165,11 @@ def test_harness_refuses_a_launch_the_helpers_refuse(tmp_path):
     src.write_text("__global__ void add(float *a, float *b, float *c)\n{\n"
                    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    c[i] = a[i] + b[i];\n}\n")
     program = load_program(str(src))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
     tile = result.kernels[0].optimized.launch.outputs_per_block[0]
     assert tile > 1
-    result.kernels[0].context.naive_block = (96, 1)   # the harness's naive launch: 96-thread blocks
+    context = result.kernels[0].context   # the harness's naive launch: 96-thread blocks (facts are frozen)
+    context.facts = dataclasses.replace(context.facts, naive_block=(96, 1))
     with pytest.raises(CompileError, match="cannot serve the naive launch"):
         generate_harness(program, result, "add", {}, global_space=(96, 1))
     assert "add_opt" in generate_harness(program, result, "add", {}, global_space=(96 * tile, 1))

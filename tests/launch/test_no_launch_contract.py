@@ -18,7 +18,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch_contract import guarded_axes, helper_launch, launch_assumptions
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import CaseResult, default_cases
 from gpgpu_opt.verify_launches import check_launch, launch_cases, odd_launch_check
@@ -94,20 +94,20 @@ def compiled(tmp_path, source: str | None = None, path=None, vector_width=None):
         path.write_text(textwrap.dedent(source))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
                              vector_width=vector_width)
     (kernel,) = result.kernels
     return program, kernel, result
 
 
 def contract_of(program, kernel):
-    return launch_assumptions(program, kernel.naive, kernel.optimized, kernel.context.naive_block)
+    return launch_assumptions(program, kernel.naive, kernel.optimized, kernel.context.facts.naive_block)
 
 
 def run_launch(program, kernel, contract, block, grid, sizes=None):
     """The naive launch `<<<grid, block>>>` through the helpers' logic, in the emulator."""
     (case,) = default_cases(kernel.naive, program, sizes or {}, None, block, grid)
-    return check_launch(kernel.naive, kernel.optimized, contract, kernel.context.naive_block, case, 5,
+    return check_launch(kernel.naive, kernel.optimized, contract, kernel.context.facts.naive_block, case, 5,
                         program.device_functions)
 
 
@@ -166,7 +166,7 @@ def test_guarded_kernel_serves_launch_shapes_that_divide_nothing(tmp_path, sourc
     cases = launch_cases(kernel.naive, program, base, contract, guarded_axes(kernel.naive, program))
     assert len(cases) == 3 and all(any(c.grid[d] * c.block[d] % 16 for d in (0, 1)) for c in cases)
     for case in cases:
-        outcome = check_launch(kernel.naive, kernel.optimized, contract, kernel.context.naive_block, case, 5, {})
+        outcome = check_launch(kernel.naive, kernel.optimized, contract, kernel.context.facts.naive_block, case, 5, {})
         assert outcome.refusal is None and outcome.result.ok, outcome.result
 
 
@@ -200,14 +200,14 @@ def test_stated_space_is_required_exactly():
 def test_compile_check_runs_a_launch_of_blocks_that_divide_no_tile(tmp_path, monkeypatch):
     program, kernel, _ = compiled(tmp_path, GUARDED_ADD)
     base = default_cases(kernel.naive, program, {}, None)[-1]
-    result = odd_launch_check(program, kernel.naive, kernel.optimized, kernel.context.naive_block, base, 3)
+    result = odd_launch_check(program, kernel.naive, kernel.optimized, kernel.context.facts.naive_block, base, 3)
     assert result.ok and result.case.block[:2] == (96, 1)
     # validate rolls back a version whose odd launch fails
     failing = CaseResult(base, mismatches=["c: 1 of 37 elements differ"])
     monkeypatch.setattr(validate_module, "odd_launch_check", lambda *args: failing)
     kept, validation = validate_module.validate(program, kernel.naive, [("naive", kernel.naive),
                                                                        ("merge", kernel.optimized)],
-                                                kernel.context.naive_block)
+                                                kernel.context.facts.naive_block)
     assert validation.status == "rolled back" and kept is kernel.naive
 
 

@@ -72,13 +72,13 @@ def test_a_grid_that_rounds_down_is_never_rounded_up_past_the_naive_threads(tmp_
     with their reason; the kernel agrees with the naive one at that size."""
     result = compile_text(tmp_path, BOX5)
     k = only(result)
-    notes = [d.reason for d in k.context.decisions if d.action == "skipped"]
+    notes = [d.reason for d in k.context.log.decisions if d.action == "skipped"]
     assert any("the grid's y `ny / 4` at line" in n and "rounds down" in n for n in notes)
     assert k.optimized.launch is None or all(
-        n % c == 0 for n, c in zip(k.context.naive_block, k.optimized.launch.outputs_per_block))
+        n % c == 0 for n, c in zip(k.context.facts.naive_block, k.optimized.launch.outputs_per_block))
     for case in default_cases(k.naive, result.program, {"nx": 45, "ny": 23}, None):
         assert case.global_space == (32, 20)
-        res = run_case(k.naive, k.optimized, k.context.naive_block, case, seed=5, device_functions={})
+        res = run_case(k.naive, k.optimized, k.context.facts.naive_block, case, seed=5, device_functions={})
         assert res.ok, res.error or res.mismatches
 
 
@@ -86,7 +86,7 @@ def test_the_same_kernel_launched_with_a_rounded_up_grid_is_still_optimized(tmp_
     rounded = BOX5.replace("dim3(nx / 32, ny / 4)", "dim3((nx + 31) / 32, (ny + 3) / 4)")
     k = only(compile_text(tmp_path, rounded))
     assert k.optimized.launch is not None and k.optimized.launch.outputs_per_block[1] > 4
-    assert not any("rounds down" in d.reason for d in k.context.decisions)
+    assert not any("rounds down" in d.reason for d in k.context.log.decisions)
 
 
 def test_verify_global_sets_the_naive_launch_not_the_sites_grid(tmp_path):
@@ -96,5 +96,5 @@ def test_verify_global_sets_the_naive_launch_not_the_sites_grid(tmp_path):
     k = only(result)
     (case,) = default_cases(k.naive, result.program, {"nx": 45, "ny": 23}, (45, 23), block=(32, 4))
     assert case.global_space == (45, 23) and case.grid is None
-    res = run_case(k.naive, k.optimized, k.context.naive_block, case, seed=5, device_functions={})
+    res = run_case(k.naive, k.optimized, k.context.facts.naive_block, case, seed=5, device_functions={})
     assert res.ok and res.elements == 45 * 23       # every element of dst compared (the border: poison in both)

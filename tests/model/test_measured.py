@@ -16,7 +16,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.model import Resources, predict_result, resources, spearman
 from gpgpu_opt.passes import PassList, parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from tests.conftest import INPUTS
 
@@ -32,7 +32,7 @@ def variant(kernel: str, label: str):
     program = load_program(str(INPUTS / entry["file"]), target=SM90)
     passes = [p for p in parse_pass_list(None) if p not in spec.get("without", [])]
     merge = MergeRequest.parse(spec["merge"]) if spec.get("merge") else None
-    result = compile_program(program, SM90, PassList(passes, tuple(spec.get("named", ()))), Diagnostics(quiet=True),
+    result = compile_with(program, SM90, PassList(passes, tuple(spec.get("named", ()))), Diagnostics(quiet=True),
                              dict(entry["sizes"]), merge_request=merge)
     return result.kernels[0]
 

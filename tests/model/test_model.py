@@ -17,7 +17,7 @@ from gpgpu_opt.model import occupancy, predict, resources, spearman
 from gpgpu_opt.model.rank import Variant, main as rank_main, rank_variants
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import TARGETS, get_target
 from tests.conftest import INPUTS, requires_nvcc
 
@@ -28,13 +28,13 @@ PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 def compiled(path, passes=None, merge=None, restrict=False):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), include_dirs=[str(Path(path).parent)], diagnostics=diagnostics)
-    result = compile_program(program, SM90, parse_pass_list(passes), diagnostics, {}, assume_restrict=restrict,
+    result = compile_with(program, SM90, parse_pass_list(passes), diagnostics, {}, assume_restrict=restrict,
                              merge_request=MergeRequest.parse(merge) if merge else None)
     return result.kernels[0]
 
 
 def predicted(kernel_result, sizes, space):
-    return predict(kernel_result.optimized, SM90, sizes, None, space, tuple(kernel_result.context.naive_block))
+    return predict(kernel_result.optimized, SM90, sizes, None, space, tuple(kernel_result.context.facts.naive_block))
 
 
 # -- occupancy: the CUDA occupancy calculator's numbers for compute capability 9.0 ------------------------
@@ -138,7 +138,7 @@ def test_a_program_not_tuned_for_predicts_near_bandwidth():
     """The STREAM triad as people write it: three arrays of n floats at DRAM bandwidth, left as written."""
     n = 1 << 24
     k = compiled(PROGRAMS / "stream_triad.cu")
-    p = predict(k.optimized, SM90, {"n": n, "scalar": 3.0}, None, (n, 1), tuple(k.context.naive_block))
+    p = predict(k.optimized, SM90, {"n": n, "scalar": 3.0}, None, (n, 1), tuple(k.context.facts.naive_block))
     ideal = 3 * 4 * n / (SM90.memory_bandwidth_gbs * 1e9 * SM90.dram_efficiency)
     assert p.bound == "dram" and ideal <= p.seconds <= 1.25 * ideal
 

@@ -16,7 +16,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -27,7 +27,7 @@ INPUTS = ROOT / "inputs"
 def compile_file(path: Path, target: str = "g80", merge: MergeRequest | None = None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(None), diagnostics, {},
+    return compile_with(program, get_target(target), parse_pass_list(None), diagnostics, {},
                            merge_request=merge)
 
 
@@ -36,13 +36,13 @@ def kernel(result, name):
 
 
 def merge_decisions(k, action: str) -> list[str]:
-    return [d.reason for d in k.context.decisions if d.pass_name == "merge" and d.action == action]
+    return [d.reason for d in k.context.log.decisions if d.pass_name == "merge" and d.action == action]
 
 
 def assert_equivalent(k, sizes: dict, space: tuple[int, int]) -> None:
     """Emulated against the naive kernel, with the race check (a cooperative load that a sub-block
     read before the barrier would be a race)."""
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=5, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 

@@ -22,7 +22,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.normalize.index import substitute_builtin_copies
 from gpgpu_opt.passes.normalize.returns import drop_trailing_returns
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 #: srad's style: copies of the built-ins, the block size as a macro, dim3 members assigned one by one, the
@@ -97,7 +97,7 @@ def compile_text(directory: Path, text: str, validate: bool = True):
     path.write_text(text)
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
                              validate=validate)
     return result, diagnostics
 
@@ -108,7 +108,7 @@ def notes(diagnostics: Diagnostics) -> str:
 
 def applied(result, kernel: str) -> set[str]:
     k = next(k for k in result.kernels if k.naive.name == kernel)
-    return {d.pass_name for d in k.context.decisions if d.action == "applied"}
+    return {d.pass_name for d in k.context.log.decisions if d.action == "applied"}
 
 
 @pytest.fixture(scope="module")

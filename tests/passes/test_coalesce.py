@@ -14,7 +14,7 @@ import pytest
 
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.targets import get_target
 
@@ -29,7 +29,7 @@ class Compiled:
         self.path = path
         self.diagnostics = Diagnostics(quiet=True)
         self.program = load_program(str(path), diagnostics=self.diagnostics)
-        self.result = compile_program(self.program, get_target(target), PASSES, self.diagnostics,
+        self.result = compile_with(self.program, get_target(target), PASSES, self.diagnostics,
                                       bindings or {}, block_override=block)
 
     def kernel(self, name: str):
@@ -39,7 +39,7 @@ class Compiled:
         return kernel_source(self.kernel(name).optimized.funcdef)
 
     def decisions(self, name: str, action: str | None = None) -> list:
-        return [d for d in self.kernel(name).context.decisions
+        return [d for d in self.kernel(name).context.log.decisions
                 if d.pass_name == "coalesce" and (action is None or d.action == action)]
 
     def applied_subjects(self, name: str) -> set[str]:
@@ -77,7 +77,7 @@ def emulate(c: Compiled, name: str, sizes: dict, extents: dict, global_space: tu
     emulator = pytest.importorskip("gpgpu_opt.emulator")
     kr = c.kernel(name)
     naive, opt = kr.naive, kr.optimized
-    nb = kr.context.naive_block
+    nb = kr.context.facts.naive_block
     rng = np.random.default_rng(seed)
     written = {a for a in _written(naive)}
     base = {}
@@ -597,7 +597,7 @@ def test_unguarded_kernel_keeps_exact_thread_space(tmp_path):
     """vv/tmv have no guard: the new block must tile the naive one (16 | 256), never overshoot."""
     c = compile_input("tmv.cu", "g80")
     block, per = launch(c, "tmv")
-    assert c.kernel("tmv").context.naive_block[0] % block[0] == 0
+    assert c.kernel("tmv").context.facts.naive_block[0] % block[0] == 0
     src = TRANSPOSE_SUM.replace("if (x < rows && y < cols) {", "{")
     c = compile_source(tmp_path, src, "sm_90", block=(16, 16))
     cfg = launch(c, "tsum")

@@ -16,7 +16,7 @@ from gpgpu_opt.emulator import EmulationError, run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.frontend.program import parse_expression
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, default_cases, run_case
 
@@ -87,13 +87,13 @@ def program_of(tmp_path, source: str):
 def compiled(tmp_path, source: str, passes: str | None = None):
     program = program_of(tmp_path, source)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=False)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=False)
     return program, result.kernels, diagnostics
 
 
 def assert_matches_naive(program, result) -> None:
     for case in default_cases(result.naive, program, {}, None):
-        outcome = run_case(result.naive, result.optimized, result.context.naive_block, case, seed=3,
+        outcome = run_case(result.naive, result.optimized, result.context.facts.naive_block, case, seed=3,
                            device_functions=program.device_functions, check_races=True)
         assert outcome.ok, (outcome.error, outcome.mismatches)
         assert outcome.elements > 0

@@ -17,14 +17,14 @@ from tests.passes.test_split_loop import INPUTS, assert_nvcc_compiles, compile_f
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 
 
 def compile_text(tmp_path, source: str, merge: MergeRequest | None = None):
     path = tmp_path / "kernel.cu"
     path.write_text(source)
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    return compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+    return compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                            merge_request=merge)
 
 

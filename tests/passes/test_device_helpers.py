@@ -14,7 +14,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 # -- purity ---------------------------------------------------------------------------------------------
@@ -111,17 +111,17 @@ def compile_source(tmp_path, source: str, target: str, passes=("normalize", "coa
     path.write_text(source)
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target(target), list(passes), diagnostics, {},
+    result = compile_with(program, get_target(target), list(passes), diagnostics, {},
                              block_override=(64, 1))
     return program, result.kernels[0]
 
 
 def decisions(kr) -> list[tuple]:
-    return [(d.pass_name, d.action, d.subject, d.reason) for d in kr.context.decisions]
+    return [(d.pass_name, d.action, d.subject, d.reason) for d in kr.context.log.decisions]
 
 
 def coalesce_skips(kr) -> list[str]:
-    return [d.reason for d in kr.context.decisions if d.pass_name == "coalesce" and d.action == "skipped"]
+    return [d.reason for d in kr.context.log.decisions if d.pass_name == "coalesce" and d.action == "skipped"]
 
 
 def test_normalize_hoists_loads_out_of_a_pure_helper_call(tmp_path):
@@ -145,7 +145,7 @@ def test_a_pure_helper_is_staged_as_its_inlined_body(tmp_path, target):
             "x": (rng.uniform(0.5, 1.5, n) * rng.choice([-1, 1], n)).astype(np.float32),
             "y": np.full(n, np.nan, np.float32), "n": n}
     runs = []
-    for kernel, block in ((kr.naive, kr.context.naive_block), (kr.optimized, kr.optimized.launch.block)):
+    for kernel, block in ((kr.naive, kr.context.facts.naive_block), (kr.optimized, kr.optimized.launch.block)):
         copy = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         per = kernel.launch.outputs_per_block if kernel.launch else block
         run_kernel(kernel, (math.ceil(n / per[0]), 1), block, copy, device_functions=program.device_functions)

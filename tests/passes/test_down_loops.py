@@ -17,7 +17,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify_command import run_verify
 
@@ -101,12 +101,12 @@ def compile_source(tmp_path, source: str, target: str = "sm_90", output: bool = 
     path.write_text(textwrap.dedent(source))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target(target), PASSES, diagnostics, {}, block_override=(64, 1))
+    result = compile_with(program, get_target(target), PASSES, diagnostics, {}, block_override=(64, 1))
     return result.output if output else result.kernels[0]
 
 
 def coalesce_decisions(kr, action: str) -> list:
-    return [d for d in kr.context.decisions if d.pass_name == "coalesce" and d.action == action]
+    return [d for d in kr.context.log.decisions if d.pass_name == "coalesce" and d.action == action]
 
 
 def staged(kr) -> set[str]:
@@ -119,7 +119,7 @@ def run_both(kr, args: dict, global_x: int) -> tuple[dict, dict]:
     """The naive kernel on its block and the compiled one on its launch, on copies of the same arguments."""
     runs = []
     for kernel in (kr.naive, kr.optimized):
-        block = kernel.launch.block if kernel.launch else kr.context.naive_block
+        block = kernel.launch.block if kernel.launch else kr.context.facts.naive_block
         per = kernel.launch.outputs_per_block if kernel.launch else block
         copy = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         run_kernel(kernel, (math.ceil(global_x / per[0]), 1), block, copy)

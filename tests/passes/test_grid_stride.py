@@ -18,7 +18,7 @@ from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch import naive_launch
 from gpgpu_opt.passes import grid_stride, parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 HOST = """
@@ -159,7 +159,7 @@ def compile_text(tmp_path: Path, text: str, passes: str | None = None, validate:
     path.write_text(text)
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, {},
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, {},
                              validate=validate)
     return program, result, diagnostics
 
@@ -222,9 +222,9 @@ def test_saxpy_is_canonicalized_widened_and_its_fixed_grid_resized(tmp_path):
     said = notes(diagnostics)
     assert "launch re-sized so the grid covers the loop's range: line" in said
     assert "<<<32 * numSMs, 256>>> -> <<<(n + 256 - 1) / 256, 256>>>" in said
-    decision = next(d for d in k.context.decisions if d.pass_name == "grid_stride")
+    decision = next(d for d in k.context.log.decisions if d.pass_name == "grid_stride")
     assert decision.action == "applied" and "re-sized" in decision.reason
-    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.decisions)
+    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.log.decisions)
     assert k.validation is not None and k.validation.status == "passed"
     before, after = emulate_both(original, result.program, n=3000, grid=4, block=256)
     np.testing.assert_array_equal(before["y"], after["y"])
@@ -240,7 +240,7 @@ def test_a_canonical_form_no_pass_builds_on_is_not_kept(tmp_path):
     assert "grid-stride loop canonicalized" not in notes(diagnostics)
     assert "k<<<64, 256>>>(y, x, n);" in result.output
     assert "idx = idx + blockDim.x * gridDim.x" in result.output
-    assert not any(d.pass_name == "grid_stride" for d in result.kernels[0].context.decisions)
+    assert not any(d.pass_name == "grid_stride" for d in result.kernels[0].context.log.decisions)
 
 
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
@@ -272,7 +272,7 @@ def test_a_kernel_the_file_does_not_launch_keeps_its_loop(tmp_path):
     path = tmp_path / "lib.cu"
     path.write_text(SAXPY)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(load_program(str(path), diagnostics=diagnostics), get_target("sm_90"),
+    result = compile_with(load_program(str(path), diagnostics=diagnostics), get_target("sm_90"),
                              parse_pass_list(None), diagnostics, {})
     assert "grid-stride loop kept: the file does not launch it, so its grid cannot be re-sized" in notes(diagnostics)
     assert "blockDim.x * gridDim.x" in result.output
@@ -305,7 +305,7 @@ def test_a_copy_through_a_thread_index_local_is_canonicalized_and_widened(tmp_pa
     k = result.kernels[0]
     assert "int i = blockIdx.x * blockDim.x + threadIdx.x;" in result.program.text
     assert "tid" not in result.program.text and "stride" not in result.program.text
-    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.decisions), notes(diagnostics)
+    assert any(d.pass_name == "vectorize" and d.action == "applied" for d in k.context.log.decisions), notes(diagnostics)
     assert k.validation is not None and k.validation.status == "passed"
 
 

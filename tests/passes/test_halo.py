@@ -13,7 +13,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 from tests.analysis.test_footprint import PARAMETER_CONV
@@ -38,7 +38,7 @@ def compile_path(path: Path, target: str, defines=None, passes=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics, defines=defines or {}) if defines \
         else load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, {})
+    return compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, {})
 
 
 def compile_text(tmp_path: Path, source: str, target: str = "g80"):
@@ -52,11 +52,11 @@ def kernel(result, name=None):
 
 
 def coalesce_notes(k, action: str) -> list[str]:
-    return [d.reason for d in k.context.decisions if d.pass_name == "coalesce" and d.action == action]
+    return [d.reason for d in k.context.log.decisions if d.pass_name == "coalesce" and d.action == action]
 
 
 def assert_equivalent(k, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=3, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 
@@ -175,7 +175,7 @@ def test_a_parameter_sized_filter_gets_no_tile_sized_for_its_binding(tmp_path):
     path.write_text(textwrap.dedent(PARAMETER_CONV))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    k = kernel(compile_program(program, get_target("g80"), parse_pass_list(None), diagnostics, {"k": 5}))
+    k = kernel(compile_with(program, get_target("g80"), parse_pass_list(None), diagnostics, {"k": 5}))
     assert "tile_in" not in kernel_source(k.optimized.funcdef)
     notes = [n for n in coalesce_notes(k, "skipped") if n.startswith("no halo tile") or "halo" in n]
     assert len(notes) == 1 and "the filter's size is a parameter" in notes[0]

@@ -18,7 +18,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import PIPELINE_ORDER, parse_pass_list, registered_passes
 from gpgpu_opt.passes.partition.diagonal import diagonal_order
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -50,7 +50,7 @@ __global__ void scatter_rows(const float *A, float *B, int rows, int cols)
 def compile_path(path: Path, target: str, passes: str | None = None, bindings=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, bindings or {})
+    return compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, bindings or {})
 
 
 def compile_text(tmp_path: Path, source: str, target: str, passes: str | None = None, bindings=None):
@@ -60,11 +60,11 @@ def compile_text(tmp_path: Path, source: str, target: str, passes: str | None = 
 
 
 def partition_decisions(kernel, action: str) -> list[str]:
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "partition" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "partition" and d.action == action]
 
 
 def assert_equivalent(kernel, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=5, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 
@@ -133,7 +133,7 @@ def test_g80_mv_is_rotated_and_prefetched_again_on_the_rotated_loop():
     rotates the loop prefetch received and prefetches the rotated loop again (none of it is lost)."""
     result = compile_path(INPUTS / "mv.cu", "g80")
     kernel = result.kernels[0]
-    prefetch = [d.reason for d in kernel.context.decisions if d.pass_name == "prefetch" and d.action == "applied"]
+    prefetch = [d.reason for d in kernel.context.log.decisions if d.pass_name == "prefetch" and d.action == "applied"]
     (reason,) = partition_decisions(kernel, "applied")
     assert prefetch and "the prefetch of A -> tile_A, x -> tile_x is made again on the rotated loop" in reason
     text = result.output
@@ -181,7 +181,7 @@ def test_prefetch_takes_a_rotated_loop_and_loads_its_rotated_next_step(tmp_path,
     step's condition (so `% c0_steps` is never taken of 0 steps), in both of prefetch's forms."""
     result = compile_text(tmp_path, ROTATED_STAGED, target, "prefetch")
     kernel = result.kernels[0]
-    assert [d.action for d in kernel.context.decisions if d.pass_name == "prefetch"] == ["applied"]
+    assert [d.action for d in kernel.context.log.decisions if d.pass_name == "prefetch"] == ["applied"]
     text = result.output
     assert shape in text and "if (0 < c0_steps) {" in text and "if (c0_step_next < c0_steps) {" in text
     assert "const int c0_next = (c0_step_next + blockIdx.x) % c0_steps * 16;" in text
@@ -191,7 +191,7 @@ def test_prefetch_takes_a_rotated_loop_and_loads_its_rotated_next_step(tmp_path,
         # the program's launch: blocks of 32 (normalize reads its `blockIdx.x * 32` as `blockIdx.x * blockDim.x`)
         case = Case(sizes={"rows": rows, "cols": cols}, global_space=(rows, 1), block=(32, 1),
                     grid=(max(1, -(-rows // 32)), 1), extents=extents)
-        result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5,
+        result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5,
                           device_functions={}, check_races=True)
         assert result.ok, result.error or result.mismatches
 

@@ -12,7 +12,7 @@ import pytest
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -23,17 +23,17 @@ INPUTS = ROOT / "inputs"
 def compile_input(name: str, target: str, passes: str | None = None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / name), diagnostics=diagnostics)
-    result = compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, {})
+    result = compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, {})
     return result, next(k for k in result.kernels if k.naive.name == name[:-3])
 
 
 def decisions(kernel, action):
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "prefetch" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "prefetch" and d.action == action]
 
 
 def check_equivalent(kernel, sizes: dict, space: tuple[int, int]):
     case = Case(sizes=sizes, global_space=space)
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5, device_functions={})
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5, device_functions={})
     assert result.ok, result.error or result.mismatches
 
 

@@ -19,7 +19,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import ATOMIC_TOLERANCE, TOLERANCE, Case, optimized_launch, run_case
 
@@ -57,7 +57,7 @@ __global__ void block_sum(const float *in, float *out, int n)
 def compile_file(path: Path, target: str = "sm_90", block=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(None), diagnostics, {},
+    return compile_with(program, get_target(target), parse_pass_list(None), diagnostics, {},
                            block_override=block)
 
 
@@ -72,7 +72,7 @@ def kernel_named(result, name: str):
 
 
 def merge_decisions(kernel, action: str) -> list[str]:
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "merge" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "merge" and d.action == action]
 
 
 def paper_tree(target: str, block=None):

@@ -16,7 +16,7 @@ from tests.passes.test_split_loop import INPUTS, assert_nvcc_compiles, compile_f
 
 def assert_equivalent_2d(kernel, sizes: dict, space: tuple[int, int]) -> None:
     case = Case(sizes=sizes, global_space=space)
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5, device_functions={})
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5, device_functions={})
     assert result.ok, result.error or result.mismatches
     assert result.elements >= space[0] * space[1]
 
@@ -112,12 +112,12 @@ def test_merge_request_picks_the_tile_and_rejects_other_factors(tmp_path):
     from gpgpu_opt.diagnostics import Diagnostics
     from gpgpu_opt.frontend import load_program
     from gpgpu_opt.passes import parse_pass_list
-    from gpgpu_opt.pipeline import compile_program
+    from gpgpu_opt.pipeline import compile_with
     from gpgpu_opt.targets import get_target
 
     def with_request(request):
         program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-        return only(compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+        return only(compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                                     merge_request=request))
 
     k = with_request(MergeRequest(x=8, y=4))
@@ -206,7 +206,7 @@ def test_mm_shape_is_confirmed_by_ptxas_where_nvcc_is_installed(tmp_path):
         assert "nvcc not found, so the model's register count stands" in why
 
 
-_NO_CTX = SimpleNamespace(target=None)
+_NO_CTX = SimpleNamespace(options=SimpleNamespace(target=None))
 
 
 def _usage(spills_by_source):

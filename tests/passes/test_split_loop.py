@@ -15,7 +15,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -61,7 +61,7 @@ def compile_text(tmp_path: Path, source: str, target: str = "sm_90", passes: str
 def compile_file(path: Path, target: str = "sm_90", passes: str | None = None, bindings=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, bindings or {})
+    return compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, bindings or {})
 
 
 def only(result):
@@ -70,12 +70,12 @@ def only(result):
 
 
 def merge_decisions(kernel, action: str) -> list[str]:
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "merge" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "merge" and d.action == action]
 
 
 def assert_equivalent(kernel, sizes: dict, outputs: int) -> None:
     case = Case(sizes=sizes, global_space=(outputs, 1))
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=3,
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=3,
                       device_functions={})
     assert result.ok, result.error or result.mismatches
     assert result.elements == outputs
@@ -103,7 +103,7 @@ def test_mv_sm90_one_warp_per_row(tmp_path):
     assert "__shared__" not in text and "__syncthreads" not in text
     assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((32, 8), (8, 1))
     assert any("the summation order changes" in r for r in merge_decisions(k, "applied"))
-    coalesce = [d.reason for d in k.context.decisions if d.pass_name == "coalesce"]
+    coalesce = [d.reason for d in k.context.log.decisions if d.pass_name == "coalesce"]
     assert any("left to merge: several threads per output" in r for r in coalesce)
     assert "(32 threads per output)" in result.output
     assert_nvcc_compiles(result, tmp_path)
@@ -208,7 +208,7 @@ def test_store_in_the_loop_is_no_accumulation(tmp_path):
     """Not the shape the split is for: left alone without a note."""
     k = only(compile_text(tmp_path, ROWS.replace("sum += A[r * cols + c] * x[c];",
                                                  "sum += A[r * cols + c] * x[c]; y[c] = sum;")))
-    assert not [d for d in k.context.decisions if d.pass_name == "merge"]
+    assert not [d for d in k.context.log.decisions if d.pass_name == "merge"]
 
 
 def test_double_accumulator_and_other_locals(tmp_path):
@@ -236,7 +236,7 @@ def test_unknown_number_of_columns_is_skipped(tmp_path):
 def test_two_dimensional_kernels_are_not_split():
     """mm is the register tile's (test_register_tile.py); the split has nothing to say about it."""
     k = next(k for k in compile_file(INPUTS / "mm.cu").kernels if k.naive.name == "mm")
-    assert not [d for d in k.context.decisions if d.pass_name == "merge" and "split" in d.reason]
+    assert not [d for d in k.context.log.decisions if d.pass_name == "merge" and "split" in d.reason]
 
 
 OUTSIDE_COUNTER = ROWS.replace("float sum = 0;\n        for (int c = 0;", "float sum = 0;\n        int c;\n        for (c = 0;")

@@ -13,7 +13,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -36,7 +36,7 @@ def _rows_without_the_window():
 def compile_path(path: Path, target="sm_90", merge=None, passes=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, {},
+    return compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, {},
                            merge_request=MergeRequest.parse(merge) if merge else None)
 
 
@@ -45,7 +45,7 @@ def kernel(result, name=None):
 
 
 def assert_equivalent(k, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=7, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 
@@ -80,7 +80,7 @@ def test_merge_request_sets_the_rows_and_the_plus_shifts_only_its_column():
 def test_pointers_that_may_alias_keep_one_output_per_thread():
     k = kernel(compile_path(INPUTS / "demosaic.cu"))
     assert "raw_rows" not in kernel_source(k.optimized.funcdef)
-    assert any("no stencil rows" in d.reason and "__restrict__" in d.reason for d in k.context.decisions)
+    assert any("no stencil rows" in d.reason and "__restrict__" in d.reason for d in k.context.log.decisions)
 
 
 def test_g80_stages_the_halo_instead():
@@ -108,13 +108,13 @@ def test_blur_rows_compile_without_spills(blur, tmp_path):
 def test_imregionmax_window_loops_index_the_registers_and_rows_without_a_guard_always_shift():
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / "imregionmax.cu"), diagnostics=diagnostics)
-    k = kernel(compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
+    k = kernel(compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, {},
                                assume_restrict=True))
     text = kernel_source(k.optimized.funcdef)
     assert "float A_rows[3][3];" in text and "float a = A_rows[i][j];" in text
     assert "float center = A_rows[1][1];" in text
     assert text.count("(r > 0) ? A_rows[") == 6 and "prev_row_loaded" not in text
     assert k.optimized.launch.outputs_per_block == (32, 32)     # its stated thread space is whole blocks of 32
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes={}, global_space=(64, 32)),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes={}, global_space=(64, 32)),
                       seed=7, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches

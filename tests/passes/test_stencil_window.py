@@ -48,7 +48,7 @@ def kernel_named(result, name):
 
 def assert_equivalent(kernel, sizes: dict, space: tuple[int, int]) -> None:
     case = Case(sizes=sizes, global_space=space)
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5, device_functions={})
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5, device_functions={})
     assert result.ok, result.error or result.mismatches
 
 

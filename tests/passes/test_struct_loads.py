@@ -13,7 +13,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import UnsupportedConstruct, run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 PROGRAM = """
@@ -102,7 +102,7 @@ def compiled(tmp_path_factory):
     path.write_text(textwrap.dedent(PROGRAM))
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
     return program, {k.naive.name: k for k in result.kernels}, [n.message for n in diagnostics.notes]
 
 
@@ -188,7 +188,7 @@ def test_a_local_struct_pointer_declared_twice_has_no_known_origin(tmp_path):
         """))
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
     assert "_v = " not in kernel_source(result.kernels[0].optimized.funcdef)
     assert any("whole struct not loaded as one vector: the pointer is not a parameter" in n.message
                for n in diagnostics.notes), [n.message for n in diagnostics.notes]

@@ -19,7 +19,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import default_cases, run_case
 
@@ -105,7 +105,7 @@ def load(tmp_path, source: str):
 def compiled(tmp_path, source: str):
     program = load(tmp_path, source)
     diagnostics = Diagnostics(quiet=True)
-    result = compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
     return program, {k.naive.name: k for k in result.kernels}, diagnostics
 
 
@@ -205,6 +205,6 @@ def test_arrays_of_arrays_are_left_as_written_and_the_check_runs(tmp_path):
                    for n in diagnostics.notes)
     fixed = kernels["fixed"]
     for case in default_cases(fixed.naive, program, {}, None):
-        outcome = run_case(fixed.naive, fixed.naive.copy(), fixed.context.naive_block, case, seed=1,
+        outcome = run_case(fixed.naive, fixed.naive.copy(), fixed.context.facts.naive_block, case, seed=1,
                            device_functions=program.device_functions)
         assert outcome.ok and outcome.elements == 16 * 64, (outcome.error, outcome.mismatches)

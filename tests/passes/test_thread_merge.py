@@ -16,7 +16,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -60,7 +60,7 @@ def compile_file(path: Path, target: str = "sm_90", passes: str | None = None, m
     program = load_program(str(path), diagnostics=diagnostics)
     request = MergeRequest.parse(merge) if merge else None
     # The merge without the vectorize pass before it (which widens vv and OUTER on sm_90: test_vectorize.py).
-    return compile_program(program, get_target(target), parse_pass_list(passes or "coalesce,merge"), diagnostics,
+    return compile_with(program, get_target(target), parse_pass_list(passes or "coalesce,merge"), diagnostics,
                            merge_request=request, validate=True)
 
 
@@ -70,13 +70,13 @@ def only(result):
 
 
 def merge_decisions(kernel, action: str) -> list[str]:
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "merge" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "merge" and d.action == action]
 
 
 def assert_equivalent(kernel, sizes: dict, space: tuple[int, int]) -> None:
     """Every element of C compared, with the emulator's race check on."""
     case = Case(sizes=sizes, global_space=space)
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=5,
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=5,
                       device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
     assert result.elements == space[0] * space[1]
@@ -191,14 +191,14 @@ def test_unsafe_kernels_are_declined_with_a_note(tmp_path, change, why):
 def test_a_kernel_sharing_nothing_is_left_without_a_note(tmp_path):
     source = OUTER.replace("scale * b[j]", "scale").replace("a[i] * 2.0f", "a[i * w + j] * 2.0f")
     k = only(compile_text(tmp_path, source))
-    assert not [d for d in k.context.decisions if d.pass_name == "merge"]
+    assert not [d for d in k.context.log.decisions if d.pass_name == "merge"]
 
 
 def test_a_request_for_a_dimension_the_kernel_lacks_is_declined(tmp_path):
     source = "__global__ void scale(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; " \
              "if (i < n) x[i] = 2.0f * x[i]; }"
     k = only(compile_text(tmp_path, source, merge="y=4"))
-    assert any("has no y dimension" in r for r in merge_decisions(k, "skipped")), k.context.decisions
+    assert any("has no y dimension" in r for r in merge_decisions(k, "skipped")), k.context.log.decisions
 
 
 # -- a kernel coalesce staged (paper Fig. 5 then Fig. 7: g80 mm merged in x by blocks, in y by threads) -------
@@ -220,7 +220,7 @@ def test_g80_mm_staged_merge_has_the_shape_of_the_papers_figure_7():
     launch = k.optimized.launch
     assert (launch.block, launch.outputs_per_block) == ((256, 1), (256, 16))
     for n in (37, 16):
-        result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes={"n": n}, global_space=(n, n)),
+        result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes={"n": n}, global_space=(n, n)),
                           seed=2, device_functions={}, check_races=True)
         assert result.ok and result.elements == n * n, result.error or result.mismatches
 
@@ -229,7 +229,7 @@ def test_staged_merge_requests():
     # y alone: rows per thread only, the blocks not merged
     k = _staged_mm("y=4")
     assert (k.optimized.launch.block, k.optimized.launch.outputs_per_block) == ((16, 1), (16, 4))
-    result = run_case(k.naive, k.optimized, k.context.naive_block, Case(sizes={"n": 23}, global_space=(23, 23)),
+    result = run_case(k.naive, k.optimized, k.context.facts.naive_block, Case(sizes={"n": 23}, global_space=(23, 23)),
                       seed=2, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
     # x alone: blocks merged, one row per thread

@@ -16,7 +16,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, array_extents, run_case
 
@@ -85,7 +85,7 @@ def compile_text(tmp_path: Path, text: str, target: str = "sm_90", validate: boo
     path.write_text(text)
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target(target), parse_pass_list(None), diagnostics, {},
+    result = compile_with(program, get_target(target), parse_pass_list(None), diagnostics, {},
                              validate=validate)
     return result, diagnostics
 

@@ -17,7 +17,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -58,7 +58,7 @@ SIZES = [(70, 45), (64, 32), (5, 3), (130, 64), (130, 128), (64, 44)]
 def compile_path(path: Path, target: str = "sm_90", vector_width: int | None = None, bindings=None):
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target(target), parse_pass_list(None), diagnostics, bindings or {},
+    result = compile_with(program, get_target(target), parse_pass_list(None), diagnostics, bindings or {},
                              validate=True, vector_width=vector_width)
     (kernel,) = result.kernels
     return result, kernel
@@ -71,12 +71,12 @@ def compile_text(tmp_path: Path, source: str, **kw):
 
 
 def staged_reason(kernel) -> str:
-    return next(d.reason for d in kernel.context.decisions if d.pass_name == "coalesce" and d.action == "applied"
+    return next(d.reason for d in kernel.context.log.decisions if d.pass_name == "coalesce" and d.action == "applied"
                 and d.subject.startswith("in["))
 
 
 def assert_equivalent(kernel, rows: int, cols: int) -> None:
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block,
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block,
                       Case(sizes={"rows": rows, "cols": cols}, global_space=(rows, cols)), seed=5,
                       device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches

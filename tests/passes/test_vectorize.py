@@ -14,7 +14,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -75,7 +75,7 @@ def compile_text(tmp_path: Path, source: str, target: str = "sm_90", passes: str
     path.write_text(textwrap.dedent(source))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target(target), parse_pass_list(passes), diagnostics, validate=True,
+    return compile_with(program, get_target(target), parse_pass_list(passes), diagnostics, validate=True,
                            vector_width=vector_width)
 
 
@@ -89,12 +89,12 @@ def only(result):
 
 
 def decisions(kernel, action: str) -> list[str]:
-    return [f"{d.subject}: {d.reason}" for d in kernel.context.decisions
+    return [f"{d.subject}: {d.reason}" for d in kernel.context.log.decisions
             if d.pass_name == "vectorize" and d.action == action]
 
 
 def assert_equivalent(kernel, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=3, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 
@@ -114,7 +114,7 @@ def assert_nvcc_compiles(result, tmp_path: Path) -> str:
 # -- the pair rule ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("target", ["g80", "sm_90"])
 def test_complex_mul_pairs_become_float2_with_x_the_lower_element(target, tmp_path):
-    result = compile_program(load_program(str(INPUTS / "complex_mul.cu"), diagnostics=Diagnostics(quiet=True)),
+    result = compile_with(load_program(str(INPUTS / "complex_mul.cu"), diagnostics=Diagnostics(quiet=True)),
                              get_target(target), parse_pass_list(None), Diagnostics(quiet=True), validate=True)
     k = result.kernels[0]
     text = kernel_source(k.optimized.funcdef)
@@ -249,7 +249,7 @@ def test_g80_is_not_widened(tmp_path):
 
 
 def test_vv_is_widened_then_merged_in_y(tmp_path):
-    result = compile_program(load_program(str(INPUTS / "vv.cu"), diagnostics=Diagnostics(quiet=True)),
+    result = compile_with(load_program(str(INPUTS / "vv.cu"), diagnostics=Diagnostics(quiet=True)),
                              get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True), validate=True)
     k = only(result)
     text = kernel_source(k.optimized.funcdef)
@@ -280,7 +280,7 @@ def test_a_local_accumulator_is_declared_per_copy(tmp_path, n):
     path = tmp_path / "kernel.cu"
     path.write_text(LOCAL_ACCUMULATOR)
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list("vectorize"), Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list("vectorize"), Diagnostics(quiet=True))
     k = only(result)
     text = kernel_source(k.optimized.funcdef)
     assert "float4 s = make_float4(1.0f, 1.0f, 1.0f, 1.0f);" in text
@@ -309,7 +309,7 @@ def test_a_local_initialised_from_one_element_for_all_threads_is_not_a_vector_lo
     path = tmp_path / "kernel.cu"
     path.write_text(X_INVARIANT_INIT)
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list("vectorize"), Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list("vectorize"), Diagnostics(quiet=True))
     k = only(result)
     text = kernel_source(k.optimized.funcdef)
     assert "float4 s = make_float4(a[0 * i + 1], a[0 * (i + 1) + 1]," in text

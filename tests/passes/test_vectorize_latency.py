@@ -8,7 +8,7 @@ import textwrap
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 KERNEL = """
@@ -29,13 +29,13 @@ def _compile(tmp_path, body: str, vector_width=None):
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent(KERNEL.format(body=body)))
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target("sm_90"), parse_pass_list("restrict,normalize,vectorize"),
+    result = compile_with(program, get_target("sm_90"), parse_pass_list("restrict,normalize,vectorize"),
                              Diagnostics(quiet=True), vector_width=vector_width)
     return result.kernels[0]
 
 
 def _vectorize(kernel, action):
-    return [d.reason for d in kernel.context.decisions if d.pass_name == "vectorize" and d.action == action]
+    return [d.reason for d in kernel.context.log.decisions if d.pass_name == "vectorize" and d.action == action]
 
 
 def test_a_chain_of_divisions_and_square_roots_is_not_widened_and_the_note_says_why(tmp_path):

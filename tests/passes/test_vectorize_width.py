@@ -14,7 +14,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import Case, run_case
 
@@ -63,16 +63,16 @@ def _compile(tmp_path_factory, name: str, source: str, passes: str | None = "vec
     path.write_text(textwrap.dedent(source))
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    return compile_program(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=validate)
+    return compile_with(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=validate)
 
 
 def _notes(kernel, action: str) -> list[str]:
-    return [f"{d.subject}: {d.reason}" for d in kernel.context.decisions
+    return [f"{d.subject}: {d.reason}" for d in kernel.context.log.decisions
             if d.pass_name == "vectorize" and d.action == action]
 
 
 def _equivalent(kernel, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, Case(sizes=sizes, global_space=space),
+    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, Case(sizes=sizes, global_space=space),
                       seed=5, device_functions={}, check_races=True)
     assert result.ok, result.error or result.mismatches
 

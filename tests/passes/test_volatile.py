@@ -13,7 +13,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import default_cases, run_case
 
@@ -115,7 +115,7 @@ def compiled(tmp_path, source: str, target: str, passes: str | None = None):
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent(source))
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    result = compile_program(program, get_target(target), parse_pass_list(passes), Diagnostics(quiet=True),
+    result = compile_with(program, get_target(target), parse_pass_list(passes), Diagnostics(quiet=True),
                              validate=False)
     (kernel,) = result.kernels
     return program, kernel
@@ -131,12 +131,12 @@ def loads(text: str, array: str) -> list[str]:
 
 
 def notes(kernel) -> list[str]:
-    return [f"{d.pass_name}: {d.subject}: {d.reason}" for d in kernel.context.decisions if d.action == "skipped"]
+    return [f"{d.pass_name}: {d.subject}: {d.reason}" for d in kernel.context.log.decisions if d.action == "skipped"]
 
 
 def assert_matches_naive(program, kernel) -> None:
     for case in default_cases(kernel.naive, program, {}, None):
-        outcome = run_case(kernel.naive, kernel.optimized, kernel.context.naive_block, case, seed=2,
+        outcome = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, case, seed=2,
                            device_functions=program.device_functions, check_races=True)
         assert outcome.ok, outcome.error or outcome.mismatches
 
@@ -247,4 +247,4 @@ def test_partition_does_not_rotate_a_loop_that_reads_a_volatile_array(tmp_path):
     text = text_of(kernel)
     assert "tile_A" in text and "_steps" not in text and loads(text, "x") == ["c"], text
     assert any("partition" in n and "volatile x" in n for n in notes(kernel)), notes(kernel)
-    assert not any(d.pass_name == "partition" and d.action == "applied" for d in kernel.context.decisions)
+    assert not any(d.pass_name == "partition" and d.action == "applied" for d in kernel.context.log.decisions)

@@ -59,7 +59,7 @@ def program(tmp_path_factory):
 
 def _compile(program, pass_names):
     diagnostics = Diagnostics(quiet=True)
-    result = pipeline.compile_program(program, get_target("sm_90"), pass_names, diagnostics, validate=True)
+    result = pipeline.compile_with(program, get_target("sm_90"), pass_names, diagnostics, validate=True)
     return result.kernels[0], diagnostics
 
 
@@ -168,7 +168,7 @@ def _drops_the_null_test(kernel, ctx):
     for node in walk(kernel.body):
         if isinstance(node, c_ast.If) and isinstance(node.cond, c_ast.BinaryOp) and node.cond.op == "!=":
             node.cond = c_ast.Constant("int", "1")
-    ctx.applied("kernel", "the bias is read unconditionally")
+    ctx.log.applied("kernel", "the bias is read unconditionally")
     return kernel
 
 

@@ -45,7 +45,7 @@ def test_broken_pass_is_rolled_back_with_a_note(monkeypatch, bad_pass, expected)
     monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": bad_pass})
     diags = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / "mv.cu"), diagnostics=diags)
-    result = pipeline.compile_program(program, get_target("sm_90"), ["normalize", "bad"], diags, strict=False)
+    result = pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], diags, strict=False)
     assert result.kernels[0].passes_run == ["normalize"]
     assert any(expected in str(n) and "rolled back" in str(n) for n in diags.notes)
     assert "__syncthreads" not in result.output
@@ -55,7 +55,7 @@ def test_strict_mode_raises_a_pass_bug_with_the_pass_and_kernel(monkeypatch):
     monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": _crashing_pass})
     program = load_program(str(INPUTS / "mv.cu"), diagnostics=Diagnostics(quiet=True))
     with pytest.raises(pipeline.InternalError) as raised:
-        pipeline.compile_program(program, get_target("sm_90"), ["normalize", "bad"], Diagnostics(quiet=True),
+        pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], Diagnostics(quiet=True),
                                  strict=True)
     err = raised.value
     assert err.pass_name == "bad" and err.kernel_name == "mv" and isinstance(err.cause, RuntimeError)
@@ -68,7 +68,7 @@ def test_strict_mode_still_rolls_back_what_a_pass_refuses(monkeypatch):
     monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": _doubled_barrier})
     diags = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / "mv.cu"), diagnostics=diags)
-    result = pipeline.compile_program(program, get_target("sm_90"), ["normalize", "bad"], diags, strict=True)
+    result = pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], diags, strict=True)
     assert result.kernels[0].passes_run == ["normalize"]
     assert any("rolled back" in str(n) for n in diags.notes)
 
@@ -78,9 +78,9 @@ def test_strict_is_the_default_where_the_environment_asks(monkeypatch):
     program = load_program(str(INPUTS / "mv.cu"), diagnostics=Diagnostics(quiet=True))
     monkeypatch.setenv("GPGPU_OPT_STRICT", "1")
     with pytest.raises(pipeline.InternalError):
-        pipeline.compile_program(program, get_target("sm_90"), ["normalize", "bad"], Diagnostics(quiet=True))
+        pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], Diagnostics(quiet=True))
     monkeypatch.setenv("GPGPU_OPT_STRICT", "0")
-    result = pipeline.compile_program(program, get_target("sm_90"), ["normalize", "bad"], Diagnostics(quiet=True))
+    result = pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], Diagnostics(quiet=True))
     assert result.kernels[0].passes_run == ["normalize"]
 
 
@@ -112,9 +112,9 @@ def test_self_check_rolls_back_a_pass_that_changes_the_result(monkeypatch):
     monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": _wrong_result})
     diags = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / "mm.cu"), diagnostics=diags)
-    result = pipeline.compile_program(program, get_target("sm_90"), ["normalize", "bad"], diags, self_check=True)
+    result = pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], diags, self_check=True)
     assert result.kernels[0].passes_run == ["normalize"]
     assert any("self-check failed" in str(n) for n in diags.notes)
-    unchecked = pipeline.compile_program(program, get_target("sm_90"), ["normalize", "bad"],
+    unchecked = pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"],
                                          Diagnostics(quiet=True))
     assert unchecked.kernels[0].passes_run == ["normalize", "bad"]  # only the emulation sees this one

@@ -4,7 +4,7 @@ import textwrap
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 
@@ -12,8 +12,8 @@ def normalized(tmp_path, source):
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent(source))
     diags = Diagnostics(quiet=True)
-    result = compile_program(load_program(str(path), diagnostics=diags), get_target("sm_90"), ["normalize"], diags)
-    return kernel_source(result.kernels[0].optimized.funcdef), result.kernels[0].context.decisions
+    result = compile_with(load_program(str(path), diagnostics=diags), get_target("sm_90"), ["normalize"], diags)
+    return kernel_source(result.kernels[0].optimized.funcdef), result.kernels[0].context.log.decisions
 
 
 def test_loads_are_hoisted_out_of_larger_expressions(tmp_path):
@@ -69,7 +69,7 @@ def test_promoted_accumulator_computes_the_same_at_a_ragged_size(tmp_path):
     """))
     diags = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diags)
-    result = compile_program(program, get_target("sm_90"), ["normalize"], diags)
+    result = compile_with(program, get_target("sm_90"), ["normalize"], diags)
     kr = result.kernels[0]
     assert "c_acc" in kernel_source(kr.optimized.funcdef)
     res = run_case(kr.naive, kr.optimized, (32, 1), Case({"n": 45}, (45, 1)), 5, {})

@@ -6,7 +6,7 @@ import pytest
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.pipeline import compile_program
+from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 
 ROW_SUM = """
@@ -41,7 +41,7 @@ def _compile(tmp_path, source):
     path.write_text(source)
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_program(program, get_target("sm_90"), ["restrict", "normalize"], diagnostics)
+    result = compile_with(program, get_target("sm_90"), ["restrict", "normalize"], diagnostics)
     return result.kernels[0], diagnostics
 
 
@@ -80,7 +80,7 @@ def test_unsafe_promotions_are_skipped_with_the_reason(tmp_path, body, why):
     source = ROW_SUM.replace("            x[i] += a[i * nk + k];", "        {" + body + "}")
     result, diagnostics = _compile(tmp_path, source)
     assert any(why in str(n) for n in diagnostics.notes), [str(n) for n in diagnostics.notes]
-    assert not any(d.action == "applied" and d.pass_name == "normalize" for d in result.context.decisions)
+    assert not any(d.action == "applied" and d.pass_name == "normalize" for d in result.context.log.decisions)
 
 
 def test_without_restrict_the_note_names_the_fix(tmp_path):

@@ -33,7 +33,7 @@ def test_a_pass_that_changes_the_result_is_rolled_back(monkeypatch):
     monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "bad": _off_by_one})
     program = load_program(MV, diagnostics=Diagnostics(quiet=True))
     diagnostics = Diagnostics(quiet=True)
-    result = pipeline.compile_program(program, get_target("sm_90"), ["restrict", "normalize", "coalesce", "bad"],
+    result = pipeline.compile_with(program, get_target("sm_90"), ["restrict", "normalize", "coalesce", "bad"],
                                       diagnostics, validate=True)
     kernel = result.kernels[0]
     assert kernel.validation.status == "rolled back" and kernel.validation.kept_after == "coalesce"
@@ -87,11 +87,11 @@ def test_sizes_too_large_to_emulate_are_checked_at_two_corners(tmp_path, monkeyp
     registered = pipeline.registered_passes()
     monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "edge": _drop_last_output})
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    good = pipeline.compile_program(program, get_target("g80"), ["restrict", "normalize", "coalesce"],
+    good = pipeline.compile_with(program, get_target("g80"), ["restrict", "normalize", "coalesce"],
                                     Diagnostics(quiet=True), validate=True).kernels[0]
     assert good.validation.status == "passed" and "two corners" in good.validation.detail
     assert good.optimized.launch is not None  # the staged kernel, checked at its real size
-    bad = pipeline.compile_program(program, get_target("g80"), ["restrict", "normalize", "coalesce", "edge"],
+    bad = pipeline.compile_with(program, get_target("g80"), ["restrict", "normalize", "coalesce", "edge"],
                                    Diagnostics(quiet=True), validate=True).kernels[0]
     assert bad.validation.status == "rolled back" and bad.validation.kept_after == "coalesce"
 
@@ -133,7 +133,7 @@ def test_the_check_runs_at_the_sizes_bind_fixed():
     corners, too large to run whole), not at ragged sizes where its float4 loads would read past the array."""
     jacobi = INPUTS.parent / "tests" / "programs" / "jacobi2d.cu"
     program = load_program(str(jacobi), diagnostics=Diagnostics(quiet=True))
-    result = pipeline.compile_program(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
+    result = pipeline.compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True),
                                       bindings={"n": 4096}, validate=True)
     kernel = result.kernels[0]
     assert kernel.validation.status == "passed", kernel.validation.detail
@@ -154,7 +154,7 @@ def _compile_huge(tmp_path, pass_names, monkeypatch=None, extra=None, strict=Non
         monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, **extra})
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = pipeline.compile_program(program, get_target("g80"), pass_names, diagnostics, validate=True,
+    result = pipeline.compile_with(program, get_target("g80"), pass_names, diagnostics, validate=True,
                                       assume_restrict=True, strict=strict)
     return result, diagnostics
 
@@ -177,7 +177,7 @@ def test_a_transformed_kernel_the_check_cannot_run_on_is_not_written_transformed
 
 def _claims_a_change(kernel, ctx):
     """A pass that logs a transformation but leaves the kernel as it was."""
-    ctx.applied("kernel", "nothing, in fact")
+    ctx.log.applied("kernel", "nothing, in fact")
     return kernel
 
 
@@ -197,7 +197,7 @@ def test_no_validate_writes_the_unchecked_kernel_as_before(tmp_path):
     path = tmp_path / "huge.cu"
     path.write_text(ROW_SUMS_HUGE)
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    result = pipeline.compile_program(program, get_target("g80"), ["restrict", "normalize", "coalesce"],
+    result = pipeline.compile_with(program, get_target("g80"), ["restrict", "normalize", "coalesce"],
                                       Diagnostics(quiet=True), validate=False)
     assert result.kernels[0].validation is None and result.kernels[0].optimized.launch is not None
 
@@ -212,14 +212,14 @@ def test_an_emulator_failure_rolls_back_or_fails_in_strict_mode(monkeypatch):
     monkeypatch.setattr(validate, "run_case", _emulator_bug)
     program = load_program(MV, diagnostics=Diagnostics(quiet=True))
     passes = ["restrict", "normalize", "coalesce"]
-    result = pipeline.compile_program(program, get_target("sm_90"), passes, Diagnostics(quiet=True), validate=True,
+    result = pipeline.compile_with(program, get_target("sm_90"), passes, Diagnostics(quiet=True), validate=True,
                                       strict=False)
     kernel = result.kernels[0]
     assert kernel.validation.status == "rolled back" and not kernel.validation.emulated
     assert "the emulator failed: TypeError: an emulator bug" in kernel.validation.detail
     assert kernel.optimized.launch is None
     with pytest.raises(pipeline.InternalError, match="an emulator bug"):
-        pipeline.compile_program(program, get_target("sm_90"), passes, Diagnostics(quiet=True), validate=True,
+        pipeline.compile_with(program, get_target("sm_90"), passes, Diagnostics(quiet=True), validate=True,
                                  strict=True)
 
 
@@ -243,7 +243,7 @@ def test_a_naive_kernel_the_emulator_cannot_run_keeps_only_proved_changes(tmp_pa
     path.write_text(NAIVE_RACES)
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
-    result = pipeline.compile_program(program, get_target("sm_90"), parse_pass_list(None), diagnostics,
+    result = pipeline.compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics,
                                       validate=True)
     kernel = result.kernels[0]
     assert "vectorize" in kernel.passes_run

@@ -71,39 +71,39 @@ def run(kernel: Kernel, ctx: PassContext, later: Mapping[str, Claim] | None = No
     claimed kernel is left to that pass where this compile runs it."""
     work = kernel.copy()
     g.normalize_early_returns(work.body)
-    naive = analyze_kernel(work, ctx.target, ctx.naive_block, ctx.bindings)
-    fps = footprints([r.access for r in naive.reports], ctx.bindings)
+    naive = analyze_kernel(work, ctx.options.target, ctx.facts.naive_block, ctx.facts.bindings)
+    fps = footprints([r.access for r in naive.reports], ctx.facts.bindings)
     in_footprint = {id(a.node) for fp in fps for a in fp.reads}
     wanted = _candidates(naive, ctx, in_footprint)
     if not wanted and not fps:
         return kernel
     where = Location.of(work.funcdef)
     if kernel.launch is not None:
-        ctx.skip("kernel", "no access staged: an earlier pass fixed the block shape, which the tiles depend on",
+        ctx.log.skip("kernel", "no access staged: an earlier pass fixed the block shape, which the tiles depend on",
                  where)
         return kernel
     try:
         info = KernelInfo(work, ctx)
         info.check_kernel()
     except Unsupported as why:
-        ctx.skip("kernel", f"no access staged: {why}", where)
+        ctx.log.skip("kernel", f"no access staged: {why}", where)
         return kernel
     if fps:
-        fps = footprints(info.accesses, ctx.bindings)       # the same reads, with their definitions
+        fps = footprints(info.accesses, ctx.facts.bindings)       # the same reads, with their definitions
         with_halos = stage_halos(work, ctx, info, fps, wanted)
         if with_halos is not None:
             return work
         if not wanted:
             return kernel
     for name, claim in (later or {}).items():
-        why = claim(work, ctx, info) if name in ctx.pass_names else None
+        why = claim(work, ctx, info) if name in ctx.options.passes else None
         if why:
-            ctx.skip("kernel", f"no access staged: left to {name}: {why}", where)
+            ctx.log.skip("kernel", f"no access staged: left to {name}: {why}", where)
             return kernel
     last_reason = None
     rows_note = None
     for block, threads, why_block in block_choices(work, ctx, wanted):
-        reason = info.coverage_problem(ctx.naive_block, block)
+        reason = info.coverage_problem(ctx.facts.naive_block, block)
         if reason:
             last_reason = reason
             continue
@@ -120,17 +120,17 @@ def run(kernel: Kernel, ctx: PassContext, later: Mapping[str, Claim] | None = No
         last_reason = None
     else:
         if last_reason:
-            ctx.skip("kernel", f"no access staged: {last_reason}", where)
+            ctx.log.skip("kernel", f"no access staged: {last_reason}", where)
         else:
             for rep, why in skipped:
-                ctx.skip(_subject(rep.access), f"not staged: {why}", rep.access.location)
+                ctx.log.skip(_subject(rep.access), f"not staged: {why}", rep.access.location)
         return kernel
     for rep, why in skipped:
-        ctx.skip(_subject(rep.access), f"not staged: {why}", rep.access.location)
+        ctx.log.skip(_subject(rep.access), f"not staged: {why}", rep.access.location)
     apply_plans(work, ctx, info, block, threads, plans)
     work.launch = LaunchConfig(block=threads, outputs_per_block=block)
     for p in plans:
-        ctx.applied(_subject(p.access), p.describe(ctx.target), p.access.location)
+        ctx.log.applied(_subject(p.access), p.describe(ctx.options.target), p.access.location)
     if threads == block:
         how = f"blocks of {block[0]}x{block[1]} threads, one thread per output: {why_block}"
         if rows_note:
@@ -138,7 +138,7 @@ def run(kernel: Kernel, ctx: PassContext, later: Mapping[str, Claim] | None = No
     else:
         how = (f"blocks of {threads[0]}x{threads[1]} threads, each covering {block[0]}x{block[1]} outputs "
                f"({block[1] // threads[1]} rows per thread, {threads[1]} apart): {why_block}")
-    ctx.applied("launch", how, where)
+    ctx.log.applied("launch", how, where)
     return work
 
 
@@ -154,16 +154,16 @@ def _candidates(analysis, ctx: PassContext, in_footprint: set[int]) -> list[Acce
         if a.mode != "read" or id(a.node) in in_footprint:
             continue
         if a.kind in AS_WRITTEN:
-            ctx.skip(_subject(a), f"not staged: {a.why_unresolved}; left as written", a.location)
+            ctx.log.skip(_subject(a), f"not staged: {a.why_unresolved}; left as written", a.location)
             continue
         if not a.understood or rep.coalescing is None:
-            ctx.skip(_subject(a), f"not staged: the subscript cannot be analysed ({a.why_unresolved or 'unknown'}); "
+            ctx.log.skip(_subject(a), f"not staged: the subscript cannot be analysed ({a.why_unresolved or 'unknown'}); "
                                   "left as a global read", a.location)
             continue
         if rep.coalescing.coalesced:
             continue
         if not rep.reuse:
-            ctx.skip(_subject(a), "not staged: not coalesced, but no other thread or iteration reads the same "
+            ctx.log.skip(_subject(a), "not staged: not coalesced, but no other thread or iteration reads the same "
                                   "data, so staging through shared memory would not pay off", a.location)
             continue
         out.append(rep)

@@ -197,7 +197,7 @@ def _guard_bounds(reads: list, info: KernelInfo):
                 in_loop = True
                 var, _, _ = g.loop_var(f.node)
                 loop = next((l for l in a.loops if l.node is f.node), None)
-                if loop is None or loop_values(loop, info.ctx.bindings) is None or var in assigned_names(f.node.stmt):
+                if loop is None or loop_values(loop, info.ctx.facts.bindings) is None or var in assigned_names(f.node.stmt):
                     raise Unsupported("the loop around a read does not run a fixed number of times")
             if f.kind == "if":
                 ifs.append(f.node)
@@ -333,19 +333,19 @@ def stage_halos(work: Kernel, ctx: PassContext, info: KernelInfo, fps: list[Foot
     bounds (a filter: `uniform_tile`). Returns the reports staged, [] (with notes) when nothing is."""
     where = Location.of(work.funcdef)
     problem = None
-    for block in halo_blocks(ctx.target, ctx.naive_block):
-        problem = info.coverage_problem(ctx.naive_block, block)
+    for block in halo_blocks(ctx.options.target, ctx.facts.naive_block):
+        problem = info.coverage_problem(ctx.facts.naive_block, block)
         if not problem:
             break
     if problem:
         for fp in fps:
-            ctx.skip(_subject(fp), f"no halo tile: {problem}", fp.reads[0].location)
+            ctx.log.skip(_subject(fp), f"no halo tile: {problem}", fp.reads[0].location)
         return False
     out_bytes = max((a.element_bytes for a in info.accesses if a.mode == "write"), default=0)
     names = {"e": info.fresh("elem"), "gr": info.fresh("row"), "gc": info.fresh("col"), "y0": info.fresh("row0"),
              "x0": info.fresh("col0")}
     staged = []
-    budget = ctx.target.shared_per_block
+    budget = ctx.options.target.shared_per_block
     for fp in fps:
         try:
             param = info.params[fp.array]
@@ -353,14 +353,14 @@ def stage_halos(work: Kernel, ctx: PassContext, info: KernelInfo, fps: list[Foot
                 raise Unsupported(f"elements of type {param.base_type} are not staged")
             if any(not (isinstance(a.node.name, c_ast.ID) and a.node.name.name == fp.array) for a in fp.reads):
                 raise Unsupported("the array is read through a pointer alias")
-            tile = HaloTile.plan(fp, block, block, ctx.target, info.fresh(f"tile_{fp.array}"), param.base_type)
+            tile = HaloTile.plan(fp, block, block, ctx.options.target, info.fresh(f"tile_{fp.array}"), param.base_type)
             if tile.bytes > budget:
                 raise Unsupported(f"the tile needs {tile.bytes} bytes of shared memory, {budget} are left")
             if any(loop_values(l, {}) is None for a in fp.reads for l in a.loops if l.var in fp.loops):
                 raise Unsupported("the filter's size is a parameter: a tile sized for its bound value would "
                                   "not hold other sizes (a loop over tile steps is not built)")
             bounds, uniform = _guard_bounds(fp.reads, info)
-            pays, why = staging_pays(fp, block, tile, ctx.target, out_bytes)
+            pays, why = staging_pays(fp, block, tile, ctx.options.target, out_bytes)
             if not pays:
                 raise Unsupported(why)
             top = _first_top(fp, info)
@@ -371,7 +371,7 @@ def stage_halos(work: Kernel, ctx: PassContext, info: KernelInfo, fps: list[Foot
             if uniform:
                 block_guard = " && ".join([text(u) for u in uniform] + ([block_guard] if block_guard else []))
         except Unsupported as why:
-            ctx.skip(_subject(fp), f"no halo tile: {why}", fp.reads[0].location)
+            ctx.log.skip(_subject(fp), f"no halo tile: {why}", fp.reads[0].location)
             continue
         budget -= tile.bytes
         staged.append((fp, tile, top, predicate, block_guard, why))
@@ -384,7 +384,7 @@ def stage_halos(work: Kernel, ctx: PassContext, info: KernelInfo, fps: list[Foot
         try:
             u = uniform_tile(rep.access, info, staged[0][0].reads, budget, names)
         except Unsupported as why:
-            ctx.skip(f"{rep.access.array}[{rep.access.index_text}]", f"not staged: {why}", rep.access.location)
+            ctx.log.skip(f"{rep.access.array}[{rep.access.index_text}]", f"not staged: {why}", rep.access.location)
             continue
         budget -= u.bytes
         alike.append((rep, u))
@@ -415,15 +415,15 @@ def stage_halos(work: Kernel, ctx: PassContext, info: KernelInfo, fps: list[Foot
     for fp, tile, _, _, _, why in staged:
         dims = f"{tile.name}[{tile.rows}][{tile.cols + tile.pad}]"
         pad = (f"rows padded by {tile.pad}" if tile.pad else "no padding needed") + \
-            f": reads and loader writes are conflict-free on {ctx.target.shared_banks} banks"
-        ctx.applied(_subject(fp), f"staged through shared memory in a halo tile {dims} ({fp.describe(block)}); "
+            f": reads and loader writes are conflict-free on {ctx.options.target.shared_banks} banks"
+        ctx.log.applied(_subject(fp), f"staged through shared memory in a halo tile {dims} ({fp.describe(block)}); "
                                   f"loaded cooperatively with coalesced rows, only the elements the block's "
                                   f"threads read; {pad}; {why}", fp.reads[0].location)
     for rep, u in alike:
-        ctx.applied(f"{rep.access.array}[{rep.access.index_text}]",
+        ctx.log.applied(f"{rep.access.array}[{rep.access.index_text}]",
                     f"staged through shared memory: the same elements for every thread, loaded once per block "
                     f"with coalesced requests into {u.name}[{u.size}] with the halo tiles", rep.access.location)
-    ctx.applied("launch", f"blocks of {block[0]}x{block[1]} threads, one thread per output, each block "
+    ctx.log.applied("launch", f"blocks of {block[0]}x{block[1]} threads, one thread per output, each block "
                           f"loading its tiles once", where)
     return [rep for rep, _ in alike]
 
@@ -458,7 +458,7 @@ def uniform_tile(a, info: KernelInfo, halo_reads: list, budget: int, names: dict
     values = {}
     for loop in a.loops:
         if sympy.Symbol(loop.var, integer=True) in a.index.free_symbols:
-            vals = loop_values(loop, info.ctx.bindings)
+            vals = loop_values(loop, info.ctx.facts.bindings)
             if vals is None:
                 raise Unsupported(f"the '{loop.var}' loop has no constant bounds")
             values[sympy.Symbol(loop.var, integer=True)] = vals
@@ -470,7 +470,7 @@ def uniform_tile(a, info: KernelInfo, halo_reads: list, budget: int, names: dict
         raise Unsupported("the elements read are not contiguous")
     for f in g.frames_to(a.node, info.parents, info.body):
         loop = next((l for l in a.loops if l.node is f.node), None)
-        if f.kind == "for" and (loop is None or loop_values(loop, info.ctx.bindings) is None):
+        if f.kind == "for" and (loop is None or loop_values(loop, info.ctx.facts.bindings) is None):
             raise Unsupported("a loop around the read does not run a fixed number of times")
     if [f.node for f in g.frames_to(a.node, info.parents, info.body) if f.kind in ("if", "else")] != \
             [f.node for f in g.frames_to(halo_reads[0].node, info.parents, info.body) if f.kind in ("if", "else")]:

@@ -28,9 +28,9 @@ _TILE_REQUESTS = 2
 
 def block_choices(kernel: Kernel, ctx: PassContext, wanted: list[AccessReport]):
     """Blocks to try, best first: (outputs per block, threads per block, the reason for the report)."""
-    t = ctx.target
+    t = ctx.options.target
     W = t.request_threads
-    two_d = uses_y(kernel, [r.access for r in wanted]) or ctx.naive_block[1] > 1
+    two_d = uses_y(kernel, [r.access for r in wanted]) or ctx.facts.naive_block[1] > 1
     transposed = False
     for r in wanted:
         e = sympy.expand(r.access.index)
@@ -60,7 +60,7 @@ def block_choices(kernel: Kernel, ctx: PassContext, wanted: list[AccessReport]):
     limit = _launch_bound(kernel)
     if limit:
         choices = [c for c in choices if c[1][0] * c[1][1] <= limit]
-    naive = tuple(ctx.naive_block)
+    naive = tuple(ctx.facts.naive_block)
     if naive not in [c[0] for c in choices] and naive[0] * naive[1] <= t.max_threads_per_block:
         choices.append((naive, naive, "the naive block (the preferred block does not cover the naive thread "
                                       "space exactly and the kernel has no guard)"))
@@ -78,7 +78,7 @@ def _launch_bound(kernel: Kernel) -> int | None:
 
 
 def _occupancy_block(kernel, ctx, wanted, two_d):
-    t = ctx.target
+    t = ctx.options.target
     W = t.request_threads
     shapes = [(W, h) for h in (1, 2, 4, 8)] if two_d else [(W * k, 1) for k in (1, 2, 4, 8)]
     best = None

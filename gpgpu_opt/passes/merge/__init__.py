@@ -63,7 +63,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     if volatile:
         # A merge shares loads between the outputs of a thread and keeps values in registers: each access
         # of a volatile array must happen as written, once per naive thread.
-        ctx.skip("kernel", f"not merged: {', '.join(volatile)} {'is' if len(volatile) == 1 else 'are'} volatile",
+        ctx.log.skip("kernel", f"not merged: {', '.join(volatile)} {'is' if len(volatile) == 1 else 'are'} volatile",
                  Location.of(kernel.funcdef))
         return kernel
     if kernel.launch is not None:
@@ -72,7 +72,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
             # A convolution's register tile brings its own halo tile: it replaces coalesce's staging.
             tiled = _merge_unstaged(staged_by, ctx, [_CONV_TILE], quiet=True)
             if tiled is not None:
-                ctx.applied("kernel", "the convolution's register tile stages its own halo tile, so it replaces "
+                ctx.log.applied("kernel", "the convolution's register tile stages its own halo tile, so it replaces "
                                       "the coalesce pass's staging", Location.of(kernel.funcdef))
                 return tiled
         return _merge_staged(kernel, ctx)
@@ -98,14 +98,14 @@ def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = Fals
             declined.append((plan.__module__.rsplit(".", 1)[-1], what, why))
             continue
         for name, _, why in declined:
-            ctx.skip("kernel", f"{name.replace('_', ' ')} not used: {why}", where)
+            ctx.log.skip("kernel", f"{name.replace('_', ' ')} not used: {why}", where)
         apply(work, info, chosen)
-        ctx.applied("kernel", describe(chosen), where)
-        ctx.applied("launch", describe_launch(chosen), where)
+        ctx.log.applied("kernel", describe(chosen), where)
+        ctx.log.applied("launch", describe_launch(chosen), where)
         return work
     if declined and not quiet:
         _, what, why = declined[0]
-        ctx.skip("kernel", f"{what}: {why}", where)
+        ctx.log.skip("kernel", f"{what}: {why}", where)
     return None
 
 
@@ -118,15 +118,15 @@ def _merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 def _block_merge(kernel: Kernel, ctx: PassContext) -> Kernel:
     where = Location.of(kernel.funcdef)
-    request = ctx.merge_request
+    request = ctx.options.merge_request
     try:
         plan = block_merge.plan_block_merge(kernel, ctx, (request.x, 1) if request is not None else None)
     except block_merge.NotMergeable:
         return kernel
     except Unsupported as why:
-        ctx.skip("kernel", f"blocks not merged: {why}", where)
+        ctx.log.skip("kernel", f"blocks not merged: {why}", where)
         return kernel
     merged = block_merge.apply_block_merge(kernel, ctx, plan)
-    ctx.applied("kernel", f"thread-block merge: {plan.describe()}", where)
-    ctx.applied("launch", f"blocks of {plan.block[0]}x{plan.block[1]} threads, one thread per output", where)
+    ctx.log.applied("kernel", f"thread-block merge: {plan.describe()}", where)
+    ctx.log.applied("launch", f"blocks of {plan.block[0]}x{plan.block[1]} threads, one thread per output", where)
     return merged

@@ -142,11 +142,11 @@ def plan_block_merge(kernel: Kernel, ctx: PassContext, factors: tuple[int, int] 
     current = _stage(base, ctx, block, 1)
     if not current.plans:
         raise NotMergeable("no staged tile")
-    axes = ("x", "y") if uses_y(base, [p.access for p in current.plans]) or ctx.naive_block[1] > 1 else ("x",)
-    sharing = {id(p): analyse_sharing(p.access, "G2S", block, ctx.bindings, axes) for p in current.plans}
+    axes = ("x", "y") if uses_y(base, [p.access for p in current.plans]) or ctx.facts.naive_block[1] > 1 else ("x",)
+    sharing = {id(p): analyse_sharing(p.access, "G2S", block, ctx.facts.bindings, axes) for p in current.plans}
     by_axis = {axis: [_subject(p) for p in current.plans if sharing[id(p)] and sharing[id(p)].shared_in(axis)]
                for axis in axes}
-    target = ctx.target
+    target = ctx.options.target
     now = _resident(target, block, current.shared_bytes)
     few = now < target.max_threads_per_sm
     tries = [axis for axis in axes if by_axis[axis]]
@@ -175,7 +175,7 @@ def plan_block_merge(kernel: Kernel, ctx: PassContext, factors: tuple[int, int] 
 
 
 def _best_factor(base, ctx, current: _Staging, axis, shared, factor, now, reasons) -> BlockMerge | None:
-    target = ctx.target
+    target = ctx.options.target
     block = current.block
     # Merged in x, a loop that a shared tile is staged around takes several tile steps at once (no more
     # than its known trip count) so that every thread loads.
@@ -184,7 +184,7 @@ def _best_factor(base, ctx, current: _Staging, axis, shared, factor, now, reason
         for p in current.plans:
             if p.anchor is not None and _subject(p) in shared:
                 trip = p.anchor.trip_count()
-                trip = trip.subs({param_symbol(k): v for k, v in ctx.bindings.items()}) if trip is not None else None
+                trip = trip.subs({param_symbol(k): v for k, v in ctx.facts.bindings.items()}) if trip is not None else None
                 cap = int(trip) // p.unroll if trip is not None and trip.is_Integer else 1 << 30
                 max_steps = max(max_steps, cap)
     if factor is None:
@@ -243,7 +243,7 @@ def _stage(base: Kernel, ctx: PassContext, block: tuple[int, int], steps: int) -
 
 def _candidate(base, ctx, merged, steps, current: _Staging) -> _Staging | str:
     """The staging for a merged block, or why that block cannot be used."""
-    target = ctx.target
+    target = ctx.options.target
     if merged[0] * merged[1] > target.max_threads_per_block:
         return f"{merged[0] * merged[1]} threads exceed the target's {target.max_threads_per_block} per block"
     try:
@@ -252,9 +252,9 @@ def _candidate(base, ctx, merged, steps, current: _Staging) -> _Staging | str:
         return str(why)
     # A merged block must tile the naive launch's blocks, or every access of the extra threads be guarded;
     # when the program does not launch the kernel, its block is not known and the guards are needed.
-    naive = ctx.naive_block if ctx.naive_block_known else (1, 1)
-    problem = None if ctx.stated_space_tiled_by(merged) else staging.info.coverage_problem(naive, merged)
-    if problem and not ctx.naive_block_known:
+    naive = ctx.facts.naive_block if ctx.facts.naive_block_known else (1, 1)
+    problem = None if ctx.facts.stated_space_tiled_by(merged) else staging.info.coverage_problem(naive, merged)
+    if problem and not ctx.facts.naive_block_known:
         return "the program does not launch the kernel and not every access is guarded by the global index, " \
                "so the merged block might not divide its thread space"
     if problem:

@@ -121,7 +121,7 @@ class ConvTile:
 # -- is the kernel a convolution ------------------------------------------------------------------------
 def plan_conv_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> ConvTile:
     tile = plan_by_model(kernel, ctx, info)
-    if ctx.merge_request is not None:
+    if ctx.options.merge_request is not None:
         return tile
     shapes = [s for s in SHAPES if s[0] * s[1] <= tile.rows * tile.cols and _fits(tile, *s)]
     shapes = [(tile.rows, tile.cols)] + [s for s in shapes if s != (tile.rows, tile.cols)]
@@ -178,7 +178,7 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: KernelInfo,
     if tile.threads_y == 0:
         raise Unsupported(f"the halo tile of {tile.rows}x{tile.cols} outputs per thread needs more than the "
                           f"{STATIC_SHARED} bytes of static shared memory a block can have")
-    problem = info.coverage_problem(ctx.naive_block, tile.outputs_per_block)
+    problem = info.coverage_problem(ctx.facts.naive_block, tile.outputs_per_block)
     if problem:
         raise Unsupported(problem)
     return tile
@@ -303,8 +303,8 @@ def _ffma_per_shared_read(tile: ConvTile, rows: int, cols: int) -> float:
 
 
 def _choose_shape(tile: ConvTile, ctx: PassContext) -> tuple[int, int, str]:
-    target = ctx.target
-    request = ctx.merge_request
+    target = ctx.options.target
+    request = ctx.options.merge_request
     if request is not None:
         if request.x not in (1, 2, 4, 8) or not 1 <= request.y <= 16:
             raise Unsupported(f"--merge {request}: a convolution tile takes 1, 2, 4 or 8 outputs per thread in x "

@@ -96,7 +96,7 @@ class RegisterTile:
 # -- is the kernel of the shape -------------------------------------------------------------------------
 def plan_register_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> RegisterTile:
     tile = plan_by_model(kernel, ctx, info)
-    if ctx.merge_request is not None:
+    if ctx.options.merge_request is not None:
         return tile
     shapes = [(tm, tn) for tm, tn in ((8, 8), (4, 4)) if tm <= tile.tm and tn <= tile.tn]
     shape, said = confirm_with_ptxas(kernel.name, ctx, shapes, lambda shape: _tiled_source(kernel, ctx, shape))
@@ -150,7 +150,7 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: KernelInfo,
                         trip is not None and trip % step == 0, why, element)
     _check_body_uses(tile, info)
     _check_shared_memory(tile, ctx)
-    problem = info.coverage_problem(ctx.naive_block, tile.outputs_per_block)
+    problem = info.coverage_problem(ctx.facts.naive_block, tile.outputs_per_block)
     if problem:
         raise Unsupported(problem)
     return tile
@@ -220,9 +220,9 @@ def _check_body_uses(tile: RegisterTile, info: KernelInfo) -> None:
 def _check_shared_memory(tile: RegisterTile, ctx: PassContext) -> None:
     size = 8 if tile.element == "double" else 4
     total = sum(tile.step * (_width(tile, o) + _padding(o)) * size for o in tile.operands)
-    if total > ctx.target.shared_per_block:
+    if total > ctx.options.target.shared_per_block:
         raise Unsupported(f"the tiles need {total} bytes of shared memory, more than the target's "
-                          f"{ctx.target.shared_per_block} per block")
+                          f"{ctx.options.target.shared_per_block} per block")
 
 
 def _width(tile: RegisterTile, o: Operand) -> int:

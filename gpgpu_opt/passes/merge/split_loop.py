@@ -116,8 +116,8 @@ def plan_split(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> Split:
     trip = trip_count(loop, start, info, ctx)
     rows, why_form = _form(loop, var, info)
     threads, why_size = _threads(rows, trip, _outputs(path, info, ctx), ctx)
-    split = Split(loop, var, acc, after, rows, threads, f"{why_form}; {why_size}", ctx.target.warp_size)
-    problem = info.coverage_problem(ctx.naive_block, split.outputs_per_block)
+    split = Split(loop, var, acc, after, rows, threads, f"{why_form}; {why_size}", ctx.options.target.warp_size)
+    problem = info.coverage_problem(ctx.facts.naive_block, split.outputs_per_block)
     if problem:
         raise Unsupported(problem)
     return split
@@ -190,7 +190,7 @@ def _outputs(path, info: KernelInfo, ctx: PassContext) -> int | None:
 
 
 def _threads(rows: bool, trip: int | None, outputs: int | None, ctx: PassContext) -> tuple[int, str]:
-    target = ctx.target
+    target = ctx.options.target
     resident = target.resident_threads
     estimate = outputs if outputs is not None else trip
     how = f"{estimate} outputs" if outputs is not None else \

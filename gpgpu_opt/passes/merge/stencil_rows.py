@@ -75,20 +75,20 @@ class StencilRows:
 
 
 def plan_stencil_rows(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> StencilRows:
-    request = ctx.merge_request
+    request = ctx.options.merge_request
     if request is not None and (request.x > 1 or request.y < 2):
         raise NotStencil("rows per thread not asked for")
-    if request is None and not ctx.target.l1_bytes_per_clock:
+    if request is None and not ctx.options.target.l1_bytes_per_clock:
         raise NotStencil("without an L1 for global loads the halo tile (coalesce) takes stencils")
-    if not footprints(info.accesses, ctx.bindings):
+    if not footprints(info.accesses, ctx.facts.bindings):
         raise NotStencil("no footprint")
     try:
-        return _plan(ctx, info, footprints(info.accesses, ctx.bindings))
+        return _plan(ctx, info, footprints(info.accesses, ctx.facts.bindings))
     except Unsupported as why:
         if request is not None:
             raise Unsupported(f"stencil rows: {why}") from None
         # The model's choice only: other merges may still take the kernel.
-        ctx.skip("kernel", f"no stencil rows: {why}", Location.of(kernel.funcdef))
+        ctx.log.skip("kernel", f"no stencil rows: {why}", Location.of(kernel.funcdef))
         raise NotStencil(str(why)) from None
 
 
@@ -109,7 +109,7 @@ def _check_loops(fps: list[Footprint], info: KernelInfo) -> None:
 
 
 def _plan(ctx: PassContext, info: KernelInfo, fps: list[Footprint]) -> StencilRows:
-    request = ctx.merge_request
+    request = ctx.options.merge_request
     info.check_kernel()
     _check_loops(fps, info)
     items = info.body.block_items or []

@@ -94,7 +94,7 @@ class ThreadMerge:
 def plan_thread_merge(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> ThreadMerge:
     """The thread merge for this kernel, or Unsupported saying why not. Does not change the kernel."""
     used = {builtin_axis(n, "xy") for n in walk(kernel.body)} - {None}
-    request = ctx.merge_request
+    request = ctx.options.merge_request
     if request is None:
         both = Dependence(info, {"x", "y"} & used)
         shared = _shared_reads(info, both, lambda d: d == {"x"})
@@ -188,11 +188,11 @@ def _block(info: KernelInfo, ctx: PassContext, factors: tuple[int, int]) -> tupl
     """The new block: a warp wide where the merged blocks may cover more than a naive block (a guard bounds
     every access, or the program states a thread space they tile), else the naive block cut by the factors
     (the launch must stay made of whole naive blocks)."""
-    naive, warp = ctx.naive_block, ctx.target.warp_size
+    naive, warp = ctx.facts.naive_block, ctx.options.target.warp_size
     wide = (max(naive[0], warp), max(1, naive[0] * naive[1] // max(naive[0], warp)))
     block, tiled = [], []
     for dim in (0, 1):
-        stated = ctx.global_space[dim]
+        stated = ctx.facts.global_space[dim]
         if stated is not None and stated % (wide[dim] * factors[dim]) == 0:
             block.append(wide[dim])
             tiled.append(wide[dim] * factors[dim])       # whole merged blocks: nothing to stop
@@ -211,7 +211,7 @@ def _block(info: KernelInfo, ctx: PassContext, factors: tuple[int, int]) -> tupl
 
 def _model(info: KernelInfo, ctx: PassContext, deps: Dependence) -> tuple[tuple[int, int], tuple[int, int], str]:
     """The smallest power of two N (outputs per thread in y) that keeps the memory busy (module docstring)."""
-    t = ctx.target
+    t = ctx.options.target
     need = LOADED_LATENCY * t.memory_bandwidth_gbs / t.sm_count * t.memory_latency_cycles / t.clock_ghz
     streamed = [a for a in info.accesses if a.mode == "read" and {"y"} <= deps.deps(a.node)
                 and _varies_across_warp(info, a)]
@@ -240,7 +240,7 @@ def _model(info: KernelInfo, ctx: PassContext, deps: Dependence) -> tuple[tuple[
         n *= 2
     if best is None or best[0] == 1:
         raise Unsupported("one output per thread already keeps the memory busy, or no larger factor fits "
-                          f"the naive {ctx.naive_block[0]}x{ctx.naive_block[1]} block")
+                          f"the naive {ctx.facts.naive_block[0]}x{ctx.facts.naive_block[1]} block")
     n, block, resident, in_flight = best
     names = ", ".join(f"{a.array}[{a.index_text}]" for a in streamed) or "the per-copy reads"
     why = (f"{resident} resident threads per SM x {n} x {per_copy} B of {names} keep {in_flight} B in flight "

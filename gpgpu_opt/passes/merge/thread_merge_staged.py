@@ -40,11 +40,11 @@ def thread_merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
     except tm.NotMergeable:
         return kernel
     except Unsupported as why:
-        ctx.skip("kernel", f"one output per thread in y kept: {why}", where)
+        ctx.log.skip("kernel", f"one output per thread in y kept: {why}", where)
         return kernel
     tm.apply_thread_merge(work, info, plan)
-    ctx.applied("kernel", tm.describe(plan), where)
-    ctx.applied("launch", tm.describe_launch(plan), where)
+    ctx.log.applied("kernel", tm.describe(plan), where)
+    ctx.log.applied("launch", tm.describe_launch(plan), where)
     return work
 
 
@@ -52,7 +52,7 @@ def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: KernelInfo)
     launch = kernel.launch
     if launch is None or launch.fixed_grid:
         raise tm.NotMergeable("no launch of whole outputs to scale")
-    request = ctx.merge_request
+    request = ctx.options.merge_request
     if request is not None and request.y == 1:
         raise tm.NotMergeable("no rows per thread asked for (`--merge x=N` merges blocks in x)")
     if not any(builtin_axis(n, "y") for n in walk(kernel.body)):
@@ -71,8 +71,8 @@ def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: KernelInfo)
     factor, why = _factor(info, ctx, deps, request)
     covers = (launch.outputs_per_block[0], launch.outputs_per_block[1] * factor)
     # In x the launch covers what an earlier merge made sure of; in y its blocks must still tile the naive ones.
-    problem = info.coverage_problem((launch.outputs_per_block[0], ctx.naive_block[1]), covers)
-    if problem and not ctx.stated_space_tiled_by(covers):       # a stated space tiled: no extra threads
+    problem = info.coverage_problem((launch.outputs_per_block[0], ctx.facts.naive_block[1]), covers)
+    if problem and not ctx.facts.stated_space_tiled_by(covers):       # a stated space tiled: no extra threads
         raise Unsupported(problem)
     return tm.ThreadMerge((1, factor), launch.block, why, shared, deps, covers=launch.outputs_per_block)
 
@@ -127,7 +127,7 @@ def _check_barriers(info: KernelInfo, deps: Dependence) -> None:
 
 
 def _factor(info: KernelInfo, ctx: PassContext, deps: Dependence, request) -> tuple[int, str]:
-    t = ctx.target
+    t = ctx.options.target
     values = 1 + sum(1 for n in walk(info.body) if isinstance(n, c_ast.Decl) and deps.per_copy.get(n.name)
                      and "__shared__" not in n.storage)
     tile_bytes = sum(_bytes(n) for n in walk(info.body) if isinstance(n, c_ast.Decl)

@@ -30,14 +30,14 @@ SPILL_LIMIT = 128
 def choose_shape(ctx: PassContext, outputs: tuple[int | None, int | None], element: str) -> tuple[int, int, str]:
     """TM x TN outputs per thread: `--merge` when given, else the largest tile whose registers fit two
     blocks of 256 threads per SM and whose grid still gives every SM a block."""
-    target = ctx.target
+    target = ctx.options.target
     words = 2 if element == "double" else 1
     budget = min(target.max_registers_per_thread, target.registers_per_sm // (THREADS * THREADS * BLOCKS_PER_SM))
 
     def registers(tm: int, tn: int) -> int:
         return words * (tm * tn + tm + tn) + OVERHEAD_REGISTERS
 
-    request = ctx.merge_request
+    request = ctx.options.merge_request
     if request is not None:
         if request.x not in (GROUP, 2 * GROUP) or request.y not in (GROUP, 2 * GROUP):
             raise Unsupported(f"--merge {request}: a register tile takes 4 or 8 outputs per thread in each "
@@ -70,7 +70,7 @@ def confirm_with_ptxas(kernel_name: str, ctx: PassContext, shapes: list[tuple[in
         return shapes[0], "nvcc not found, so the model's register count stands"
     reported = []
     for shape in shapes:
-        usage = (resource_usage(build(shape), ctx.target) or {}).get(kernel_name)
+        usage = (resource_usage(build(shape), ctx.options.target) or {}).get(kernel_name)
         if usage is None:
             return shapes[0], "the kernel does not compile on its own for ptxas, so the model's register count stands"
         spills = usage["spill_store_bytes"]

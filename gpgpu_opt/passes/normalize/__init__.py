@@ -49,7 +49,7 @@ def _hoist_loads(kernel: Kernel, ctx: PassContext) -> None:
     taken = {n.name for n in walk(kernel.body) if isinstance(n, c_ast.Decl) and n.name} | \
         {p.name for p in kernel.params}
     printer = CudaGenerator()
-    pure = pure_calls(ctx.device_functions)
+    pure = pure_calls(ctx.facts.device_functions)
 
     def loads_of(expr) -> list[c_ast.ArrayRef]:
         found = []

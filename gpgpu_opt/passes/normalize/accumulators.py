@@ -76,7 +76,7 @@ class _Promoter:
         where = Location.of(candidate.update)
         why = self._unsafe(loop, candidate)
         if why:
-            self.ctx.skip(candidate.subject, f"not promoted to a register: {why}", where)
+            self.ctx.log.skip(candidate.subject, f"not promoted to a register: {why}", where)
             return None
         first, before = self._updates_before(items, at, candidate)
         runs = self._runs_at_least_once(loop)
@@ -84,13 +84,13 @@ class _Promoter:
         if not before and not runs:
             entry, why = self._entry_condition(loop)
             if entry is None:
-                self.ctx.skip(candidate.subject, f"not promoted to a register: the loop may run zero times "
+                self.ctx.log.skip(candidate.subject, f"not promoted to a register: the loop may run zero times "
                                                  f"and {why}", where)
                 return None
         new = self._rewrite(items[first:at], loop, candidate, before, entry)
         how = "with the updates before the loop" if before else \
             "under the loop's entry condition" if entry is not None else "for the loop"
-        self.ctx.applied(candidate.subject, f"global accumulator promoted to a register {how}", where)
+        self.ctx.log.applied(candidate.subject, f"global accumulator promoted to a register {how}", where)
         return first, new
 
     # -- what may be promoted ------------------------------------------------------------------------

@@ -181,17 +181,17 @@ def block_size_products(kernel: Kernel, ctx: PassContext) -> None:
         if found is None:
             return None
         axis, value, side = found
-        proved = ctx.launch_block[("x", "y").index(axis)] if axis in ("x", "y") else None
+        proved = ctx.facts.launch_block[("x", "y").index(axis)] if axis in ("x", "y") else None
         if proved != value:
             if (axis, value) not in told:
                 told.add((axis, value))
-                ctx.skip(f"blockIdx.{axis} * {value}", _why_not(axis, value, proved, ctx.launch_block_where),
+                ctx.log.skip(f"blockIdx.{axis} * {value}", _why_not(axis, value, proved, ctx.facts.launch_block_where),
                          Location.of(n))
             return None
         if (axis, value) not in told:
             told.add((axis, value))
-            ctx.diagnostics.note(f"normalize: blockIdx.{axis} * {value} read as blockIdx.{axis} * blockDim.{axis}: "
-                                 f"{ctx.launch_block_where} has blocks of {value} threads along {axis}",
+            ctx.log.diagnostics.note(f"normalize: blockIdx.{axis} * {value} read as blockIdx.{axis} * blockDim.{axis}: "
+                                 f"{ctx.facts.launch_block_where} has blocks of {value} threads along {axis}",
                                  Location.of(n), kernel=ctx.kernel_name)
         dim = c_ast.StructRef(c_ast.ID("blockDim", n.coord), ".", c_ast.ID(axis, n.coord), n.coord)
         if side == "right":

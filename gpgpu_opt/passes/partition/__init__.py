@@ -29,8 +29,8 @@ from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
-    geometry = ctx.target.partition_camping
-    asked = geometry is None and "partition" in ctx.requested
+    geometry = ctx.options.target.partition_camping
+    asked = geometry is None and "partition" in ctx.options.named
     rotating = not diagonal.uses_block_y(kernel)
     base = _before_prefetch(kernel, ctx) if rotating else None
     campers = camping_accesses(base or kernel, ctx, geometry or REFERENCE_GEOMETRY)
@@ -41,39 +41,39 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     where = access.location or Location.of(kernel.funcdef)
     width, count = geometry or REFERENCE_GEOMETRY
     if geometry is None and not asked:
-        ctx.skip(subject, f"not applied: {ctx.target.name} hashes addresses across its memory channels, so the "
+        ctx.log.skip(subject, f"not applied: {ctx.options.target.name} hashes addresses across its memory channels, so the "
                           f"blocks do not camp as they would on {count} partitions of {width} bytes; ask with "
                           "--passes ...,partition", where)
         return kernel
-    block = kernel.launch.block if kernel.launch is not None else ctx.naive_block
-    why = f"{describe(access, found, block, ctx.bindings)} ({count} partitions of {width} bytes" + \
-        (f", asked for with --passes although {ctx.target.name} hashes addresses)" if asked else ")")
+    block = kernel.launch.block if kernel.launch is not None else ctx.facts.naive_block
+    why = f"{describe(access, found, block, ctx.facts.bindings)} ({count} partitions of {width} bytes" + \
+        (f", asked for with --passes although {ctx.options.target.name} hashes addresses)" if asked else ")")
     work = (base or kernel).copy()
     try:
         if not rotating:
             plan = diagonal.plan_diagonal(work, ctx)
             diagonal.apply_diagonal(work, plan)
-            ctx.applied(subject, f"{why}: {diagonal.describe(plan)}", where)
+            ctx.log.applied(subject, f"{why}: {diagonal.describe(plan)}", where)
             return work
         return _rotate(work, ctx, subject, why, where, again=base is not None)
     except Unsupported as reason:
-        ctx.skip(subject, f"camping left as it is: {reason}", where)
+        ctx.log.skip(subject, f"camping left as it is: {reason}", where)
         return kernel
 
 
 def _before_prefetch(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     """The kernel as the prefetch pass received it, where that pass changed it: its staged loop carries
     the next step's registers from one iteration to the next, so the loop to rotate is the one before."""
-    prefetched = any(d.pass_name == "prefetch" and d.action == "applied" for d in ctx.decisions)
+    prefetched = any(d.pass_name == "prefetch" and d.action == "applied" for d in ctx.log.decisions)
     return ctx.received.get("prefetch") if prefetched else None
 
 
 def camping_accesses(kernel: Kernel, ctx: PassContext, geometry: tuple[int, int]) -> list[tuple[Access, dict]]:
     """The accesses of `kernel` that camp on `geometry`, with the analysis's finding for each."""
-    block = kernel.launch.block if kernel.launch is not None else ctx.naive_block
+    block = kernel.launch.block if kernel.launch is not None else ctx.facts.naive_block
     found = []
     for access in collect_accesses(kernel):
-        result = partition_camping(access, ctx.target, block, ctx.bindings, geometry)
+        result = partition_camping(access, ctx.options.target, block, ctx.facts.bindings, geometry)
         if camps_between_blocks(access, result, geometry[0]):
             found.append((access, result))
     return found
@@ -84,7 +84,7 @@ def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where, again
     the kernel before prefetching, which is then done again on the rotated loop."""
     info = KernelInfo(work, ctx)
     loops = []
-    for access, _ in camping_accesses(work, ctx, ctx.target.partition_camping or REFERENCE_GEOMETRY):
+    for access, _ in camping_accesses(work, ctx, ctx.options.target.partition_camping or REFERENCE_GEOMETRY):
         loop = rotation.loop_to_rotate(access)
         if loop is not None and all(loop.node is not l.node for l in loops):
             loops.append(loop)
@@ -109,5 +109,5 @@ def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where, again
         prefetch_note = f"; the prefetch of {staged} is made again on the rotated loop: each step loads the " \
                         "rotated next step's data, the last step none"
     for plan in plans:
-        ctx.applied(subject, f"{why}: {rotation.describe(plan)}{prefetch_note}", where)
+        ctx.log.applied(subject, f"{why}: {rotation.describe(plan)}{prefetch_note}", where)
     return work

@@ -51,7 +51,7 @@ def plan_diagonal(kernel: Kernel, ctx: PassContext) -> Diagonal:
     body = kernel.body
     if any(is_builtin(n, "blockIdx", "z") for n in walk(body)):
         raise Unsupported("the kernel uses blockIdx.z (a 3-D grid)")
-    helper = _helper_reading_block_index(body, ctx.device_functions)
+    helper = _helper_reading_block_index(body, ctx.facts.device_functions)
     if helper:
         raise Unsupported(f"the helper '{helper}' reads blockIdx itself, so it would not see the remapped block")
     taken = ids_in(body) | {p.name for p in kernel.params} | \

@@ -104,7 +104,7 @@ def _check_independent(loop: c_ast.For, var: str, info: KernelInfo, ctx: PassCon
     body = loop.stmt
     local = {n.name for n in walk(body) if isinstance(n, c_ast.Decl) and n.name}
     shared = {n.name for n in walk(info.body) if isinstance(n, c_ast.Decl) and "__shared__" in (n.storage or [])}
-    allowed_calls = pure_calls(ctx.device_functions) | {_BARRIER}
+    allowed_calls = pure_calls(ctx.facts.device_functions) | {_BARRIER}
     accumulators: dict[str, int] = {}
     shared_writes: list[c_ast.Node] = []
     for n in walk(body):

@@ -29,9 +29,9 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     except NotStaged:
         return kernel
     except Unsupported as why:
-        ctx.skip(getattr(why, "subject", "kernel"), f"not prefetched: {why}", where)
+        ctx.log.skip(getattr(why, "subject", "kernel"), f"not prefetched: {why}", where)
         return kernel
-    ctx.applied(subject, why, where)
+    ctx.log.applied(subject, why, where)
     return work
 
 
@@ -44,7 +44,7 @@ def prefetched(kernel: Kernel, ctx: PassContext) -> tuple[Kernel, str, str]:
     taken = set(KernelInfo(work, ctx).taken)
     subject = ", ".join(sorted({f"{c.array} -> {c.tile}" for c in staged.copies}))
     try:
-        if ctx.target.has_async_copy:
+        if ctx.options.target.has_async_copy:
             why = stages.check_stages(work, staged, ctx)
             stages.apply_stages(work, staged, taken)
             work.includes = sorted(set(work.includes) | {stages.HEADER})
@@ -66,7 +66,7 @@ def _ptxas(before: Kernel, after: Kernel, ctx: PassContext) -> str:
     usage = []
     for k in (before, after):
         source = "".join(f"#include <{h}>\n" for h in k.includes) + k.with_launch_bounds(kernel_source(k.funcdef))
-        usage.append((resource_usage(source, ctx.target) or {}).get(k.name))
+        usage.append((resource_usage(source, ctx.options.target) or {}).get(k.name))
     if None in usage:
         return ""
     (old, new) = usage

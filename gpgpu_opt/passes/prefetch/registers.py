@@ -43,9 +43,9 @@ def check_registers(kernel: Kernel, staged: StagedLoop, ctx: PassContext) -> str
     fit the share of the register file one block's threads have."""
     words = register_words(staged)
     launch = kernel.launch
-    threads = launch.threads if launch else ctx.naive_block[0] * ctx.naive_block[1]
+    threads = launch.threads if launch else ctx.facts.naive_block[0] * ctx.facts.naive_block[1]
     outputs = launch.outputs_per_block[0] * launch.outputs_per_block[1] // threads if launch else 1
-    target = ctx.target
+    target = ctx.options.target
     budget = min(target.max_registers_per_thread, target.registers_per_sm // threads)
     need = outputs + words + OVERHEAD_REGISTERS
     if outputs > 1 and need > budget:

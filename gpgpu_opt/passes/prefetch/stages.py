@@ -59,7 +59,7 @@ def check_stages(kernel: Kernel, staged: StagedLoop, ctx: PassContext) -> str:
     if any(not isinstance(t.dim, c_ast.Constant) for d in staged.tiles.values()
            for t in _dims(d.type)):
         raise Unsupported("a staged tile's size is not a constant")
-    target, launch = ctx.target, kernel.launch
+    target, launch = ctx.options.target, kernel.launch
     need = 2 * tile_bytes(staged)
     blocks = launch.blocks_per_sm if launch and launch.blocks_per_sm else 1
     if need > target.shared_per_block or blocks * need > target.shared_per_sm:

@@ -31,7 +31,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     for compound, run_ in list(pairs.runs(work.body)):
         pairs.vectorize_run(info, compound, run_, ctx, done)
     for what in done:
-        ctx.applied("kernel", f"vector access: {what}", where)
+        ctx.log.applied("kernel", f"vector access: {what}", where)
     if not done:
         work = _widened(kernel, ctx) or work
     return work if done or work.launch is not None else kernel
@@ -41,25 +41,25 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     """The kernel widened by `--vector-width` or the target's preferred access (16 bytes: 4 floats, 2 doubles), where
     warps are served by sectors (on the paper's GPUs a half-warp's 4-byte accesses already fill a segment)."""
     where = Location.of(kernel.funcdef)
-    if ctx.target.coalescing_rule != "sectors" or ctx.vector_width == 1:
+    if ctx.options.target.coalescing_rule != "sectors" or ctx.options.vector_width == 1:
         return None
-    slow = latency.slow_chain(kernel.body) if ctx.vector_width is None else None   # asked for: widen anyway
+    slow = latency.slow_chain(kernel.body) if ctx.options.vector_width is None else None   # asked for: widen anyway
     if slow is not None:
-        ctx.skip("kernel", f"not widened: {slow}", where)
+        ctx.log.skip("kernel", f"not widened: {slow}", where)
         return None
     work = kernel.copy()
     g.normalize_early_returns(work.body)
     info = KernelInfo(work, ctx)
     try:
-        what = widen.widen(work, ctx, info, ctx.vector_width)
+        what = widen.widen(work, ctx, info, ctx.options.vector_width)
     except widen.NotWidenable as why:
-        ctx.skip("kernel", f"not widened: {why}", where)
+        ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
     except Unsupported as why:
-        ctx.skip("kernel", f"not widened: {why}", where)
+        ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
-    ctx.applied("kernel", f"widened: {what}", where)
+    ctx.log.applied("kernel", f"widened: {what}", where)
     width = work.launch.outputs_per_block[0] // work.launch.block[0]
-    ctx.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
+    ctx.log.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
                           "per thread in x", where)
     return work

@@ -150,7 +150,7 @@ class PairFinder:
 def vectorize_run(info: KernelInfo, compound: c_ast.Compound, run: list[int], ctx, done: list[str]) -> None:
     """Rewrite the pairs of one run in place; `done` collects what was paired, notes say what was not."""
     stmts = [compound.block_items[k] for k in run]
-    finder = PairFinder(info, stmts, bool(ctx.aliasing and ctx.aliasing.restrict))
+    finder = PairFinder(info, stmts, bool(ctx.facts.aliasing and ctx.facts.aliasing.restrict))
     inserts: dict[int, list[c_ast.Node]] = {}
     replaced: dict[int, c_ast.Node] = {}
     vectors: set[str] = set()
@@ -163,7 +163,7 @@ def vectorize_run(info: KernelInfo, compound: c_ast.Compound, run: list[int], ct
         if vector is None:
             finder.refused.append(f"{pair.array}: no two-element vector of {param.base_type}")
             continue
-        if ctx.alignment.get(pair.array, 0) < need:
+        if ctx.facts.alignment.get(pair.array, 0) < need:
             finder.refused.append(f"{pair.array}[{pair.low_text}]: {pair.array} is not known to be "
                                   f"{need}-byte aligned (no launch in this file passes it a cudaMalloc buffer at "
                                   "an even offset); scalar accesses kept")
@@ -196,7 +196,7 @@ def vectorize_run(info: KernelInfo, compound: c_ast.Compound, run: list[int], ct
         compound.block_items[position:position] = inserts.get(k, [])
     fold_copies(info, compound, vectors)
     for why in finder.refused:
-        ctx.skip(why.split(":")[0], why.split(": ", 1)[1])
+        ctx.log.skip(why.split(":")[0], why.split(": ", 1)[1])
 
 
 def _replace_refs(stmt: c_ast.Node, members: dict, name: str) -> None:

@@ -176,7 +176,7 @@ def _rewrite_statement(stmt, pointers, written, ctx, taken, done, where) -> list
         subject = f"{q}[{index}]"
         why = _refusal(layout, vector, origin, written, conditional, group, stmt, ctx)
         if why:
-            ctx.skip(subject, f"whole struct not loaded as one vector: {why}", where)
+            ctx.log.skip(subject, f"whole struct not loaded as one vector: {why}", where)
             continue
         name = fresh_name(f"{q}_v", taken)
         const_vector = f"const {vector}"
@@ -199,7 +199,7 @@ def _refusal(layout, vector, origin, written, conditional, group, stmt, ctx) -> 
         return f"the kernel may write the memory of '{layout.name}' structs"
     if origin is None:
         return "the pointer is not a parameter, nor a never reassigned offset of one"
-    if ctx.alignment.get(origin, 0) < size:
+    if ctx.facts.alignment.get(origin, 0) < size:
         return (f"'{origin}' is not known to be {size}-byte aligned (no launch in this file passes it a "
                 "cudaMalloc buffer)")
     if conditional:

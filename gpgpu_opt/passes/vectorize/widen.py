@@ -96,7 +96,7 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
             check = f"{stride} % {width} == 0"
             if check not in checks:
                 checks.append(check)
-        proven_base = ctx.alignment.get(array, 0) >= need
+        proven_base = ctx.facts.alignment.get(array, 0) >= need
         if proven_base and _multiple(f, width):
             continue
         subscript = substitute(node.subscript, {v: c_ast.Constant("int", "0") for v in loops})
@@ -166,11 +166,11 @@ def _width(requested: int | None, element_types: list[str], ctx) -> int:
     unknown = sorted({t for t in element_types if element_size(t) is None})
     if unknown:
         raise Unsupported(f"no vector type of {', '.join(unknown)}")
-    width = max(1, ctx.target.preferred_vector_bytes // max(element_size(t) for t in element_types))
+    width = max(1, ctx.options.target.preferred_vector_bytes // max(element_size(t) for t in element_types))
     while width > 1 and not all(vector_type(t, width) for t in element_types):
         width //= 2
     if width == 1:
-        raise Unsupported(f"no {ctx.target.preferred_vector_bytes}-byte-or-narrower vector type holds two "
+        raise Unsupported(f"no {ctx.options.target.preferred_vector_bytes}-byte-or-narrower vector type holds two "
                           f"elements of each of {', '.join(sorted(set(element_types)))}")
     return width
 
@@ -387,20 +387,20 @@ def _upper_bound(clause: c_ast.Node, idx: str) -> c_ast.Node | None:
 def _known_multiple(bound: c_ast.Node, width: int, ctx) -> bool:
     if isinstance(bound, c_ast.Constant):
         return int(bound.value.rstrip("uUlL"), 0) % width == 0
-    if isinstance(bound, c_ast.ID) and bound.name in ctx.bindings:
-        return ctx.bindings[bound.name] % width == 0
+    if isinstance(bound, c_ast.ID) and bound.name in ctx.facts.bindings:
+        return ctx.facts.bindings[bound.name] % width == 0
     return False
 
 
 def _launch(info: KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
-    bx, by = ctx.naive_block
-    stated = ctx.global_space[0]
+    bx, by = ctx.facts.naive_block
+    stated = ctx.facts.global_space[0]
     if guarded or (stated is not None and stated % (bx * width) == 0):
         return LaunchConfig(block=(bx, by), outputs_per_block=(bx * width, by))
-    if ctx.launched_in_file and not ctx.naive_block_known:   # the cut block covers bx naive threads: only
+    if ctx.facts.launched_in_file and not ctx.facts.naive_block_known:   # the cut block covers bx naive threads: only
         # right if the sites' block is bx (a kernel the file does not launch gets a run-time contract instead)
         raise Unsupported(f"the kernel has no guard and the block its launch uses is not known (assumed {bx}x{by})")
-    if bx % width or (bx // width) * by < ctx.target.warp_size:
+    if bx % width or (bx // width) * by < ctx.options.target.warp_size:
         raise Unsupported(f"the kernel has no guard and a {bx}x{by} block cannot be cut {width} times in x")
     return LaunchConfig(block=(bx // width, by), outputs_per_block=(bx, by))
 

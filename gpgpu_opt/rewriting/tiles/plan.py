@@ -42,11 +42,11 @@ def plan_reads(kernel: Kernel, ctx: PassContext, info: KernelInfo, block: tuple[
     planned for) with `threads` threads (who loads what: the same as `block`, or fewer rows of threads
     that each compute several rows of outputs). `steps`: tile steps of the request width taken at once
     by a loop (thread-block merge widens them so that every thread of a merged block loads)."""
-    t = ctx.target
+    t = ctx.options.target
     threads = threads or block
     W = t.request_threads
     info.taken = set(info.base_taken)
-    analysis = analyze_kernel(kernel, t, block, ctx.bindings)
+    analysis = analyze_kernel(kernel, t, block, ctx.facts.bindings)
     plans: list[Plan] = []
     skipped: list[tuple[AccessReport, str]] = []
     for rep in analysis.reports:

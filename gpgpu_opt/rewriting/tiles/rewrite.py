@@ -124,7 +124,7 @@ def _chunk_builder(group: list[Plan], ctx: PassContext):
     trip = anchor.trip_count()
     divisible = False
     if trip is not None:
-        trip = trip.subs({param_symbol(k): v for k, v in ctx.bindings.items()})
+        trip = trip.subs({param_symbol(k): v for k, v in ctx.facts.bindings.items()})
         divisible = bool(trip.is_Integer and int(trip) % unroll == 0)
     span = unroll * abs(anchor.step)
     # A step runs from the chunk variable's value in the loop's own direction, over `span` values: going

@@ -65,11 +65,11 @@ def vectorize_loads(p: Plan, info: KernelInfo, block, threads, element: ElementL
 def _width(p: Plan, ctx) -> int | None:
     """Elements per vector load, or None where the tile keeps its scalar loads without a note (a target
     that does not prefer 16-byte accesses, `--vector-width 1`, a tile that is not a transposed 2-D one)."""
-    if ctx.target.preferred_vector_bytes < 16 or ctx.vector_width == 1:
+    if ctx.options.target.preferred_vector_bytes < 16 or ctx.options.vector_width == 1:
         return None
     if p.anchor is not None or not p.tile.two_d or p.shape.col is None or p.shape.col.kind not in ("x", "y"):
         return None
-    width = ctx.vector_width or ctx.target.preferred_vector_bytes // p.tile.elem_bytes
+    width = ctx.options.vector_width or ctx.options.target.preferred_vector_bytes // p.tile.elem_bytes
     width = min(width, 16 // p.tile.elem_bytes)
     return width if vector_type(p.tile.elem_type, width) else None
 
@@ -175,9 +175,9 @@ def _alignment(p: Plan, info: KernelInfo, block, first: c_ast.ArrayRef, names: s
         if need == 1:
             continue
         factors = [scalars[s] for s, e in zip(symbols, powers) if e and s in scalars]
-        bound = [f for f in factors if f in ctx.bindings and ctx.bindings[f] % need == 0]
+        bound = [f for f in factors if f in ctx.facts.bindings and ctx.facts.bindings[f] % need == 0]
         if bound:
-            fact = f"{bound[0]} = {ctx.bindings[bound[0]]}"
+            fact = f"{bound[0]} = {ctx.facts.bindings[bound[0]]}"
             if fact not in proved:
                 proved.append(fact)
             continue
@@ -188,7 +188,7 @@ def _alignment(p: Plan, info: KernelInfo, block, first: c_ast.ArrayRef, names: s
             tests.append(test)
     array = p.access.array
     nbytes = width * p.tile.elem_bytes
-    if ctx.alignment.get(array, 0) >= nbytes:
+    if ctx.facts.alignment.get(array, 0) >= nbytes:
         proved.append(f"'{array}' is a cudaMalloc'd buffer at every launch")
     else:
         tests.append(f"((size_t) {array} & {nbytes - 1}) == 0")

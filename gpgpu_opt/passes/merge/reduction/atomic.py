@@ -148,7 +148,7 @@ def plan_atomic(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> AtomicPla
     check_no_block_control(g.items(body), "the kernel")
     _check_index_uses(info)
     block = check_block(ctx, "the block tree")
-    target_ = ctx.target
+    target_ = ctx.options.target
     shuffles = target_.has_warp_shuffle and block % target_.warp_size == 0
     if not shuffles and not (is_power_of_two(block) and block * 8 <= target_.shared_per_block):
         raise Unsupported(f"a block of {block} threads is neither whole warps (for shuffles on this target) nor "
@@ -208,7 +208,7 @@ def _stride_bound(body: c_ast.Compound, atomic, ctx: PassContext, info: KernelIn
         return None
     for clause in g.clauses(guard.cond):
         if isinstance(clause, c_ast.BinaryOp) and clause.op == "<" and isinstance(clause.right, c_ast.ID) \
-                and clause.right.name in ctx.launch_covers and clause.right.name not in info.assigned \
+                and clause.right.name in ctx.facts.launch_covers and clause.right.name not in info.assigned \
                 and is_global_x(clause.left, info) and _index_name_ok(clause.left, items[:-1], info):
             return clause.right
     return None

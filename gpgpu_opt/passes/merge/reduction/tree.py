@@ -145,12 +145,12 @@ def plan_tree(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> TreePlan:
         raise Unsupported(f"the tree has no 'tid + s < blockDim.x' guard and the block of {block} threads is not a "
                           "power of two: the naive tree reads past its block")
     _check_after(after, array, acc, info)
-    warp = ctx.target.warp_size
-    shuffles = ctx.target.has_warp_shuffle and is_power_of_two(block) and warp <= block <= warp * warp
-    if not shuffles and block * _SIZES[acc_type] > ctx.target.shared_per_block:
+    warp = ctx.options.target.warp_size
+    shuffles = ctx.options.target.has_warp_shuffle and is_power_of_two(block) and warp <= block <= warp * warp
+    if not shuffles and block * _SIZES[acc_type] > ctx.options.target.shared_per_block:
         raise Unsupported(f"a shared tree of {block} values does not fit the target's shared memory")
     return TreePlan(array, store, acc, acc_type, before, after, block, guarded, shuffles, warp, s,
-                    warp_shuffle_missing=not ctx.target.has_warp_shuffle, block_assumed=not ctx.naive_block_known)
+                    warp_shuffle_missing=not ctx.options.target.has_warp_shuffle, block_assumed=not ctx.facts.naive_block_known)
 
 
 def _tree_update(loop: c_ast.For, info: KernelInfo) -> c_ast.Assignment | None:

@@ -70,13 +70,13 @@ class Window:
 
 
 def plan_stencil_window(kernel, ctx: PassContext, info: KernelInfo) -> Window:
-    if not ctx.target.has_warp_shuffle:
+    if not ctx.options.target.has_warp_shuffle:
         raise NotStencil("the target has no warp shuffles (the halo tiles take small stencils there)")
     used = {builtin_axis(n, "xy") for n in walk(kernel.body)} - {None}
     if used != {"x", "y"}:
         raise NotStencil("not a 2-D thread space")
     array, reads, pitch, ranges = _stencil_reads(info, ctx)
-    request = ctx.merge_request
+    request = ctx.options.merge_request
     info.check_kernel()
     _check_index_uses(info)
     _check_stores(info, array, ctx)
@@ -101,8 +101,8 @@ def plan_stencil_window(kernel, ctx: PassContext, info: KernelInfo) -> Window:
         if interior.note:
             window.why += f"; {interior.note}"
     outputs = window.outputs_per_block
-    if not ctx.stated_space_tiled_by(outputs):
-        problem = info.coverage_problem(ctx.naive_block, outputs)
+    if not ctx.facts.stated_space_tiled_by(outputs):
+        problem = info.coverage_problem(ctx.facts.naive_block, outputs)
         if problem:
             raise Unsupported(problem)
     for axis in "xy":
@@ -260,7 +260,7 @@ def _check_stores(info: KernelInfo, array: str, ctx: PassContext) -> None:
             step = sympy.diff(value, G[axis])
             if step == 0 or step.free_symbols & set(G.values()) or any(s.name.startswith("?") for s in step.free_symbols):
                 raise Unsupported(f"the store to {where} does not move with the global {axis} index")
-    if ctx.aliasing is not None and ctx.aliasing.restrict:
+    if ctx.facts.aliasing is not None and ctx.facts.aliasing.restrict:
         return
     order = {id(n): k for k, n in enumerate(walk(info.body))}
     stores = [order[id(a.node)] for a in info.accesses if a.mode == "write"]
@@ -289,7 +289,7 @@ def _guard(info: KernelInfo, reads: list[Read], ctx: PassContext) -> tuple[list[
                 uniform.append(clause)
                 continue
             bounds.append(_bound(clause, env, ctx))
-    for axis, stated in zip("xy", ctx.global_space):
+    for axis, stated in zip("xy", ctx.facts.global_space):
         if stated is not None:
             bounds.append(Bound(axis, False, sympy.Integer(stated)))
     return bounds, uniform
@@ -394,7 +394,7 @@ def _vector_store(stmt: c_ast.Assignment, info: KernelInfo, ctx: PassContext, ar
     offset = sympy.expand(value - G["x"] - pitch * G["y"])
     if sympy.diff(value, G["x"]) != 1 or pitch.free_symbols & set(G.values()) or not offset.is_Integer:
         return f"{where}: not `{name}[y * pitch + x + c]`"
-    if not (ctx.aliasing is not None and ctx.aliasing.restrict):
+    if not (ctx.facts.aliasing is not None and ctx.facts.aliasing.restrict):
         order = {id(n): k for k, n in enumerate(walk(info.body))}
         if any(a.mode == "read" and order[id(a.node)] > order[id(stmt)] for a in info.accesses):
             return f"{where}: {name} may alias an array read after the store"
@@ -410,7 +410,7 @@ def _vector_store(stmt: c_ast.Assignment, info: KernelInfo, ctx: PassContext, ar
 def store_tests(name: str, pitch: sympy.Expr, width: int, ctx: PassContext) -> list[str]:
     """What must hold at run time for rows of `name` to take `width`-wide stores (none: proved)."""
     tests = []
-    if ctx.alignment.get(name, 0) < 4 * width:
+    if ctx.facts.alignment.get(name, 0) < 4 * width:
         tests.append(f"((size_t) {name} & {4 * width - 1}) == 0")
     if not (pitch.is_Integer and int(pitch) % width == 0):
         tests.append(f"{ccode(pitch)} % {width} == 0")
@@ -436,7 +436,7 @@ def _vector(array: str, element: str, pitch: sympy.Expr, ctx: PassContext, reque
     width = vector_width(known_pitch, vector) if element == "float" else 1
     if width == 1:
         return vector, 1, "", why + "; element loads"
-    base = ctx.alignment.get(array, 0) >= 4 * width
+    base = ctx.facts.alignment.get(array, 0) >= 4 * width
     proved = base and known_pitch.is_Integer
     test = "" if proved else "pitch" if base else "address"
     how = {"": "proved", "pitch": "the pitch checked at run time (the base from cudaMalloc at every launch)",
