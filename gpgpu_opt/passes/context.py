@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.aliasing import AliasFacts
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.targets import Target
+
+if TYPE_CHECKING:
+    from gpgpu_opt.launch_dispatch import DispatchFacts
 
 
 @dataclass
@@ -91,6 +95,9 @@ class PassContext:
     #: a component None where it is not proved, and `launch_block_where` says where, or why not.
     launch_block: tuple[int | None, int | None] = (None, None)
     launch_block_where: str = "the launches of the kernel are not known"
+    #: The launches' size where known when compiling, and whether they can choose a kernel by size at run
+    #: time (launch_dispatch.DispatchFacts; None: not looked at).
+    dispatch: "DispatchFacts | None" = None
     decisions: list[Decision] = field(default_factory=list)
 
     def stated_space_tiled_by(self, covers: tuple[int, int]) -> bool:
