@@ -255,6 +255,7 @@ def declarations_at(host_text: str, offset: int):
         writes, reason = writes_of(fn, name, lo, hi, index)
         if not writes and reason is None and len(split_top_level(init)) == 1:
             found.scalars[name] = (type_name, init)
+    found.device_props = _read_only_device_props(fn, text, site, shadowed)
     for name, decls in dim3s.items():
         visible = _visible(fn, decls, site, shadowed)
         if visible is None:   # a dim3 of that name, not one the site can tell: unknown, never another's value
@@ -265,6 +266,35 @@ def declarations_at(host_text: str, offset: int):
         if why:
             found.reasons[name] = why
     return found
+
+
+_DEVICE_PROP = re.compile(r"\bcudaDeviceProp\s+([A-Za-z_]\w*)\s*;")
+_MEMBER_WRITE = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"}
+
+
+def _read_only_device_props(fn: HostFunction, text: str, site: int, shadowed: set[str]) -> set[str]:
+    """The `cudaDeviceProp p;` the site sees whose every use is `cudaGetDeviceProperties(&p, ...)` or a read
+    of a member (`p.maxThreadsPerBlock` not assigned, incremented, or taken the address of)."""
+    decls: dict[str, list] = {}
+    for m in _DEVICE_PROP.finditer(text):
+        decls.setdefault(m.group(1), []).append((m.start(1), None))
+    found = set()
+    for name, found_decls in decls.items():
+        visible = _visible(fn, found_decls, site, shadowed)
+        if visible is not None and all(_read_or_filled(fn, i) for i in range(visible[2][0], visible[2][1])
+                                       if fn.tokens[i].text == name and i != visible[0]):
+            found.add(name)
+    return found
+
+
+def _read_or_filled(fn: HostFunction, i: int) -> bool:
+    toks = fn.tokens
+    before = [t.text for t in toks[max(i - 3, 0):i]]
+    if before == ["cudaGetDeviceProperties", "(", "&"]:
+        return True
+    after = [t.text for t in toks[i + 1:i + 4]]
+    return len(after) == 3 and after[0] == "." and toks[i + 2].kind == "ident" and after[2] not in _MEMBER_WRITE \
+        and (not before or before[-1] not in ("&", "++", "--"))
 
 
 def _visible(fn: HostFunction, decls: list, site: int, shadowed: set[str]):
