@@ -174,7 +174,35 @@ def _bare_argument_of_unknown_call(fn: HostFunction, i: int) -> bool:
         return False
     # A library's by-value function, unless the file defines or declares a function of that name itself
     # (`void cuda_setup(int &n)` matches the library prefix but may write n).
+    if _by_value_macro(fn.text, callee.text):
+        return False
     return not _BY_VALUE_CALLEE.match(callee.text) or callee.text in _declared_functions(fn)
+
+
+def _by_value_macro(text: str, name: str) -> bool:
+    """A function-like macro, defined once on one line, whose expansion only reads its arguments: its body is
+    made of its parameters, numbers, strings, `#` (spelling), the names of C's arithmetic types (casts), calls
+    of a library's by-value functions and operators that store nothing (`( a + b - 1 ) / b`,
+    `printf( #x ": %lu\\n", (unsigned long) x )`). Such a "call" reads its argument (a whitelist)."""
+    found = re.findall(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(name)}\(([\w\s,]*)\)(.*)$", text, re.MULTILINE)
+    if len(found) != 1 or found[0][1].rstrip().endswith("\\"):
+        return False
+    params = {p.strip() for p in found[0][0].split(",")}
+    body = tokenize(found[0][1])
+    for k, tok in enumerate(body):
+        after = body[k + 1].text if k + 1 < len(body) else ""
+        if tok.kind in ("number", "string") or tok.text in _READ_ONLY_PUNCT:
+            continue
+        if tok.kind == "ident" and (tok.text in params or tok.text in _DECL_TYPES or
+                                    (after == "(" and tok.text != name and _BY_VALUE_CALLEE.match(tok.text))):
+            continue
+        return False
+    return True
+
+
+#: Operators and punctuation that store nothing and take no address.
+_READ_ONLY_PUNCT = {"(", ")", ",", "#", "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=", "&&", "||", "!",
+                    "?", ":", "<<", ">>", "^", "|", "~"}
 
 
 @functools.lru_cache(maxsize=8)
