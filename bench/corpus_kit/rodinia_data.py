@@ -95,8 +95,9 @@ GENERATED: dict[str, GeneratedRun] = {
     "srad/srad_v1/main.cu": GeneratedRun(
         ("100", "0.5", str(SRAD_ROWS), str(SRAD_COLS)),
         (("../../../data/srad/image.pgm", lambda p: pgm_image(p, SRAD_ROWS, SRAD_COLS)),)),
-    "nn/nn_cuda.cu": GeneratedRun(("@DATA@/nn/filelist.txt", "-r", "5", "-lat", "30", "-lng", "90"),
-                                  (("@DATA@/nn/filelist.txt", lambda p: hurricane_records(os.path.dirname(p))),)),
+    # nn opens the database files its list names from where it runs: both beside each build's run directory
+    "nn/nn_cuda.cu": GeneratedRun(("filelist.txt", "-r", "5", "-lat", "30", "-lng", "90"),
+                                  (("filelist.txt", lambda p: hurricane_records(os.path.dirname(p))),)),
     "hotspot3D/3D.cu": GeneratedRun(
         ("256", "8", "100", "@DATA@/hotspot3D_power", "@DATA@/hotspot3D_temp", "output.out"),
         (("@DATA@/hotspot3D_power", lambda p: hotspot3d_grid(p, 256, 8, 0.0, 0.01, 1)),
