@@ -106,7 +106,12 @@ def test_a_run_time_size_keeps_both_kernels_and_the_launch_chooses(tmp_path):
 
 @requires_nvcc
 def test_the_dispatched_program_builds_with_nvcc(tmp_path):
-    result, _ = _compile(tmp_path, RUNTIME_LAUNCH.replace("{launch}", PLAIN))
+    """Also where the launch is the body of a loop or the branch of an if that has an else: the choice is one
+    statement (`if (...) A; else B;`), and an outer `else` still belongs to the outer `if`."""
+    launch = (f"for (int r = 0; r < 2; r++)\n        {PLAIN}\n"
+              f"    if (nelr > 0)\n        {PLAIN}\n    else\n        return;")
+    result, _ = _compile(tmp_path, RUNTIME_LAUNCH.replace("{launch}", launch))
+    assert result.output.count("if (step_factor_gains(Dg, Db))") == 2
     out = tmp_path / "out.cu"
     out.write_text(result.output)
     built = subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "prog"), str(out)],
