@@ -109,7 +109,8 @@ def run_file(source: str, unit, out_dir: str, args) -> dict:
              "result": outcome.result, "first_line": outcome.first_line.replace(args.suite_root + os.sep, ""),
              "context": error_context(outcome.first_line, include_closure(source, unit.include_dirs)), "exit_status": outcome.exit_status,
              "reported": outcome.reported, "transformed": outcome.transformed,
-             "transformed_at": outcome.transformed_at, "passed_through": outcome.passed_through,
+             "transformed_at": outcome.transformed_at, "dispatched": outcome.dispatched,
+             "passed_through": outcome.passed_through,
              "notes": outcome.notes, "seconds": round(outcome.seconds, 1), "output": outcome.output,
              "written": outcome.written, "changed": outcome.changed}
     print(f"  {entry['file']}: {outcome.result} {outcome.first_line[:100]}", file=sys.stderr, flush=True)

@@ -77,6 +77,9 @@ class HostDeclarations:
     scalars: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, initializer text)
     dim3: dict[str, list[str] | None] = field(default_factory=dict)    # name -> components; None: ambiguous
     reasons: dict[str, str] = field(default_factory=dict)              # name -> why its value is unknown
+    #: `cudaDeviceProp` variables that only cudaGetDeviceProperties fills (their members are only read):
+    #: their `maxThreadsPerBlock` is the GPU's own.
+    device_props: set[str] = field(default_factory=set)
 
     @classmethod
     def at(cls, host_text: str, offset: int) -> "HostDeclarations":
@@ -241,6 +244,9 @@ class HostScope:
 
     def _eval_FuncCall(self, node: c_ast.FuncCall) -> Number:
         name = call_name(node)
+        capped = self._block_capped_by_device(name, call_args(node))
+        if capped is not None:
+            return capped
         if name not in _FUNCTIONS:
             raise _Unknown(f"call of {name}")
         args = [self._eval(a) for a in call_args(node)]
@@ -248,6 +254,29 @@ class HostScope:
             raise _Unknown(f"{name}()")
         result = _FUNCTIONS[name](*args)
         return float(result) if name in _FLOAT_RESULT else result
+
+
+    def _block_capped_by_device(self, name: str | None, args: list[c_ast.Node]) -> int | None:
+        """`min(prop.maxThreadsPerBlock, C)` (either order; prop a cudaDeviceProp that only
+        cudaGetDeviceProperties fills) is C where C is at most the max threads per block of every target (512 on
+        cc 1.x, 1024 since): whatever GPU runs it, its maximum is not below C. None for any other shape."""
+        if name != "min" or len(args) != 2:
+            return None
+        limits = [a for a in args if isinstance(a, c_ast.StructRef) and a.type == "." and isinstance(a.name, c_ast.ID)
+                  and a.name.name in self.declarations.device_props and a.field.name == "maxThreadsPerBlock"]
+        if len(limits) != 1:
+            return None
+        value = self._eval(args[1] if limits[0] is args[0] else args[0])
+        return value if isinstance(value, int) and 0 < value <= _SMALLEST_MAX_BLOCK else None
+
+
+def _smallest_max_block() -> int:
+    from gpgpu_opt.targets import TARGETS
+
+    return min(t.max_threads_per_block for t in TARGETS.values())
+
+
+_SMALLEST_MAX_BLOCK = _smallest_max_block()
 
 
 def _convert(value: Number, type_name: str) -> Number:

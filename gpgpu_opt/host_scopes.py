@@ -174,7 +174,35 @@ def _bare_argument_of_unknown_call(fn: HostFunction, i: int) -> bool:
         return False
     # A library's by-value function, unless the file defines or declares a function of that name itself
     # (`void cuda_setup(int &n)` matches the library prefix but may write n).
+    if _by_value_macro(fn.text, callee.text):
+        return False
     return not _BY_VALUE_CALLEE.match(callee.text) or callee.text in _declared_functions(fn)
+
+
+def _by_value_macro(text: str, name: str) -> bool:
+    """A function-like macro, defined once on one line, whose expansion only reads its arguments: its body is
+    made of its parameters, numbers, strings, `#` (spelling), the names of C's arithmetic types (casts), calls
+    of a library's by-value functions and operators that store nothing (`( a + b - 1 ) / b`,
+    `printf( #x ": %lu\\n", (unsigned long) x )`). Such a "call" reads its argument (a whitelist)."""
+    found = re.findall(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(name)}\(([\w\s,]*)\)(.*)$", text, re.MULTILINE)
+    if len(found) != 1 or found[0][1].rstrip().endswith("\\"):
+        return False
+    params = {p.strip() for p in found[0][0].split(",")}
+    body = tokenize(found[0][1])
+    for k, tok in enumerate(body):
+        after = body[k + 1].text if k + 1 < len(body) else ""
+        if tok.kind in ("number", "string") or tok.text in _READ_ONLY_PUNCT:
+            continue
+        if tok.kind == "ident" and (tok.text in params or tok.text in _DECL_TYPES or
+                                    (after == "(" and tok.text != name and _BY_VALUE_CALLEE.match(tok.text))):
+            continue
+        return False
+    return True
+
+
+#: Operators and punctuation that store nothing and take no address.
+_READ_ONLY_PUNCT = {"(", ")", ",", "#", "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=", "&&", "||", "!",
+                    "?", ":", "<<", ">>", "^", "|", "~"}
 
 
 @functools.lru_cache(maxsize=8)
@@ -255,6 +283,7 @@ def declarations_at(host_text: str, offset: int):
         writes, reason = writes_of(fn, name, lo, hi, index)
         if not writes and reason is None and len(split_top_level(init)) == 1:
             found.scalars[name] = (type_name, init)
+    found.device_props = _read_only_device_props(fn, text, site, shadowed)
     for name, decls in dim3s.items():
         visible = _visible(fn, decls, site, shadowed)
         if visible is None:   # a dim3 of that name, not one the site can tell: unknown, never another's value
@@ -265,6 +294,35 @@ def declarations_at(host_text: str, offset: int):
         if why:
             found.reasons[name] = why
     return found
+
+
+_DEVICE_PROP = re.compile(r"\bcudaDeviceProp\s+([A-Za-z_]\w*)\s*;")
+_MEMBER_WRITE = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"}
+
+
+def _read_only_device_props(fn: HostFunction, text: str, site: int, shadowed: set[str]) -> set[str]:
+    """The `cudaDeviceProp p;` the site sees whose every use is `cudaGetDeviceProperties(&p, ...)` or a read
+    of a member (`p.maxThreadsPerBlock` not assigned, incremented, or taken the address of)."""
+    decls: dict[str, list] = {}
+    for m in _DEVICE_PROP.finditer(text):
+        decls.setdefault(m.group(1), []).append((m.start(1), None))
+    found = set()
+    for name, found_decls in decls.items():
+        visible = _visible(fn, found_decls, site, shadowed)
+        if visible is not None and all(_read_or_filled(fn, i) for i in range(visible[2][0], visible[2][1])
+                                       if fn.tokens[i].text == name and i != visible[0]):
+            found.add(name)
+    return found
+
+
+def _read_or_filled(fn: HostFunction, i: int) -> bool:
+    toks = fn.tokens
+    before = [t.text for t in toks[max(i - 3, 0):i]]
+    if before == ["cudaGetDeviceProperties", "(", "&"]:
+        return True
+    after = [t.text for t in toks[i + 1:i + 4]]
+    return len(after) == 3 and after[0] == "." and toks[i + 2].kind == "ident" and after[2] not in _MEMBER_WRITE \
+        and (not before or before[-1] not in ("&", "++", "--"))
 
 
 def _visible(fn: HostFunction, decls: list, site: int, shadowed: set[str]):

@@ -89,6 +89,9 @@ class Kernel:
     #: The certain layouts (analysis.aggregates.StructLayout) of the structs its pointer parameters point to,
     #: by type name: their fields are analysed as strided accesses.
     struct_layouts: dict = field(default_factory=dict)
+    #: The naive threads from which this (optimized) kernel gains: launches with fewer run the naive kernel,
+    #: kept beside it (launch_dispatch.py). None: every launch runs it.
+    size_dispatch: int | None = None
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(), source_file: str = "",

@@ -320,7 +320,8 @@ def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None
                   keep_grid_z=uses_grid_z(kernel.body),  # blockIdx.z: the naive grid's planes, one block each
                   summary=summary, requirements=[r.condition for r in requirements],
                   axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
-                  message=helper_message(assumptions) if requirements else "")
+                  message=helper_message(assumptions) if requirements else "",
+                  gains_from=kernel.size_dispatch if kernel.launch is not None else None)
 
 
 def rewrite_launch(site: LaunchSite, text: str) -> str:

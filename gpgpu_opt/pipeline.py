@@ -7,7 +7,7 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from gpgpu_opt import launch
+from gpgpu_opt import launch, launch_dispatch
 from gpgpu_opt.analysis.aggregates import unmodelled_parameter
 from gpgpu_opt.analysis.file_scope import may_write_device_variable
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
@@ -94,6 +94,8 @@ def _kernel_report(result: KernelResult) -> dict:
         gx, gy = k.launch.grid_expressions()
         d["launch"] = {"block": list(k.launch.block), "outputs_per_block": list(k.launch.outputs_per_block),
                        "grid": [gx, gy]}
+        if launch_dispatch.dispatched(k):   # launched where the naive launch has at least this many threads
+            d["launch"]["dispatch_min_threads"] = k.size_dispatch
     return d
 
 
@@ -384,7 +386,9 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
         if r.naive.name in declared.keep_declared:  # or, where one cannot be edited, keep their signature
             r = replace(r, optimized=with_declared_signature(r.optimized, r.naive))
         start, end = r.naive.source_span
-        edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r)))
+        naive_copy = launch_dispatch.naive_copy(program, r.naive, r.optimized.size_dispatch) \
+            if launch_dispatch.dispatched(r.optimized) else ""   # launched where the launch is small
+        edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r) + naive_copy))
     for file in edits:
         edits[file] += specialization_edits([r for r in results if file_of(r.naive.source_file) == file],
                                             lambda r: _kernel_text("", r))
@@ -399,8 +403,11 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
             if file in early.get(r.naive.name, ()):
                 at = _after_preamble(program.text_of(file))
                 edits[file].append((at, at, _helpers(program, [r], headers[file], early)))
+    dispatched = {r.naive.name for r in rewritten if launch_dispatch.dispatched(r.optimized)}
     for site in program.launch_sites:
-        if site.kernel in names and len(site.config) >= 2:
+        if site.kernel in dispatched:
+            edits[file_of(site.file)].append(launch_dispatch.dispatch_site(site, program.text_of(file_of(site.file))))
+        elif site.kernel in names and len(site.config) >= 2:
             file = file_of(site.file)
             edits[file].append((site.config_start, site.config_end,
                                 launch.rewrite_launch(site, program.text_of(file))))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from corpus_kit.rodinia_data import GENERATED, write_inputs
+from corpus_kit.rodinia_data import GENERATED, LARGE, write_inputs
 from corpus_kit.rodinia_runs import NEEDS_DATA, NONDETERMINISTIC, RUN_ARGS, TIMERS
 from corpus_kit.sources import defines_main
 
@@ -52,7 +52,19 @@ def plan(run: dict) -> list[dict]:
                 if transformed == 0:
                     continue
                 entries.append(_entry(run, row, unit, sources, compiled, transformed))
+                large = _large_entry(entries[-1], row)
+                if large is not None:
+                    entries.append(large)
     return entries
+
+
+def _large_entry(entry: dict, row: dict) -> dict | None:
+    """The same executable at the large input of rodinia_data.LARGE, as NAME_large (a second regime: cfd's
+    kernels are chosen by the launch's size), or None."""
+    key = next((k for k in (run_key(s, row) for s in entry["sources"]) if k in LARGE), None)
+    if key is None or entry["note"]:
+        return None
+    return dict(entry, name=entry["name"] + "_large", args=list(LARGE[key].args), inputs=LARGE[key])
 
 
 def _entry(run: dict, row: dict, unit: dict, sources: list[str], compiled: list[dict], transformed: int) -> dict:
@@ -119,7 +131,7 @@ def write(run_list: list[dict], out_dir: str, system_dirs: tuple[str, ...] = ())
         for name in os.listdir(directory):
             if name.endswith((".h", ".hpp", ".cuh")) and os.path.isfile(os.path.join(directory, name)):
                 shutil.copyfile(os.path.join(directory, name), os.path.join(target, name))
-    for helper in ("bundle_run.sh", "compare_outputs.py", "nvcc13_compat.h"):
+    for helper in ("bundle_run.sh", "compare_outputs.py", "nvcc13_compat.h", "rodinia_data.py"):
         shutil.copyfile(os.path.join(HERE, helper), os.path.join(out_dir, "run.sh" if helper == "bundle_run.sh"
                                                                   else helper))
     lines, written = ["name\tdir\tsources\tflags\targs\ttransformed\tnote\ttimer"], []

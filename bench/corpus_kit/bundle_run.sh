@@ -16,6 +16,8 @@
 # without python3), and both exit statuses. Past BUDGET seconds from the start, the programs left are listed
 # as not run, so that the whole stays within the time given.
 #
+# Inputs too large to carry (data/generate.sh, e.g. cfd's 2M-element domain for NAME_large) are generated
+# after the builds, with python3.
 # Environment: NVCC (nvcc), ARCH (sm_90), RUN_TIMEOUT (seconds per run, 20), JOBS (parallel builds, the
 # number of cores), BUDGET (seconds, 420). Logs: NAME/*.log, NAME/*.out.
 # Output: progress on stderr; on stdout the table | program | kernels transformed | x naive | check |
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --build-only) BUILD_ONLY=1; shift ;;
         --runs) [ $# -ge 2 ] || exit 2; RUNS=$2; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) ONLY+=("$1"); shift ;;
     esac
@@ -126,7 +128,12 @@ done < <(programs)
 wait
 echo "built in $(( $(date +%s) - START )) s" >&2
 
-# 2. runs, one program at a time, within BUDGET
+# 2. inputs too large to carry, generated here (corpus_kit/rodinia_data.py's LARGE runs; python3 needed)
+if [ $BUILD_ONLY = 0 ] && [ -f "$HERE/data/generate.sh" ]; then
+    bash "$HERE/data/generate.sh" >&2 || echo "data/generate.sh failed: the runs that need its files fail" >&2
+fi
+
+# 3. runs, one program at a time, within BUDGET
 echo "| program | kernels transformed | x naive | check |"
 echo "|---|---|---|---|"
 while IFS=$'\t' read -r name dir sources flags args transformed note timer; do

@@ -5,7 +5,12 @@ naive and the optimized build read the same file. Sizes are chosen to keep a run
 
 GENERATED maps a main file (its path inside the suite's cuda/ directory) to its run: the arguments and the
 files to write, each at a path relative to the directory the program runs in ('@DATA@/NAME' is a shared
-file at the bundle's data/ directory, so that several programs and both builds read one copy)."""
+file at the bundle's data/ directory, so that several programs and both builds read one copy).
+
+LARGE maps a main file to a second run at a large input, timed beside the first as NAME_large: cfd's kernels
+are chosen by the launch's size (gpgpu_opt/launch_dispatch.py), and the suite's 97K elements do not reach the
+size from which the optimized ones run. Its domain (hundreds of MB) is generated on the GPU machine: this file
+runs there with python3 alone (`python3 rodinia_data.py cfd_domain PATH ELEMENTS`, from data/generate.sh)."""
 from __future__ import annotations
 
 import os
@@ -14,21 +19,23 @@ from dataclasses import dataclass
 from typing import Callable
 
 
-def cfd_domain(path: str, elements: int = 97046, seed: int = 7) -> None:
+def cfd_domain(path: str, elements: int = 97046, seed: int = 7, digits: int = 6) -> None:
     """cfd's domain file: the element count, then per element its area and, for each of its 4 faces, the
     neighbour (Fortran numbering: 1..n; 0 a wing boundary, -1 the far field) and the face normal's 3 components.
-    The default size is that of the suite's own fvcorr.domn.097K."""
+    The default size is that of the suite's own fvcorr.domn.097K; `digits` after the point (fewer for a large
+    domain: a smaller file, read faster)."""
     rng = random.Random(seed)
-    lines = [str(elements)]
-    for _ in range(elements):
-        fields = [f"{rng.uniform(0.5, 2.0):.6f}"]
-        for _face in range(4):
-            kind = rng.random()
-            neighbour = 0 if kind < 0.02 else -1 if kind < 0.04 else rng.randint(1, elements)
-            fields.append(str(neighbour))
-            fields += [f"{rng.uniform(-1.0, 1.0):.6f}" for _ in range(3)]
-        lines.append(" ".join(fields))
-    _write(path, "\n".join(lines) + "\n")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"{elements}\n")
+        for _ in range(elements):
+            fields = [f"{rng.uniform(0.5, 2.0):.{digits}f}"]
+            for _face in range(4):
+                kind = rng.random()
+                neighbour = 0 if kind < 0.02 else -1 if kind < 0.04 else rng.randint(1, elements)
+                fields.append(str(neighbour))
+                fields += [f"{rng.uniform(-1.0, 1.0):.{digits}f}" for _ in range(3)]
+            f.write(" ".join(fields) + "\n")
 
 
 def pgm_image(path: str, rows: int, cols: int, seed: int = 5) -> None:
@@ -71,6 +78,9 @@ def _write(path: str, text: str) -> None:
 class GeneratedRun:
     args: tuple[str, ...]
     files: tuple[tuple[str, Callable[[str], None]], ...]   # (path from the run directory or @DATA@/..., writer)
+    #: Shared files generated on the GPU machine instead (too large to carry): (@DATA@/NAME, this file's
+    #: command-line arguments after the path), written into data/generate.sh.
+    on_device: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 _CFD = GeneratedRun(("@DATA@/cfd_domain.txt",), (("@DATA@/cfd_domain.txt", cfd_domain),))
@@ -85,13 +95,25 @@ GENERATED: dict[str, GeneratedRun] = {
     "srad/srad_v1/main.cu": GeneratedRun(
         ("100", "0.5", str(SRAD_ROWS), str(SRAD_COLS)),
         (("../../../data/srad/image.pgm", lambda p: pgm_image(p, SRAD_ROWS, SRAD_COLS)),)),
-    "nn/nn_cuda.cu": GeneratedRun(("@DATA@/nn/filelist.txt", "-r", "5", "-lat", "30", "-lng", "90"),
-                                  (("@DATA@/nn/filelist.txt", lambda p: hurricane_records(os.path.dirname(p))),)),
+    # nn opens the database files its list names from where it runs: both beside each build's run directory
+    "nn/nn_cuda.cu": GeneratedRun(("filelist.txt", "-r", "5", "-lat", "30", "-lng", "90"),
+                                  (("filelist.txt", lambda p: hurricane_records(os.path.dirname(p))),)),
     "hotspot3D/3D.cu": GeneratedRun(
         ("256", "8", "100", "@DATA@/hotspot3D_power", "@DATA@/hotspot3D_temp", "output.out"),
         (("@DATA@/hotspot3D_power", lambda p: hotspot3d_grid(p, 256, 8, 0.0, 0.01, 1)),
          ("@DATA@/hotspot3D_temp", lambda p: hotspot3d_grid(p, 256, 8, 320.0, 340.0, 2)))),
 }
+
+
+#: cfd's second run: 2M elements, past the 1.08M threads (540K for doubles) from which the widened kernels run
+#: on an H100, so that both of the output's kernels are timed.
+LARGE_CFD_ELEMENTS = 2_000_000
+_CFD_LARGE = GeneratedRun(("@DATA@/cfd_domain_2M.txt",), (),
+                          (("@DATA@/cfd_domain_2M.txt", ("cfd_domain", str(LARGE_CFD_ELEMENTS))),))
+LARGE: dict[str, GeneratedRun] = {name: _CFD_LARGE for name in ("cfd/euler3d.cu", "cfd/euler3d_double.cu",
+                                                                 "cfd/pre_euler3d.cu", "cfd/pre_euler3d_double.cu")}
+#: What `python3 rodinia_data.py WHAT PATH ARGS...` writes on the GPU machine.
+ON_DEVICE = {"cfd_domain": lambda path, elements: cfd_domain(path, int(elements), digits=3)}
 
 
 def write_inputs(run: GeneratedRun, bundle_dir: str, run_dirs: list[str]) -> None:
@@ -109,3 +131,24 @@ def write_inputs(run: GeneratedRun, bundle_dir: str, run_dirs: list[str]) -> Non
             if not os.path.exists(path):
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 writer(path)
+    for where, command in run.on_device:
+        _schedule(bundle_dir, where, command)
+
+
+def _schedule(bundle_dir: str, where: str, command: tuple[str, ...]) -> None:
+    """A line of data/generate.sh (run.sh runs it before the programs) that writes the file if it is missing."""
+    if not where.startswith("@DATA@/") or command[0] not in ON_DEVICE:
+        raise ValueError(f"{where}: only shared files of a known kind are generated on the GPU machine")
+    target = '"$HERE/data/' + where[len("@DATA@/"):] + '"'
+    line = f"[ -f {target} ] || python3 \"$HERE/rodinia_data.py\" {command[0]} {target} {' '.join(command[1:])}\n"
+    script = os.path.join(bundle_dir, "data", "generate.sh")
+    existing = open(script, encoding="ascii").read() if os.path.exists(script) else \
+        'HERE=$(cd "$(dirname "$0")/.." && pwd)\n'
+    if line not in existing:
+        _write(script, existing + line)
+
+
+if __name__ == "__main__":  # on the GPU machine: python3 rodinia_data.py WHAT PATH ARGS...
+    import sys
+
+    ON_DEVICE[sys.argv[1]](sys.argv[2], *sys.argv[3:])

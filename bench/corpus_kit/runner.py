@@ -26,6 +26,8 @@ class CompileOutcome:
     written: dict[str, str] = field(default_factory=dict)  # every user file of the program -> its copy
     changed: list[str] = field(default_factory=list)        # the user files the compiler changed
     transformed_at: list[list[str]] = field(default_factory=list)  # [file, name] of each transformed kernel
+    #: Of the transformed, those launched only from a size on (the naive kernel kept for smaller launches).
+    dispatched: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -84,6 +86,8 @@ def read_report(path: str, outcome: CompileOutcome) -> None:
         if kernel_transformed(k):
             outcome.transformed.append(k["name"])
             outcome.transformed_at.append([k.get("file") or rep.get("file"), k["name"]])
+            if (k.get("launch") or {}).get("dispatch_min_threads"):
+                outcome.dispatched.append(k["name"])
     outcome.passed_through = list(rep.get("passed_through", []))
     outcome.notes = list(rep.get("notes", []))
     # a directory output: the report pairs the program's files with the copies written, in order

@@ -32,6 +32,13 @@ def kernel_was_transformed(kernel: dict) -> bool:
                for file, name in at)
 
 
+def kernel_was_dispatched(kernel: dict) -> bool:
+    """Transformed, and launched only from a size on: the output keeps the naive kernel for smaller launches
+    (gpgpu_opt/launch_dispatch.py), so the table says so beside the count."""
+    return kernel_was_transformed(kernel) and any(same_kernel(name, kernel["name"])
+                                                  for name in kernel["outcome_file"].get("dispatched", []))
+
+
 def same_kernel(reported: str, name: str) -> bool:
     """A report's kernel is the source's kernel `name` or one of its template instances (`name__float_256`)."""
     return reported == name or reported.startswith(name + "__")
@@ -56,6 +63,7 @@ def program_counts(row: dict) -> dict:
             "kernels": len(kernels), "naive_style": sum(k["naive_style"] for k in kernels.values()),
             "naive_transformed": sum(k["naive_style"] for key, k in kernels.items() if key in transformed),
             "transformed": len(transformed), "passed_through": len(accepted - transformed),
+            "dispatched": sum(kernel_was_dispatched(k) for k in kernels.values()),
             "rejected": len(kernels) - len(accepted)}
 
 
@@ -107,7 +115,8 @@ def markdown(rows: list[dict], summary: dict, suite: str, nvcc: bool = False) ->
              "|---" * (8 if nvcc else 7) + "|"]
     for row in rows:
         c = program_counts(row)
-        cells = [row["program"], f"{c['ok_files']}/{c['files']}", c["kernels"], c["naive_style"], c["transformed"],
+        transformed = f"{c['transformed']} ({c['dispatched']} dispatched)" if c["dispatched"] else c["transformed"]
+        cells = [row["program"], f"{c['ok_files']}/{c['files']}", c["kernels"], c["naive_style"], transformed,
                  c["passed_through"], program_result(row)]
         if nvcc:
             cells.append(_nvcc_cell(row["files"]))
@@ -117,7 +126,8 @@ def markdown(rows: list[dict], summary: dict, suite: str, nvcc: bool = False) ->
               f"with a kernel transformed: {t.get('programs_transformed', 0)}; files: {t.get('files', 0)}, "
               f"accepted: {t.get('ok_files', 0)}; kernels: {t.get('kernels', 0)} ({t.get('naive_style', 0)} "
               f"naive-style), transformed: {t.get('transformed', 0)} ({t.get('naive_transformed', 0)} of the "
-              f"naive-style), passed through: {t.get('passed_through', 0)}, in rejected files: "
+              f"naive-style; dispatched by the launch's size: {t.get('dispatched', 0)}), passed through: "
+              f"{t.get('passed_through', 0)}, in rejected files: "
               f"{t.get('rejected', 0)}"]
     if nvcc:
         lines.append(f"nvcc accepts {t.get('inputs_building', 0)} of the {t.get('files', 0)} inputs; "

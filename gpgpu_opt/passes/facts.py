@@ -10,7 +10,7 @@ from typing import Mapping
 
 from pycparser import c_ast
 
-from gpgpu_opt import launch
+from gpgpu_opt import launch, launch_dispatch
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import AliasFacts, alias_facts
@@ -51,6 +51,9 @@ class KernelFacts:
     #: a component None where it is not proved, and `launch_block_where` says where, or why not.
     launch_block: tuple[int | None, int | None] = (None, None)
     launch_block_where: str = "the launches of the kernel are not known"
+    #: The launches' size where known when compiling, and whether they can choose a kernel by size at run
+    #: time (launch_dispatch.DispatchFacts; None: not looked at).
+    dispatch: launch_dispatch.DispatchFacts | None = None
 
     def stated_space_tiled_by(self, covers: tuple[int, int]) -> bool:
         """Whether the program states its thread space and blocks covering `covers` naive threads tile it
@@ -72,7 +75,8 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
         launch_covers=launch.covered_parameters(program, kernel),
         grid_rounds_down=MappingProxyType(launch.truncating_grids(program, kernel)),
         alignment=MappingProxyType(base_alignment(kernel, program)),
-        launch_block=launch_block, launch_block_where=where)
+        launch_block=launch_block, launch_block_where=where,
+        dispatch=launch_dispatch.dispatch_facts(program, kernel, options.bindings))
 
 
 def fallback_block(kernel: Kernel) -> tuple[int, int]:

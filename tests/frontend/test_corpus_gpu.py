@@ -190,3 +190,29 @@ def test_cfd_domain_file_has_the_layout_cfd_reads(tmp_path):
     assert int(count) == 50 and len(rows) == 50
     fields = rows[0].split()
     assert len(fields) == 17 and all(-1 <= int(fields[1 + 4 * f]) <= 50 for f in range(4))
+
+
+def test_a_large_run_times_the_same_build_at_an_input_generated_on_the_gpu_machine(tmp_path, monkeypatch):
+    """cfd's kernels are chosen by the launch's size: the bundle also runs it as NAME_large on a domain too big
+    to carry, which data/generate.sh writes there with python3 and rodinia_data.py (copied into the bundle)."""
+    from corpus_kit import rodinia_data
+    small = rodinia_data.GeneratedRun(("@DATA@/small.txt",), (("@DATA@/small.txt", lambda p: Path(p).write_text("1\n")),))
+    monkeypatch.setitem(bundle.GENERATED, "prog/main.cu", small)
+    monkeypatch.setitem(bundle.LARGE, "prog/main.cu", rodinia_data._CFD_LARGE)
+    written = bundle.write([_run(tmp_path)], str(tmp_path / "bundle"))
+    b = tmp_path / "bundle"
+    assert [e["name"] for e in written] == ["prog", "prog_large"]
+    lines = [line.split("\t") for line in (b / "programs.tsv").read_text().splitlines()[1:]]
+    assert [(line[0], line[4]) for line in lines] == [("prog", "@DATA@/small.txt"),
+                                                      ("prog_large", "@DATA@/cfd_domain_2M.txt")]
+    assert (b / "prog_large" / "opt" / "prog" / "main.cu").read_text().startswith("// optimized")
+    assert not (b / "data" / "cfd_domain_2M.txt").exists()          # written on the GPU machine
+    script = (b / "data" / "generate.sh").read_text()
+    assert script.count("cfd_domain_2M.txt") == 2 and "python3 \"$HERE/rodinia_data.py\" cfd_domain" in script
+    assert (b / "rodinia_data.py").exists()
+    # the generator runs there as a script: a small domain, in the layout cfd reads
+    target = b / "data" / "cfd_domain_2M.txt"
+    command = script.splitlines()[-1].replace("$HERE", str(b)).replace(" 2000000", " 20")
+    subprocess.run(["bash", "-c", command], check=True)
+    count, *rows = target.read_text().splitlines()
+    assert int(count) == 20 and len(rows) == 20 and len(rows[0].split()) == 17

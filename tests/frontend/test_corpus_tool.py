@@ -371,3 +371,20 @@ def test_a_host_file_the_main_file_includes_is_not_linked_again(tmp_path):
     (tmp_path / "main.cu").write_text('typedef float fp;\n#include "graphics.c"\nint main(void) { return 0; }\n')
     hosts = [str(tmp_path / "graphics.c"), str(tmp_path / "timer.c")]
     assert linked_host_files(hosts, [str(tmp_path / "main.cu")], []) == [str(tmp_path / "timer.c")]
+
+
+def test_a_dispatched_kernel_counts_as_transformed_and_the_table_says_so():
+    """A kernel launched optimized only from a size on (the naive one kept for smaller launches) is transformed,
+    marked "dispatched" in the program's cell and counted apart in the totals."""
+    from corpus_kit import table
+    outcome = {"result": "ok", "transformed": ["step", "flux"], "transformed_at": [[None, "step"], [None, "flux"]],
+               "dispatched": ["step"], "first_line": "", "nvcc_output": None, "reported": ["step", "flux", "other"],
+               "passed_through": [], "notes": []}
+    kernels = [{"name": n, "file": "k.cu", "path": "k.cu", "naive_style": True} for n in ("step", "flux", "other")]
+    row = {"program": "cfd", "files": [dict(outcome, file="k.cu", kernels=kernels)]}
+    counts = table.program_counts(row)
+    assert counts["transformed"] == 2 and counts["dispatched"] == 1 and counts["passed_through"] == 1
+    summary = table.summarize([row])
+    text = table.markdown([row], summary, "rodinia")
+    assert "| cfd | 1/1 | 3 | 3 | 2 (1 dispatched) | 1 | ok |" in text
+    assert "dispatched by the launch's size: 1" in text

@@ -12,6 +12,7 @@ Alignment is proved (analysis/alignment.py) or checked at run time with the scal
 """
 from __future__ import annotations
 
+from gpgpu_opt import launch_dispatch
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
@@ -44,8 +45,9 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     if ctx.options.target.coalescing_rule != "sectors" or ctx.options.vector_width == 1:
         return None
     slow = latency.slow_chain(kernel.body) if ctx.options.vector_width is None else None   # asked for: widen anyway
-    if slow is not None:
-        ctx.log.skip("kernel", f"not widened: {slow}", where)
+    unsized = launch_dispatch.unsized(ctx.facts.dispatch) if slow is not None else None
+    if unsized is not None:     # the gain depends on the launch's size, which nothing here can choose by
+        ctx.log.skip("kernel", f"not widened: {slow}; {unsized}", where)
         return None
     work = kernel.copy()
     g.normalize_early_returns(work.body)
@@ -58,8 +60,16 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     except Unsupported as why:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
-    ctx.log.applied("kernel", f"widened: {what}", where)
     width = work.launch.outputs_per_block[0] // work.launch.block[0]
+    if slow is not None:        # it gains only where the widened launch still fills the GPU
+        verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, launch_dispatch.min_threads_widened(width, ctx.options.target),
+                                               slow)
+        if not verdict.keep:
+            ctx.log.skip("kernel", f"not widened: {verdict.reason}", where)
+            return None
+        work.size_dispatch = verdict.dispatch_threads
+        what = f"{what}; {verdict.reason}"
+    ctx.log.applied("kernel", f"widened: {what}", where)
     ctx.log.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
                           "per thread in x", where)
     return work

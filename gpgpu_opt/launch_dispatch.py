@@ -1,0 +1,210 @@
+"""Size-dispatched launches: the optimized kernel where the launch is big enough to gain, else the naive one.
+
+Some transformations gain only above a thread count. Widening by V gives each thread V elements and the launch
+V times fewer threads: a body of long chains of slow arithmetic (passes/vectorize/latency.py) then hides
+them behind fewer warps, which only pays once the widened launch still fills the GPU, i.e. the naive launch
+has at least V x the target's resident threads (SMs x threads per SM). When the launch's size is a constant
+(macros, `--bind`), that is decided here at compile time. When it is a run-time value (Rodinia cfd's
+`nelr`), the output keeps both kernels, the naive one renamed `<name>_naive`, and each launch site chooses:
+
+    if (k_gains(grid, block)) k<<<k_grid(grid, block), k_block(grid, block)>>>(args); else k_naive<<<grid, block>>>(args);
+
+A whitelist: every launch of the kernel is a plain launch statement `k<<<grid, block[, shared, stream]>>>(args);`
+after the kernel, in its file, grid and block free of side effects (they are read by the test and by the launch
+chosen), and the kernel is named nowhere else. Each argument is evaluated once, by the launch chosen. Anything
+else is not dispatched: the kernel is then decided as if the launch were small (not transformed), with a note.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from math import prod
+
+from pycparser import c_ast
+
+from gpgpu_opt.frontend.program import Program
+from gpgpu_opt.frontend.scanner import LaunchSite
+from gpgpu_opt.host_expr import parse_host_expression
+from gpgpu_opt.kernel import Kernel
+
+#: Calls a launch's grid or block may make and still be read twice: they have no side effects.
+_PURE_CALLS = frozenset({"dim3", "min", "max", "ceil", "ceilf", "floor", "floorf"})
+_PURE_UNARY = frozenset({"-", "+", "!", "~", "sizeof"})
+
+
+@dataclass(frozen=True)
+class DispatchFacts:
+    """What the program's launches of a kernel allow: a size known at compile time, or a choice at run time."""
+    #: The naive launch's threads, where every site's grid and block are known when compiling; else None.
+    threads: int | None
+    #: The launch sites, for notes ('line 12, 40').
+    where: str
+    #: Why the sites cannot choose at run time (None: they can).
+    why_not: str | None
+
+
+def dispatch_facts(program: Program, kernel: Kernel, bindings: dict[str, int] | None = None) -> DispatchFacts:
+    from gpgpu_opt.launch import naive_launch
+
+    found = naive_launch(program, kernel, dict(bindings or {}))
+    if found is None:
+        return DispatchFacts(None, "", f"the file does not launch '{kernel.name}'")
+    threads = prod(found.grid) * prod(found.block) if found.complete else None
+    return DispatchFacts(threads, found.describe(), _why_not_dispatched(program, kernel))
+
+
+@dataclass(frozen=True)
+class SizeVerdict:
+    """The size rule's answer for a transformation that gains from `min_threads` naive threads on."""
+    keep: bool                  # keep the transformed kernel
+    dispatch_threads: int | None  # launch it only from this many naive threads (None: always)
+    reason: str
+
+
+def unsized(facts: DispatchFacts | None) -> str | None:
+    """Why a transformation that gains only above some size cannot be kept whatever that size is: the launch's
+    size is not known when compiling and its sites cannot choose by it at run time. None: one of them can."""
+    if facts is None:
+        return "the launch's size is not known"
+    if facts.threads is not None or facts.why_not is None:
+        return None
+    return f"the launch's size is known only at run time, where it cannot choose the kernel: {facts.why_not}"
+
+
+def size_verdict(facts: DispatchFacts | None, min_threads: int, why_slow: str) -> SizeVerdict:
+    """`why_slow`: what makes the transformation lose below `min_threads` naive threads."""
+    if facts is not None and facts.threads is not None:
+        if facts.threads >= min_threads:
+            return SizeVerdict(True, None, f"the launch ({facts.where}) has {facts.threads} threads, at least the "
+                                           f"{min_threads} that fill the GPU widened")
+        return SizeVerdict(False, None, f"{why_slow}; the launch ({facts.where}) has {facts.threads} threads, "
+                                        f"fewer than the {min_threads} that fill the GPU widened")
+    if facts is None or facts.why_not is not None:
+        why_not = facts.why_not if facts is not None else "the launches are not known"
+        return SizeVerdict(False, None, f"{why_slow}; below {min_threads} threads it loses, and the launch cannot "
+                                        f"choose at run time: {why_not}")
+    return SizeVerdict(True, min_threads, f"widened where the launch has at least {min_threads} threads, the naive "
+                                          f"kernel below")
+
+
+def min_threads_widened(width: int, target) -> int:
+    """The naive threads from which a kernel widened by `width` still fills the GPU (targets.py's SMs x
+    resident threads per SM, each widened thread doing `width` naive threads' work)."""
+    return width * target.resident_threads
+
+
+def naive_name(kernel_name: str) -> str:
+    return f"{kernel_name}_naive"
+
+
+def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
+    """Why the launch sites cannot choose between the kernels at run time, or None."""
+    from gpgpu_opt.analysis.aliasing import unread_launches
+
+    if kernel.instance is not None:
+        return "a template instance's launches are not dispatched"
+    if kernel.shorthand:
+        return "the kernel as written uses the original compiler's shorthand, not CUDA"
+    name = naive_name(kernel.name)
+    if any(re.search(rf"\b{re.escape(name)}\b", f.text) for f in program.source_files()):
+        return f"the program already names '{name}'"
+    unread = unread_launches(kernel, program)
+    if unread is not None:
+        return f"not every launch of '{kernel.name}' can be read: {unread}"
+    sites = [s for s in program.launch_sites if s.kernel == kernel.name]
+    for site in sites:
+        why = _site_problem(program, kernel, site)
+        if why is not None:
+            return f"the launch at line {site.line} {why}"
+    return _statement_problem(program, kernel.name, len(sites))
+
+
+def _site_problem(program: Program, kernel: Kernel, site: LaunchSite) -> str | None:
+    home = kernel.source_file or program.main_file
+    text = program.text_of(site.file)
+    if (site.file or program.main_file) != home:
+        return "is in another file than the kernel"
+    if site.start < kernel.source_span[1]:
+        return "comes before the kernel's definition"
+    if site.template_args is not None:
+        return "names template arguments"
+    if not 2 <= len(site.config) <= 4 or site.args_start < 0:
+        return "is not `k<<<grid, block[, shared, stream]>>>(args)`"
+    if _statement_end(text, site) is None:
+        return "is not a statement of its own (`k<<<...>>>(...);`)"
+    for what, expression in zip(("grid", "block"), site.config):
+        if not _pure(parse_host_expression(expression)):
+            return f"has a {what} `{expression.strip()}` that may have side effects (it would be read twice)"
+    return None
+
+
+def _statement_problem(program: Program, name: str, site_count: int) -> str | None:
+    """Every launch, as nvcc's host compilation reads it (macros expanded), is an expression statement."""
+    from gpgpu_opt.analysis.aliasing import host_view
+    from gpgpu_opt.frontend.host_syntax import host_syntax
+
+    syntax = host_syntax(host_view(program), program.path)
+    launches = [launch for launch in syntax.launches if launch.kernel == name]
+    if len(launches) != site_count:
+        return f"the preprocessed host code launches '{name}' {len(launches)} times, the text {site_count} times"
+    for launch in launches:
+        if launch.call.parent is None or launch.call.parent.type != "expression_statement":
+            return f"the launch at {syntax.where(launch.call)} is part of a larger expression"
+    return None
+
+
+def _statement_end(text: str, site: LaunchSite) -> int | None:
+    """The offset just past the `;` that ends the launch statement, or None when something else follows."""
+    found = re.compile(r"\s*;").match(text, site.args_end)
+    return found.end() if found else None
+
+
+def _pure(node: c_ast.Node | None) -> bool:
+    """An expression that reads, and changes nothing (a whitelist)."""
+    if node is None:
+        return False
+    if isinstance(node, (c_ast.ID, c_ast.Constant)):
+        return True
+    if isinstance(node, c_ast.BinaryOp):
+        return _pure(node.left) and _pure(node.right)
+    if isinstance(node, c_ast.UnaryOp):
+        return node.op in _PURE_UNARY and (node.op == "sizeof" or _pure(node.expr))
+    if isinstance(node, c_ast.Cast):
+        return _pure(node.expr)
+    if isinstance(node, c_ast.TernaryOp):
+        return _pure(node.cond) and _pure(node.iftrue) and _pure(node.iffalse)
+    if isinstance(node, c_ast.StructRef):
+        return _pure(node.name)
+    if isinstance(node, c_ast.ArrayRef):
+        return _pure(node.name) and _pure(node.subscript)
+    if isinstance(node, c_ast.FuncCall):
+        args = node.args.exprs if node.args is not None else []
+        return isinstance(node.name, c_ast.ID) and node.name.name in _PURE_CALLS and all(_pure(a) for a in args)
+    return False
+
+
+# -- writing the output ----------------------------------------------------------------------------------
+
+def dispatched(kernel: Kernel) -> bool:
+    """Does the output keep the naive kernel beside this optimized one, chosen by size at each launch?"""
+    return kernel.launch is not None and kernel.size_dispatch is not None
+
+
+def naive_copy(program: Program, naive: Kernel, threads: int) -> str:
+    """The naive kernel as the user wrote it, renamed, to follow the optimized one."""
+    start, end = naive.source_span
+    text = program.text_of(naive.source_file)[start:end]
+    renamed = re.sub(rf"\b{re.escape(naive.name)}(\s*\()", rf"{naive_name(naive.name)}\1", text, count=1)
+    return (f"\n\n// gpgpu-opt: '{naive.name}' as written, launched where the launch has fewer than {threads} "
+            f"threads ({naive.name}_gains)\n{renamed}")
+
+
+def dispatch_site(site: LaunchSite, text: str) -> tuple[int, int, str]:
+    """The edit (start, end, new text) that turns the launch statement into the size test and both launches."""
+    end = _statement_end(text, site)
+    grid, block, *rest = site.config
+    args = text[site.args_start:site.args_end]
+    optimized = ", ".join([f"{site.kernel}_grid({grid}, {block})", f"{site.kernel}_block({grid}, {block})", *rest])
+    naive = ", ".join([grid, block, *rest])
+    return (site.start, end, f"if ({site.kernel}_gains({grid}, {block})) {site.kernel}<<<{optimized}>>>{args}; "
+                             f"else {naive_name(site.kernel)}<<<{naive}>>>{args};")
