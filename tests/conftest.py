@@ -14,13 +14,8 @@ GOLDEN_TARGETS = ["g80", "sm_90"]
 
 def pytest_configure(config):
     """Every compile in the tests runs strict (GPGPU_OPT_STRICT, compile_program's default, inherited by the
-    CLI subprocesses too): a pass's internal error fails the test instead of becoming a silent rollback.
-
-    The tests start the CLI in hundreds of subprocesses. Where the environment says PYTHONDONTWRITEBYTECODE
-    (container images often do), each of them compiled every module of gpgpu_opt from source again (about a
-    second of CPU each): the workers and subprocesses write bytecode (into the ignored __pycache__ folders)."""
+    CLI subprocesses too): a pass's internal error fails the test instead of becoming a silent rollback."""
     os.environ["GPGPU_OPT_STRICT"] = "1"
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_addoption(parser):
