@@ -1,8 +1,13 @@
 import os
 import shutil
+import sys
+import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from tests import nvcc_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 INPUTS = ROOT / "inputs"
@@ -15,6 +20,27 @@ def pytest_configure(config):
     """Every compile in the tests runs strict (GPGPU_OPT_STRICT, compile_program's default, inherited by the
     CLI subprocesses too): a pass's internal error fails the test instead of becoming a silent rollback."""
     os.environ["GPGPU_OPT_STRICT"] = "1"
+    _cache_nvcc_resource_usage(config)
+
+
+def _cache_nvcc_resource_usage(config):
+    """tests/nvcc_cache.py first on the PATH as `nvcc`, with a cache folder for the session. Set up once, by
+    the process that starts the run: the xdist workers and the CLI subprocesses inherit it through the
+    environment. Not where CUDA_HOME picks nvcc (gpu/toolchain.find_nvcc would not look at the PATH)."""
+    real = shutil.which("nvcc")
+    if nvcc_cache.CACHE_DIR in os.environ or real is None or os.environ.get("CUDA_HOME") \
+            or os.environ.get("CUDA_PATH"):
+        return
+    folder = Path(tempfile.mkdtemp(prefix="gpgpu-opt-test-nvcc-"))
+    (folder / "cache").mkdir()
+    (folder / "bin").mkdir()
+    wrapper = folder / "bin" / "nvcc"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{nvcc_cache.__file__}" "$@"\n')
+    wrapper.chmod(0o755)
+    os.environ[nvcc_cache.REAL_NVCC] = real
+    os.environ[nvcc_cache.CACHE_DIR] = str(folder / "cache")
+    os.environ["PATH"] = f"{folder / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_addoption(parser):
@@ -48,3 +74,45 @@ requires_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc no
 def _private_tuning_cache(tmp_path_factory, monkeypatch):
     """`compile` reads tuned choices from the user's cache: the tests must not see this machine's."""
     monkeypatch.setenv("GPGPU_OPT_CACHE", str(tmp_path_factory.mktemp("cache")))
+
+
+# -- how pytest-xdist shares the work (pyproject: `-n auto --dist loadfile`) ---------------------------------
+#: Files whose expensive work is per parameter, not per file: their tests are sent to the workers in units of
+#: one parameter (the first part of the test's id, e.g. a program's name), so that two workers share them.
+#: Every other file stays one unit, so that its module fixtures are built once. A test of such a file with
+#: no parameter is a unit of the file's remaining tests.
+SPLIT_BY_PARAMETER = ("tests/programs/test_programs.py", "tests/cli/test_compile.py")
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or for SPLIT_BY_PARAMETER its file and first parameter."""
+    path, _, rest = nodeid.partition("::")
+    if path not in SPLIT_BY_PARAMETER or not rest.endswith("]") or "[" not in rest:
+        return path
+    return f"{path}::{rest[rest.index('[') + 1:-1].split('-')[0]}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Largest units first (by number of tests, the split files' units before all others, being the slowest
+    per test): a long unit started last would leave the other workers idle at the end."""
+    sizes = Counter(work_unit(item.nodeid) for item in items)
+
+    def rank(item):
+        unit = work_unit(item.nodeid)
+        return (unit.partition("::")[0] not in SPLIT_BY_PARAMETER, -sizes[unit], unit)
+    items.sort(key=rank)   # stable: a unit's tests keep their order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with the units of work_unit() and in collection order (see above)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return UnitScheduling(config, log)

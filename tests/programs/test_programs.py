@@ -43,19 +43,30 @@ def _defines(name):
     return [f"-D{d}" for d in SMALL.get(name, [])]
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """Every program compiled once for sm_90: (output path, report, stderr) by name."""
-    out = tmp_path_factory.mktemp("programs")
-    (out / "common").symlink_to(HERE / "common")
-    results = {}
-    for name in PROGRAMS:
-        target = out / name
-        report = out / f"{name}.json"
+class CompiledPrograms(dict):
+    """The programs compiled for sm_90, each on first use: (output path, report, stderr) by name. Lazy, so
+    that a worker compiles only the programs of the tests it was sent (conftest.py sends this file's tests
+    in units of one program: see SPLIT_BY_PARAMETER), and each of them once."""
+
+    def __init__(self, out: Path):
+        super().__init__()
+        self.out = out
+
+    def __missing__(self, name):
+        target = self.out / name
+        report = self.out / f"{name}.json"
         proc = _cli("compile", name, "-o", str(target), "--report", str(report), *_defines(name))
         assert proc.returncode == 0, proc.stderr
-        results[name] = (target, json.loads(report.read_text()), proc.stderr)
-    return results
+        self[name] = (target, json.loads(report.read_text()), proc.stderr)
+        return self[name]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Every program compiled once for sm_90, on first use: (output path, report, stderr) by name."""
+    out = tmp_path_factory.mktemp("programs")
+    (out / "common").symlink_to(HERE / "common")
+    return CompiledPrograms(out)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -90,8 +101,9 @@ def test_the_output_builds_and_verifies(compiled, name, tmp_path):
             assert validation["status"] in ("passed", "not needed"), validation
 
 
-def test_gemm_promotes_c_with_its_beta_update_and_keeps_the_source_style(compiled):
-    output, report, _ = compiled["gemm.cu"]
+@pytest.mark.parametrize("name", ["gemm.cu"])   # one program: its unit of work (conftest)
+def test_gemm_promotes_c_with_its_beta_update_and_keeps_the_source_style(compiled, name):
+    output, report, _ = compiled[name]
     text = output.read_text()
     kernel = report["kernels"][0]
     applied = [d for d in kernel["decisions"] if d["action"] == "applied"]
@@ -114,8 +126,9 @@ def test_gemm_on_g80_stages_its_reads(tmp_path):
                for d in decisions)
 
 
-def test_the_racy_launch_is_reported_and_left_as_written(compiled):
-    output, report, stderr = compiled["mvt_racy.cu"]
+@pytest.mark.parametrize("name", ["mvt_racy.cu"])   # one program: its unit of work (conftest)
+def test_the_racy_launch_is_reported_and_left_as_written(compiled, name):
+    output, report, stderr = compiled[name]
     assert stderr.count("warning: the naive launch races") == 2
     assert "differ only in threadIdx.y" in stderr and "block 32x8" in stderr
     assert output.read_text() == (HERE / "mvt_racy.cu").read_text()
@@ -128,8 +141,9 @@ def test_a_program_with_a_utility_include_under_disabled_profiling_compiles_with
     assert not (HERE / "common" / "papi_counters.list").exists()
 
 
-def test_unchanged_kernels_keep_the_users_text(compiled):
-    output, report, _ = compiled["dot_atomic.cu"]
+@pytest.mark.parametrize("name", ["dot_atomic.cu"])   # one program: its unit of work (conftest)
+def test_unchanged_kernels_keep_the_users_text(compiled, name):
+    output, report, _ = compiled[name]
     text = output.read_text()
     scale = next(k for k in report["kernels"] if k["name"] == "scale_kernel")
     if any(d["action"] == "applied" and d["pass"] not in ("restrict", "normalize") for d in scale["decisions"]):
@@ -162,11 +176,12 @@ def test_row_walking_kernels_get_a_warp_per_output_on_sm90(compiled, name, kerne
     assert "__shfl_down_sync" in output.read_text().split(f"void {kernel}")[1].split("\n}\n")[0]
 
 
-def test_rank1_update_is_widened_and_checked(compiled):
+@pytest.mark.parametrize("name", ["rank1_update.cu"])   # one program: its unit of work (conftest)
+def test_rank1_update_is_widened_and_checked(compiled, name):
     """The rank-1 update's rows are 4 floats per thread along x (vectorize: j + 3 < nj tested, a scalar path for
     the tail), checked by compile. The widened kernel's two paths declare the row's locals twice, so the thread
     merge in y that it got before vectorize (v[j] and bias[j] read once for 4 rows) now declines."""
-    output, report, _ = compiled["rank1_update.cu"]
+    output, report, _ = compiled[name]
     (kernel,) = report["kernels"]
     assert any(d["pass"] == "vectorize" and d["action"] == "applied" for d in kernel["decisions"]), kernel["decisions"]
     assert kernel["validation"]["status"] == "passed"
@@ -174,10 +189,11 @@ def test_rank1_update_is_widened_and_checked(compiled):
     assert "float4" in body
 
 
-def test_image_filter_is_register_blocked(compiled):
+@pytest.mark.parametrize("name", ["image_filter.cu"])   # one program: its unit of work (conftest)
+def test_image_filter_is_register_blocked(compiled, name):
     """A KSIZE x KSIZE filter over a host-padded image (sizes as parameters, the pitch a local, `int i, j;`
     declared before the loops, 32x8 naive blocks): the convolution tile with its halo, checked by compile."""
-    output, report, _ = compiled["image_filter.cu"]
+    output, report, _ = compiled[name]
     (kernel,) = report["kernels"]
     assert any(d["pass"] == "merge" and d["action"] == "applied" and d["reason"].startswith("convolution register")
                for d in kernel["decisions"]), kernel["decisions"]
