@@ -6,7 +6,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.rewriting import guards
-from gpgpu_opt.rewriting.staging import Unsupported, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, parse_statements, text
 
 THREAD_DEPENDENT = {"row", "col", "threadIdx"}
 

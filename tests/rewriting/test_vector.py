@@ -3,7 +3,7 @@ snippets that name vector types."""
 import pytest
 from pycparser import c_ast
 
-from gpgpu_opt.rewriting.staging import text
+from gpgpu_opt.rewriting.cbuild import text
 from gpgpu_opt.rewriting.vector import constructor, parse_vector_statements, vector_type
 
 

@@ -1,4 +1,4 @@
-"""rewriting/staging.py alone, without a kernel: the C-building kit, a staged tile's geometry (row and
+"""rewriting/cbuild.py and rewriting/tiles/geometry.py alone, without a kernel: the C-building kit, a staged tile's geometry (row and
 column roles, extents), the cooperative loader (every element loaded exactly once, by the lanes it says),
 the bank-conflict padding and the generated-snippet parser. The geometry of the paper's tiles is checked
 against what the golden outputs carry (mv's `tile_A[32][17]` loaded in 16 passes of 2 rows, transpose's
@@ -11,10 +11,11 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import TID
-from gpgpu_opt.rewriting import staging
-from gpgpu_opt.rewriting.staging import (Dim, Shape, Tile, TileStep, Unsupported, add, choose_padding, classify,
-                                         conj, const, mul, parse_expr, parse_statements, plan_loader, read_ref,
-                                         text, tile_extent)
+from gpgpu_opt.rewriting import cbuild
+from gpgpu_opt.rewriting.tiles import geometry
+from gpgpu_opt.rewriting.cbuild import (Unsupported, add, conj, const, mul, parse_expr, parse_statements, text)
+from gpgpu_opt.rewriting.tiles.geometry import (Dim, Shape, Tile, TileStep, choose_padding, classify, plan_loader,
+                                                read_ref, tile_extent)
 
 N = sympy.Symbol("n", integer=True, positive=True)
 K = sympy.Symbol("k", integer=True)
@@ -40,11 +41,11 @@ def test_conj_chains_clauses_left_to_right_and_is_none_for_no_clause():
 
 
 def test_builtin_is_what_is_builtin_recognises():
-    ref = staging.builtin("threadIdx", "y")
+    ref = cbuild.builtin("threadIdx", "y")
     assert text(ref) == "threadIdx.y"
-    assert staging.is_builtin(ref, "threadIdx", "y")
-    assert not staging.is_builtin(ref, "threadIdx", "x") and not staging.is_builtin(ref, "blockIdx", "y")
-    assert not staging.is_builtin(c_ast.ID("threadIdx"), "threadIdx", "y")
+    assert cbuild.is_builtin(ref, "threadIdx", "y")
+    assert not cbuild.is_builtin(ref, "threadIdx", "x") and not cbuild.is_builtin(ref, "blockIdx", "y")
+    assert not cbuild.is_builtin(c_ast.ID("threadIdx"), "threadIdx", "y")
 
 
 def test_generated_snippets_parse_as_statements_and_expressions():
@@ -62,7 +63,7 @@ def test_a_snippet_that_does_not_parse_is_an_internal_unsupported_not_a_crash():
 
 def test_placeholder_calls_are_recognised_by_name():
     (call,) = parse_statements("__body(1);")
-    assert staging.is_placeholder(call, "__body") and not staging.is_placeholder(call, "__other")
+    assert cbuild.is_placeholder(call, "__body") and not cbuild.is_placeholder(call, "__other")
 
 
 # -- tile geometry ------------------------------------------------------------------------------------
@@ -190,7 +191,7 @@ def test_consecutive_threads_load_consecutive_columns():
     assert (loader.row, loader.col, loader.row_loop, loader.guard) == \
         ("rr + threadIdx.x / 16", "threadIdx.x % 16", ("rr", 32, 2), None)
     tile = Tile("tile_A", "float", 4, Shape(Dim("x", N, 32), Dim("u", sympy.Integer(1))), 32, 16, pad=1)
-    statements = staging.loader_statements(tile, loader, parse_expr("A[i]"), parse_expr("i < n"))
+    statements = geometry.loader_statements(tile, loader, parse_expr("A[i]"), parse_expr("i < n"))
     assert text(statements[-1]).strip() == "for (int rr = 0; rr < 32; rr += 2)\n" \
         "  tile_A[rr + threadIdx.x / 16][threadIdx.x % 16] = (i < n) ? A[i] : 0.0f;"
 
