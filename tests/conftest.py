@@ -1,13 +1,9 @@
 import os
 import shutil
-import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from tests import nvcc_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 INPUTS = ROOT / "inputs"
@@ -20,27 +16,6 @@ def pytest_configure(config):
     """Every compile in the tests runs strict (GPGPU_OPT_STRICT, compile_program's default, inherited by the
     CLI subprocesses too): a pass's internal error fails the test instead of becoming a silent rollback."""
     os.environ["GPGPU_OPT_STRICT"] = "1"
-    _cache_nvcc_resource_usage(config)
-
-
-def _cache_nvcc_resource_usage(config):
-    """tests/nvcc_cache.py first on the PATH as `nvcc`, with a cache folder for the session. Set up once, by
-    the process that starts the run: the xdist workers and the CLI subprocesses inherit it through the
-    environment. Not where CUDA_HOME picks nvcc (gpu/toolchain.find_nvcc would not look at the PATH)."""
-    real = shutil.which("nvcc")
-    if nvcc_cache.CACHE_DIR in os.environ or real is None or os.environ.get("CUDA_HOME") \
-            or os.environ.get("CUDA_PATH"):
-        return
-    folder = Path(tempfile.mkdtemp(prefix="gpgpu-opt-test-nvcc-"))
-    (folder / "cache").mkdir()
-    (folder / "bin").mkdir()
-    wrapper = folder / "bin" / "nvcc"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{nvcc_cache.__file__}" "$@"\n')
-    wrapper.chmod(0o755)
-    os.environ[nvcc_cache.REAL_NVCC] = real
-    os.environ[nvcc_cache.CACHE_DIR] = str(folder / "cache")
-    os.environ["PATH"] = f"{folder / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
-    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_addoption(parser):
