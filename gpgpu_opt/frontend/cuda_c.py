@@ -127,7 +127,17 @@ _PARSE_ERROR = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): (?P<msg>.
 
 
 class _Parser(c_parser.CParser):
-    """pycparser, with every syntax error placed at the token where parsing stopped."""
+    """pycparser, with every syntax error placed at the token where parsing stopped, and able to start a
+    translation unit in the scope the prelude leaves (its typedef names), so the prelude is parsed once."""
+
+    def __init__(self, scope: dict[str, bool] | None = None):
+        super().__init__()
+        self._prelude_scope = scope
+
+    def _parse_translation_unit_or_empty(self):
+        if self._prelude_scope:
+            self._scope_stack[0].update(self._prelude_scope)
+        return super()._parse_translation_unit_or_empty()
 
     def _parse_error(self, msg, coord):
         if coord is None or isinstance(coord, str):
@@ -138,18 +148,33 @@ class _Parser(c_parser.CParser):
         super()._parse_error(msg, coord)
 
 
-def parse_c(text: str, filename: str) -> c_ast.FileAST:
-    """Parse C text that carries its own #line markers; errors become CompileErrors in the user's file."""
+def _parsed_prelude() -> tuple[tuple[c_ast.Node, ...], dict[str, bool], int]:
+    """The prelude's declarations, the scope they leave (name -> whether it is a typedef), and the line the
+    text after it starts on. Parsing the prelude (~600 lines) was most of every kernel parse's time."""
     parser = _Parser()
-    source = f'#line 1 "{PRELUDE_FILE}"\n{PRELUDE}\n{text}'
+    ast = parser.parse(f'#line 1 "{PRELUDE_FILE}"\n{PRELUDE}\n', filename=PRELUDE_FILE)
+    return tuple(ast.ext), dict(parser._scope_stack[0]), PRELUDE.count("\n") + 2
+
+
+_PRELUDE_DECLARATIONS, _PRELUDE_SCOPE, _TEXT_LINE = _parsed_prelude()
+
+
+def parse_c(text: str, filename: str) -> c_ast.FileAST:
+    """Parse C text that carries its own #line markers; errors become CompileErrors in the user's file.
+    The result starts with the prelude's declarations (shared between results: nothing may change them),
+    and text before its first #line marker is placed as if it followed the prelude, as it always was."""
+    parser = _Parser(_PRELUDE_SCOPE)
+    source = f'#line {_TEXT_LINE} "{PRELUDE_FILE}"\n{text}'
     try:
-        return parser.parse(source, filename=filename)
+        ast = parser.parse(source, filename=filename)
     except c_parser.ParseError as err:
         m = _PARSE_ERROR.match(str(err))
         if m and not m.group("file").startswith("<"):
             raise CompileError(_describe_parse_error(m.group("msg")),
                                Location(m.group("file"), int(m.group("line")), int(m.group("col")))) from None
         raise CompileError(_describe_parse_error(str(err)), Location(filename, 1, 1)) from None
+    ast.ext[:0] = _PRELUDE_DECLARATIONS
+    return ast
 
 
 def _describe_parse_error(msg: str) -> str:
