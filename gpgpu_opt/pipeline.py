@@ -27,6 +27,7 @@ from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes import grid_stride
 from gpgpu_opt.passes.context import Decision, MergeRequest, PassContext
 from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
+from gpgpu_opt.passes.schedule import Schedule
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
@@ -141,9 +142,11 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
     each pass that ran with the kernel it left."""
     passes = registered_passes()
     current = kernel
+    schedule = Schedule(kernel)
     ran: list[tuple[str, Kernel]] = []
     for name in pass_names:
         ctx.pass_name = name
+        ctx.schedule = schedule     # a pass rolled back leaves the schedule as it was
         before = current.copy()
         try:
             result = passes[name](before, ctx)
@@ -164,7 +167,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
             detail = "".join(traceback.format_exception_only(type(err), err)).strip()
             ctx.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
             continue
-        ctx.received[name] = current      # the pass worked on a copy
+        schedule = _scheduled(schedule, ctx.schedule, result, current)
         current = result
         ran.append((name, current))
         if dump_dir:
@@ -172,6 +175,17 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
             with open(os.path.join(dump_dir, f"{kernel.name}.{len(ran):02d}.{name}.cu"), "w") as fh:
                 fh.write(kernel_source(current.funcdef))
     return current, ran
+
+
+def _scheduled(schedule: Schedule, recorded: Schedule, result: Kernel, current: Kernel) -> Schedule:
+    """The schedule after a pass: the one it recorded (a scheduling pass; `result` is its lowering), else
+    one whose source is the kernel it rewrote source to source (a pass that canonicalizes: later passes
+    schedule from its result), unless it left a scheduled kernel as it was."""
+    if recorded is not schedule:
+        return recorded
+    if not schedule.empty and kernel_source(result.funcdef) == kernel_source(current.funcdef):
+        return schedule
+    return Schedule(result)
 
 
 def _grid_overreach(kernel: Kernel, ctx: PassContext) -> str | None:

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.aliasing import AliasFacts
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.targets import Target
+
+if TYPE_CHECKING:
+    from gpgpu_opt.passes.schedule import Schedule
 
 
 @dataclass
@@ -75,8 +79,8 @@ class PassContext:
     #: Whether the file launches the kernel: its sites then call the new launch's helpers with whatever
     #: block they use, and no run-time contract checks that block (launch_contract.launch_assumptions).
     launched_in_file: bool = False
-    #: The kernel as each pass that ran received it (a later pass may re-plan an earlier one's work).
-    received: dict = field(default_factory=dict)
+    #: What the scheduling passes decided for the kernel so far (passes/schedule.py; None: a pass run alone).
+    schedule: "Schedule | None" = None
     #: Integer parameters n that every launch site provably covers with at least n threads in x
     #: (`(n + 255) / 256` blocks of 256): a grid-stride loop bounded by n visits only naive threads' work.
     launch_covers: frozenset[str] = frozenset()
