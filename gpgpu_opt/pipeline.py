@@ -174,6 +174,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
             os.makedirs(dump_dir, exist_ok=True)
             with open(os.path.join(dump_dir, f"{kernel.name}.{len(ran):02d}.{name}.cu"), "w") as fh:
                 fh.write(kernel_source(current.funcdef))
+    ctx.schedule = schedule         # the kept kernel's schedule: `current` is its lowering
     return current, ran
 
 
