@@ -1,6 +1,6 @@
 """Lowering: the kernel a schedule describes, generated from its source in one fixed order (schedule.py):
 
-    staging (with its final block) -> merge -> rows per thread -> block order -> prefetch
+    widening -> staging (with its final block) -> merge -> rows per thread -> block order -> prefetch
 
 Each step applies one pass's builder to the kernel the steps before it lowered; it decides nothing the entry
 does not say (a builder may re-derive its plan from the kernel it is given, as its pass did: the plans point
@@ -18,7 +18,7 @@ from dataclasses import replace
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.schedule import ENTRY_ORDER, BlockOrder, Merge, Prefetch, Rows, Schedule, Staging
+from gpgpu_opt.passes.schedule import ENTRY_ORDER, BlockOrder, Merge, Prefetch, Rows, Schedule, Staging, Widening
 
 
 def lower(schedule: Schedule, ctx: PassContext) -> Kernel:
@@ -49,7 +49,13 @@ def quiet(ctx: PassContext) -> PassContext:
     return replace(ctx, diagnostics=Diagnostics(quiet=True), decisions=[])
 
 
-# -- the steps ----------------------------------------------------------------------------------------------
+# -- the steps (each imports its pass when called: the passes import this module) -------------------------
+def _widen(kernel: Kernel, ctx: PassContext, widening: Widening) -> Kernel:
+    from gpgpu_opt.passes.vectorize import lower_widening
+
+    return lower_widening(kernel, ctx, widening.width)
+
+
 def _stage(kernel: Kernel, ctx: PassContext, staging: Staging) -> Kernel:
     from gpgpu_opt.passes import coalesce
 
@@ -82,7 +88,7 @@ def _prefetch(kernel: Kernel, ctx: PassContext, prefetch: Prefetch) -> Kernel:
     return prefetched(kernel, ctx)[0]
 
 
-_STEPS = {"staging": _stage, "merge": _merge, "rows": _rows, "block_order": _order, "prefetch": _prefetch}
+_STEPS = {"widening": _widen, "staging": _stage, "merge": _merge, "rows": _rows, "block_order": _order, "prefetch": _prefetch}
 
 
 __all__ = ["lower", "quiet", "remember"]

@@ -1,14 +1,14 @@
 """The schedule: what the scheduling passes decided for one kernel, as data (in the spirit of Halide's and
 loopy's schedules), and the source kernel it applies to.
 
-The passes that canonicalize (restrict, normalize, grid_stride, vectorize) rewrite the kernel source to
-source; what they leave is the schedule's `source`. The scheduling passes (coalesce, merge, prefetch,
-partition) then each decide and record an entry here instead of handing the next pass a rewritten kernel
+The passes that canonicalize (restrict, normalize, grid_stride, and vectorize's pairs and struct loads)
+rewrite the kernel source to source; what they leave is the schedule's `source`. The scheduling passes
+(vectorize's widening, coalesce, merge, prefetch, partition) then each decide and record an entry here instead of handing the next pass a rewritten kernel
 to re-plan: a later pass that changes an earlier decision amends its entry (block merge widens the staging's
 block and step; the convolution's register tile drops the staging and records its own). `lowering.lower`
 generates the kernel from the source and the entries, once, in one fixed order:
 
-    staging (with its final block) -> merge -> rows per thread -> block order -> prefetch
+    widening -> staging (with its final block) -> merge -> rows per thread -> block order -> prefetch
 
 so a decision planned on "the kernel without prefetch" (the rotation) is simply planned on the lowering of
 the schedule without the prefetch entry. Every entry is a frozen record of plain values: two schedules with
@@ -22,6 +22,12 @@ from typing import Literal
 from gpgpu_opt.kernel import Kernel
 
 Block = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Widening:
+    """vectorize: `width` consecutive x per thread, each access along x one `width`-element vector."""
+    width: int
 
 
 @dataclass(frozen=True)
@@ -69,8 +75,9 @@ class Prefetch:
     form: Literal["stages", "registers"]
 
 
-#: The entries in the order `lowering` applies them.
-ENTRY_ORDER = ("staging", "merge", "rows", "block_order", "prefetch")
+#: The entries in the order `lowering` applies them. The widening comes first: a widened kernel has its
+#: launch, so no staging, merge or prefetch follows it, and a block order is planned on the widened kernel.
+ENTRY_ORDER = ("widening", "staging", "merge", "rows", "block_order", "prefetch")
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Schedule:
     """One kernel's schedule: `source` (never changed: every lowering starts from a copy of it) and the
     entries decided so far (None: not decided)."""
     source: Kernel = field(compare=False)
+    widening: Widening | None = None
     staging: Staging | None = None
     merge: Merge | None = None
     rows: Rows | None = None
@@ -112,4 +120,5 @@ def schedule_of(ctx, kernel: Kernel) -> Schedule:
     return schedule if schedule is not None else Schedule(kernel)
 
 
-__all__ = ["BlockOrder", "ENTRY_ORDER", "Merge", "Prefetch", "Rows", "Schedule", "Staging", "schedule_of"]
+__all__ = ["BlockOrder", "ENTRY_ORDER", "Merge", "Prefetch", "Rows", "Schedule", "Staging", "Widening",
+           "schedule_of"]

@@ -12,7 +12,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.lowering import lower
-from gpgpu_opt.passes.schedule import Merge, Prefetch, Rows, Schedule, Staging
+from gpgpu_opt.passes.schedule import ENTRY_ORDER, Merge, Prefetch, Rows, Schedule, Staging, Widening
 from gpgpu_opt.pipeline import compile_program
 from gpgpu_opt.targets import get_target
 
@@ -31,8 +31,7 @@ def only(result, name: str):
 
 def fresh(schedule: Schedule, **entries) -> Schedule:
     """The same source and entries (changed by `entries`), with nothing lowered yet."""
-    return Schedule(schedule.source, **{**dict(zip(("staging", "merge", "rows", "block_order", "prefetch"),
-                                                     schedule.entries())), **entries})
+    return Schedule(schedule.source, **{**dict(zip(ENTRY_ORDER, schedule.entries())), **entries})
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +105,22 @@ def test_conv_tile_drops_the_staging_and_records_its_own():
     assert kernel_source(lower(fresh(schedule), kernel.context).funcdef) == kernel_source(kernel.optimized.funcdef)
 
 
-def test_a_pass_rolled_back_leaves_the_schedule_as_it_was():
+def test_each_pass_adds_its_entry_and_keeps_the_others():
     """coalesce alone on mm: its staging is the schedule; `--passes coalesce,prefetch` adds the prefetch."""
     staged = only(compile_path("mm.cu", "g80", "coalesce"), "mm").context.schedule
-    assert staged.staging == Staging("reads", (16, 1), (16, 1)) and staged.entries()[1:] == (None,) * 4
+    assert staged.staging == Staging("reads", (16, 1), (16, 1)) and staged.entries()[2:] == (None,) * 4
     prefetched = only(compile_path("mm.cu", "g80", "coalesce,prefetch"), "mm").context.schedule
     assert prefetched.staging == staged.staging and prefetched.prefetch is not None
+
+
+def test_widening_is_an_entry_lowered_from_the_source():
+    """vectorize's widening is decided (4 x per thread for vv's floats on sm_90) and recorded; coalesce then
+    leaves the kernel (its launch is set), and merge gives each thread 16 rows of the widened kernel."""
+    kernel = only(compile_path("vv.cu", "sm_90"), "vv")
+    schedule = kernel.context.schedule
+    assert schedule.widening == Widening(4) and schedule.rows == Rows(16)
+    assert schedule.staging is None and schedule.merge is None and schedule.prefetch is None
+    assert "float4" not in kernel_source(schedule.source.funcdef) and schedule.source.launch is None
+    lowered = lower(fresh(schedule), kernel.context)
+    assert kernel_source(lowered.funcdef) == kernel_source(kernel.optimized.funcdef)
+    assert lowered.launch == kernel.optimized.launch
