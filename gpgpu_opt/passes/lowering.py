@@ -88,7 +88,8 @@ def _prefetch(kernel: Kernel, ctx: PassContext, prefetch: Prefetch) -> Kernel:
     return prefetched(kernel, ctx)[0]
 
 
-_STEPS = {"widening": _widen, "staging": _stage, "merge": _merge, "rows": _rows, "block_order": _order, "prefetch": _prefetch}
+_STEPS = {"widening": _widen, "staging": _stage, "merge": _merge, "rows": _rows, "block_order": _order,
+          "prefetch": _prefetch}
 
 
 __all__ = ["lower", "quiet", "remember"]

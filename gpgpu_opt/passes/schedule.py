@@ -3,9 +3,10 @@ loopy's schedules), and the source kernel it applies to.
 
 The passes that canonicalize (restrict, normalize, grid_stride, and vectorize's pairs and struct loads)
 rewrite the kernel source to source; what they leave is the schedule's `source`. The scheduling passes
-(vectorize's widening, coalesce, merge, prefetch, partition) then each decide and record an entry here instead of handing the next pass a rewritten kernel
-to re-plan: a later pass that changes an earlier decision amends its entry (block merge widens the staging's
-block and step; the convolution's register tile drops the staging and records its own). `lowering.lower`
+(vectorize's widening, coalesce, merge, prefetch, partition) then each decide and record an entry here,
+instead of handing the next pass a rewritten kernel to re-plan: a later pass that changes an earlier
+decision amends its entry (block merge widens the staging's block and step; the convolution's register tile
+drops the staging and records its own). `lowering.lower`
 generates the kernel from the source and the entries, once, in one fixed order:
 
     widening -> staging (with its final block) -> merge -> rows per thread -> block order -> prefetch

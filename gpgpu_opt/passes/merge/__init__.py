@@ -95,15 +95,16 @@ def lower_merge(kernel: Kernel, ctx: PassContext, kind: str) -> Kernel:
     more to do here)."""
     if kind == "block_merge":
         return kernel
-    plan, apply, *_ = next(m for m in _MERGES if _name(m) == kind)
+    plan, apply, *_ = next(m for m in _MERGES if _name(m[0]) == kind)
     g.normalize_early_returns(kernel.body)
     info = g.KernelInfo(kernel, ctx)
     apply(kernel, info, plan(kernel, ctx, info))
     return kernel
 
 
-def _name(merge) -> str:
-    return merge[0].__module__.rsplit(".", 1)[-1]
+def _name(plan) -> str:
+    """A merge's name (`schedule.Merge.kind`): its planner's module."""
+    return plan.__module__.rsplit(".", 1)[-1]
 
 
 def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = False) -> tuple[Kernel, str] | None:
@@ -121,14 +122,14 @@ def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = Fals
             continue
         except Unsupported as why:
             # This merge fits the kernel's shape but cannot be proved safe or worth it; a later one may be.
-            declined.append((_name((plan,)), what, why))
+            declined.append((_name(plan), what, why))
             continue
         for name, _, why in declined:
             ctx.skip("kernel", f"{name.replace('_', ' ')} not used: {why}", where)
         apply(work, info, chosen)
         ctx.applied("kernel", describe(chosen), where)
         ctx.applied("launch", describe_launch(chosen), where)
-        return work, _name((plan,))
+        return work, _name(plan)
     if declined and not quiet:
         _, what, why = declined[0]
         ctx.skip("kernel", f"{what}: {why}", where)

@@ -43,8 +43,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 def prefetched(kernel: Kernel, ctx: PassContext) -> tuple[Kernel, str, str]:
     """The prefetched copy of `kernel`, what it prefetches and why it may (the lowering of a
-    `schedule.Prefetch` calls this on the kernel the entries before it lowered). NotStaged where there is nothing to prefetch; Unsupported (with `subject`
-    where the loop was found) where it may not be done."""
+    `schedule.Prefetch` calls this on the kernel the entries before it lowered). NotStaged where there is
+    nothing to prefetch; Unsupported (with `subject` where the loop was found) where it may not be done."""
     work = kernel.copy()
     staged = find_staged_loop(work)
     taken = set(g.KernelInfo(work, ctx).taken)
