@@ -124,3 +124,12 @@ def test_widening_is_an_entry_lowered_from_the_source():
     lowered = lower(fresh(schedule), kernel.context)
     assert kernel_source(lowered.funcdef) == kernel_source(kernel.optimized.funcdef)
     assert lowered.launch == kernel.optimized.launch
+
+
+def test_no_pass_reads_the_decision_log_or_another_pass_input():
+    """What one pass decided reaches another through the schedule only: no pass looks up the log's
+    decisions, and no kernel as an earlier pass received it is kept (`received`)."""
+    passes = Path(__file__).resolve().parents[2] / "gpgpu_opt" / "passes"
+    offending = [f"{path.relative_to(passes)}: {word}" for path in sorted(passes.rglob("*.py"))
+                 for word in ("ctx.decisions", ".received") if word in path.read_text()]
+    assert offending == []
