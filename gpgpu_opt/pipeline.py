@@ -26,6 +26,8 @@ from gpgpu_opt.passes.context import DecisionLog, PassContext
 from gpgpu_opt.passes.facts import fallback_block, kernel_facts
 from gpgpu_opt.passes.options import CompileOptions
 from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
+from gpgpu_opt.passes.lowering import lower
+from gpgpu_opt.passes.schedule import Schedule
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
@@ -140,9 +142,11 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
     each pass that ran with the kernel it left."""
     passes = registered_passes()
     current = kernel
+    schedule = Schedule(kernel)
     ran: list[tuple[str, Kernel]] = []
     for name in pass_names:
         ctx.log.pass_name = name
+        ctx.schedule = schedule     # a pass rolled back leaves the schedule as it was
         before = current.copy()
         try:
             result = passes[name](before, ctx)
@@ -163,14 +167,26 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
             detail = "".join(traceback.format_exception_only(type(err), err)).strip()
             ctx.log.skip("kernel", f"rolled back after an internal error ({detail})", Location.of(kernel.funcdef))
             continue
-        ctx.received[name] = current      # the pass worked on a copy
+        schedule = _scheduled(schedule, ctx.schedule, result, current)
         current = result
         ran.append((name, current))
         if dump_dir:
             os.makedirs(dump_dir, exist_ok=True)
             with open(os.path.join(dump_dir, f"{kernel.name}.{len(ran):02d}.{name}.cu"), "w") as fh:
                 fh.write(kernel_source(current.funcdef))
+    ctx.schedule = schedule         # the kept kernel's schedule: `current` is its lowering
     return current, ran
+
+
+def _scheduled(schedule: Schedule, recorded: Schedule, result: Kernel, current: Kernel) -> Schedule:
+    """The schedule after a pass: the one it recorded (a scheduling pass; `result` is its lowering), else
+    one whose source is the kernel it rewrote source to source (a pass that canonicalizes: later passes
+    schedule from its result), unless it left a scheduled kernel as it was."""
+    if recorded is not schedule:
+        return recorded
+    if not schedule.empty and kernel_source(result.funcdef) == kernel_source(current.funcdef):
+        return schedule
+    return Schedule(result)
 
 
 def _grid_overreach(kernel: Kernel, ctx: PassContext) -> str | None:
@@ -226,7 +242,7 @@ def _compile_kernel(program: Program, kernel: Kernel, canonical, options: Compil
     pass_names = list(options.passes)
     facts = kernel_facts(program, kernel, options)
     log = DecisionLog(diagnostics, kernel.name)
-    ctx = PassContext(options, facts, log, kernel.name)
+    ctx = PassContext(options, facts, log, kernel.name, lowering=lower)
     if canonical is not None:
         log.record(grid_stride.PASS_NAME, "kernel", canonical.describe(), Location.of(kernel.funcdef.decl))
     block = facts.naive_block

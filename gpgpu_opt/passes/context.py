@@ -3,7 +3,7 @@ the kernel's facts (frozen, passes/facts.py), and the decision log a pass writes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Callable, Literal, get_args
 
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.passes.facts import KernelFacts
@@ -12,6 +12,10 @@ from gpgpu_opt.passes.options import CompileOptions, MergeRequest
 #: What a pass did about a subject: transformed it, or left it (with a reason either way).
 Action = Literal["applied", "skipped"]
 ACTIONS: tuple[str, ...] = get_args(Action)
+
+if TYPE_CHECKING:
+    from gpgpu_opt.kernel import Kernel
+    from gpgpu_opt.passes.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -70,8 +74,17 @@ class PassContext:
     facts: KernelFacts
     log: DecisionLog
     kernel_name: str = ""
-    #: The kernel as each pass that ran received it (a later pass may re-plan an earlier one's work).
-    received: dict = field(default_factory=dict)
+    #: What the scheduling passes decided for the kernel so far (passes/schedule.py; None: a pass run alone).
+    schedule: "Schedule | None" = None
+    #: The lowering (passes/lowering.py `lower`), which the pipeline hands over: it calls the passes'
+    #: builders, so a pass reaches it here rather than importing it.
+    lowering: "Callable[[Schedule, PassContext], Kernel] | None" = None
+
+    def lower(self, schedule: "Schedule") -> "Kernel":
+        """The kernel `schedule` describes, generated from its source (a new copy)."""
+        if self.lowering is None:
+            raise RuntimeError("no lowering was handed to this context (the pipeline sets it)")
+        return self.lowering(schedule, self)
 
 
 __all__ = ["ACTIONS", "Action", "CompileOptions", "Decision", "DecisionLog", "KernelFacts", "MergeRequest",

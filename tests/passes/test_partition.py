@@ -130,7 +130,7 @@ def test_g80_mv_loop_is_rotated_exactly_at_ragged_sizes():
 
 def test_g80_mv_is_rotated_and_prefetched_again_on_the_rotated_loop():
     """Prefetch runs first (the paper's order); its registers carry one step into the next, so partition
-    rotates the loop prefetch received and prefetches the rotated loop again (none of it is lost)."""
+    rotates the loop as it was before prefetching and prefetches the rotated loop again (none of it is lost)."""
     result = compile_path(INPUTS / "mv.cu", "g80")
     kernel = result.kernels[0]
     prefetch = [d.reason for d in kernel.context.log.decisions if d.pass_name == "prefetch" and d.action == "applied"]

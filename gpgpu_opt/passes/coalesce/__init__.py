@@ -49,10 +49,13 @@ from typing import Callable, Mapping
 from gpgpu_opt.analysis import AccessReport, analyze_kernel
 from gpgpu_opt.analysis.accesses import AS_WRITTEN, Access
 from gpgpu_opt.diagnostics import Location
+from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.schedule import remember
+from gpgpu_opt.passes.schedule import Staging, schedule_of
 from gpgpu_opt.passes.coalesce.launch_shape import block_choices
 from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.rewriting.tiles.plan import plan_reads
@@ -67,39 +70,93 @@ Claim = Callable[[Kernel, PassContext, KernelInfo], "str | None"]
 
 
 def run(kernel: Kernel, ctx: PassContext, later: Mapping[str, Claim] | None = None) -> Kernel:
-    """`later`: the later passes that may claim the kernel, by name (the pass registry wires merge's); a
-    claimed kernel is left to that pass where this compile runs it."""
+    """Stage `kernel`'s reads, recording the staging in the schedule (`schedule.Staging`). `later`: the
+    later passes that may claim the kernel, by name (the pass registry wires merge's); a claimed kernel is
+    left to that pass where this compile runs it."""
+    schedule = schedule_of(ctx, kernel)
     work = kernel.copy()
+    fps, in_footprint, wanted = _reads_to_stage(work, ctx)
+    staged, kind = _staged(kernel, work, ctx, fps, in_footprint, wanted, later or {})
+    if kind is None or staged.launch is None:
+        return staged
+    launch = staged.launch
+    ctx.schedule = schedule.with_(staging=Staging(kind, launch.outputs_per_block, launch.block))
+    return remember(ctx.schedule, staged)
+
+
+def _reads_to_stage(work: Kernel, ctx: PassContext) -> tuple[list, set[int], list[AccessReport]]:
+    """`work`'s early returns normalized (in place), its footprints, the reads in them (by node id) and the
+    other reads worth staging (with notes for those that are not)."""
     g.normalize_early_returns(work.body)
     naive = analyze_kernel(work, ctx.options.target, ctx.facts.naive_block, ctx.facts.bindings)
     fps = footprints([r.access for r in naive.reports], ctx.facts.bindings)
     in_footprint = {id(a.node) for fp in fps for a in fp.reads}
-    wanted = _candidates(naive, ctx, in_footprint)
+    return fps, in_footprint, _candidates(naive, ctx, in_footprint)
+
+
+def lower_halo(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """A `Staging('halo')` lowered: the halo tiles `run` stages in `kernel` (rewritten in place)."""
+    fps, _, wanted = _reads_to_stage(kernel, ctx)
+    info = KernelInfo(kernel, ctx)
+    info.check_kernel()
+    if fps:
+        stage_halos(kernel, ctx, info, footprints(info.accesses, ctx.facts.bindings), wanted)
+    if kernel.launch is None:
+        raise Unsupported("no halo tile is staged")
+    return kernel
+
+
+def lower_reads(kernel: Kernel, ctx: PassContext, block: tuple[int, int], threads: tuple[int, int],
+                steps: int = 1, comment: str | None = None) -> Kernel:
+    """A `Staging('reads')` lowered: `kernel` (rewritten in place) with the reads `plan_reads` stages for
+    blocks of `threads` threads covering `block` outputs, loops taking `steps` tile steps at once;
+    `comment` goes before the first tile."""
+    g.normalize_early_returns(kernel.body)
+    info = KernelInfo(kernel, ctx)
+    info.check_kernel()
+    plans, _ = plan_reads(kernel, ctx, info, block, threads, steps)
+    if not plans:
+        raise Unsupported(f"no read is staged for blocks of {threads[0]}x{threads[1]} threads")
+    apply_plans(kernel, ctx, info, block, threads, plans)
+    if comment:
+        items = kernel.body.block_items
+        items.insert(next(i for i, s in enumerate(items) if _is_tile(s)), Comment(comment))
+    kernel.launch = LaunchConfig(block=threads, outputs_per_block=block)
+    return kernel
+
+
+def _is_tile(statement) -> bool:
+    return "__shared__" in (getattr(statement, "storage", None) or [])
+
+
+def _staged(kernel: Kernel, work: Kernel, ctx: PassContext, fps, in_footprint,
+            wanted, later: Mapping[str, Claim]) -> tuple[Kernel, str | None]:
+    """`work` with the reads staged and how ('reads' or 'halo'), or `kernel` (with notes on why not)."""
     if not wanted and not fps:
-        return kernel
+        return kernel, None
     where = Location.of(work.funcdef)
     if kernel.launch is not None:
         ctx.log.skip("kernel", "no access staged: an earlier pass fixed the block shape, which the tiles depend on",
                  where)
-        return kernel
+        return kernel, None
     try:
         info = KernelInfo(work, ctx)
         info.check_kernel()
     except Unsupported as why:
         ctx.log.skip("kernel", f"no access staged: {why}", where)
-        return kernel
+        return kernel, None
     if fps:
         fps = footprints(info.accesses, ctx.facts.bindings)       # the same reads, with their definitions
         with_halos = stage_halos(work, ctx, info, fps, wanted)
         if with_halos is not None:
-            return work
+            return work, "halo"
         if not wanted:
-            return kernel
-    for name, claim in (later or {}).items():
+            return kernel, None
+    for name, claim in later.items():
         why = claim(work, ctx, info) if name in ctx.options.passes else None
         if why:
             ctx.log.skip("kernel", f"no access staged: left to {name}: {why}", where)
-            return kernel
+            return kernel, None
     last_reason = None
     rows_note = None
     for block, threads, why_block in block_choices(work, ctx, wanted):
@@ -124,7 +181,7 @@ def run(kernel: Kernel, ctx: PassContext, later: Mapping[str, Claim] | None = No
         else:
             for rep, why in skipped:
                 ctx.log.skip(_subject(rep.access), f"not staged: {why}", rep.access.location)
-        return kernel
+        return kernel, None
     for rep, why in skipped:
         ctx.log.skip(_subject(rep.access), f"not staged: {why}", rep.access.location)
     apply_plans(work, ctx, info, block, threads, plans)
@@ -139,7 +196,7 @@ def run(kernel: Kernel, ctx: PassContext, later: Mapping[str, Claim] | None = No
         how = (f"blocks of {threads[0]}x{threads[1]} threads, each covering {block[0]}x{block[1]} outputs "
                f"({block[1] // threads[1]} rows per thread, {threads[1]} apart): {why_block}")
     ctx.log.applied("launch", how, where)
-    return work
+    return work, "reads"
 
 
 def _subject(a: Access) -> str:

@@ -29,6 +29,8 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.schedule import remember
+from gpgpu_opt.passes.schedule import Merge, Schedule, Staging, schedule_of
 from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_rows,
                                     stencil_window, thread_merge)
 from gpgpu_opt.rewriting.accumulation import NotAccumulation
@@ -59,6 +61,7 @@ _MERGES = [
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Merge `kernel`, recording the merge in the schedule (`schedule.Merge`, `schedule.Rows`)."""
     volatile = sorted({a.array for a in collect_accesses(kernel) if a.volatile})
     if volatile:
         # A merge shares loads between the outputs of a thread and keeps values in registers: each access
@@ -66,23 +69,48 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         ctx.log.skip("kernel", f"not merged: {', '.join(volatile)} {'is' if len(volatile) == 1 else 'are'} volatile",
                  Location.of(kernel.funcdef))
         return kernel
+    schedule = schedule_of(ctx, kernel)
     if kernel.launch is not None:
-        staged_by = ctx.received.get("coalesce")
-        if staged_by is not None:
+        if schedule.staging is not None:
             # A convolution's register tile brings its own halo tile: it replaces coalesce's staging.
-            tiled = _merge_unstaged(staged_by, ctx, [_CONV_TILE], quiet=True)
+            unstaged = schedule.without("staging")
+            tiled = _merge_unstaged(ctx.lower(unstaged), ctx, [_CONV_TILE], quiet=True)
             if tiled is not None:
+                tiled, _ = tiled
                 ctx.log.applied("kernel", "the convolution's register tile stages its own halo tile, so it replaces "
                                       "the coalesce pass's staging", Location.of(kernel.funcdef))
-                return tiled
-        return _merge_staged(kernel, ctx)
+                ctx.schedule = unstaged.with_(merge=Merge("conv_tile"))
+                return remember(ctx.schedule, tiled)
+        return _merge_staged(kernel, ctx, schedule)
     merged = _merge_unstaged(kernel, ctx, _MERGES)
-    return kernel if merged is None else merged
+    if merged is None:
+        return kernel
+    merged, kind = merged
+    ctx.schedule = schedule.with_(merge=Merge(kind))
+    return remember(ctx.schedule, merged)
 
 
-def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = False) -> Kernel | None:
-    """The first of `merges` that applies to a kernel no earlier pass gave a launch, or None (with a note
-    on why the first that fitted the kernel's shape declined, unless `quiet`)."""
+def lower_merge(kernel: Kernel, ctx: PassContext, kind: str) -> Kernel:
+    """A `schedule.Merge` lowered on `kernel` (rewritten in place): the merge named `kind` planned and
+    applied as `_merge_unstaged` does (block_merge's step is the staging entry's block and step: nothing
+    more to do here)."""
+    if kind == "block_merge":
+        return kernel
+    plan, apply, *_ = next(m for m in _MERGES if _name(m[0]) == kind)
+    g.normalize_early_returns(kernel.body)
+    info = KernelInfo(kernel, ctx)
+    apply(kernel, info, plan(kernel, ctx, info))
+    return kernel
+
+
+def _name(plan) -> str:
+    """A merge's name (`schedule.Merge.kind`): its planner's module."""
+    return plan.__module__.rsplit(".", 1)[-1]
+
+
+def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = False) -> tuple[Kernel, str] | None:
+    """The first of `merges` that applies to a kernel no earlier pass gave a launch, and its name, or None
+    (with a note on why the first that fitted the kernel's shape declined, unless `quiet`)."""
     where = Location.of(kernel.funcdef)
     declined = []   # (merge, consequence, why) of merges that fit the kernel's shape but were not made
     for plan, apply, describe, describe_launch, what in merges:
@@ -95,28 +123,31 @@ def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = Fals
             continue
         except Unsupported as why:
             # This merge fits the kernel's shape but cannot be proved safe or worth it; a later one may be.
-            declined.append((plan.__module__.rsplit(".", 1)[-1], what, why))
+            declined.append((_name(plan), what, why))
             continue
         for name, _, why in declined:
             ctx.log.skip("kernel", f"{name.replace('_', ' ')} not used: {why}", where)
         apply(work, info, chosen)
         ctx.log.applied("kernel", describe(chosen), where)
         ctx.log.applied("launch", describe_launch(chosen), where)
-        return work
+        return work, _name(plan)
     if declined and not quiet:
         _, what, why = declined[0]
         ctx.log.skip("kernel", f"{what}: {why}", where)
     return None
 
 
-def _merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
+def _merge_staged(kernel: Kernel, ctx: PassContext, schedule: Schedule) -> Kernel:
     """A kernel the coalesce pass staged (its launch is set): neighbouring blocks merged, then several rows
     per thread (the paper's order for mm, Fig. 5 then Fig. 7). `--merge x=N,y=M` asks for N blocks merged
     in x and M rows per thread."""
-    return thread_merge_staged(_block_merge(kernel, ctx), ctx)
+    merged = _block_merge(kernel, ctx, schedule)
+    return thread_merge_staged(merged, ctx)
 
 
-def _block_merge(kernel: Kernel, ctx: PassContext) -> Kernel:
+def _block_merge(kernel: Kernel, ctx: PassContext, schedule: Schedule) -> Kernel:
+    """`kernel` with neighbouring blocks merged: the staging entry amended to the merged block and step,
+    lowered from the source once (or `kernel`, with a note where that is not done)."""
     where = Location.of(kernel.funcdef)
     request = ctx.options.merge_request
     try:
@@ -126,7 +157,9 @@ def _block_merge(kernel: Kernel, ctx: PassContext) -> Kernel:
     except Unsupported as why:
         ctx.log.skip("kernel", f"blocks not merged: {why}", where)
         return kernel
-    merged = block_merge.apply_block_merge(kernel, ctx, plan)
+    ctx.schedule = schedule.with_(staging=Staging("reads", plan.block, plan.block, plan.steps, plan.comment()),
+                                  merge=Merge("block_merge", plan.factors))
+    merged = ctx.lower(ctx.schedule)
     ctx.log.applied("kernel", f"thread-block merge: {plan.describe()}", where)
     ctx.log.applied("launch", f"blocks of {plan.block[0]}x{plan.block[1]} threads, one thread per output", where)
     return merged

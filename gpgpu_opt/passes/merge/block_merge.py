@@ -16,8 +16,9 @@ A block with too few threads to fill an SM (16 threads on the paper's GPU) is me
 sharing (§3.6), in x for a 1-D thread space and in y otherwise, without widening any step.
 
 The merged kernel is the coalesce pass's staging planned again for the merged block (`rewriting.tiles.plan` with the
-merged block and the widened step), from the kernel the coalesce pass received: every load, predicate and
-barrier is then the one coalesce proves for that block. Kernels coalesce stages use thread ids only
+merged block and the widened step): the merge amends the schedule's staging entry (passes/schedule.py), which
+is lowered from the schedule's source, so every load, predicate and barrier is the one coalesce proves for
+that block. Kernels coalesce stages use thread ids only
 through the global index (`KernelInfo.check_kernel`), which a merged block keeps, so no id needs
 recomputing outside the loaders (whose `threadIdx.x % W`, `threadIdx.x / W` are the paper's sub-block
 ids). The merged grid rounds up to whole merged blocks: `KernelInfo.coverage_problem` keeps every access
@@ -36,15 +37,14 @@ from dataclasses import dataclass, field
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.sharing import analyse_sharing
 from gpgpu_opt.analysis.symbolic import param_symbol
-from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.schedule import schedule_of
 from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.rewriting.tiles.plan import plan_reads
 from gpgpu_opt.rewriting.tiles.staged import Plan
-from gpgpu_opt.rewriting.tiles.rewrite import apply_plans
 from gpgpu_opt.targets import Target
 
 
@@ -132,9 +132,10 @@ def plan_block_merge(kernel: Kernel, ctx: PassContext, factors: tuple[int, int] 
             raise Unsupported(f"blocks are merged in one direction, not {factors[0]}x{factors[1]}")
         if max(factors) == 1:
             raise NotMergeable("no merge asked for")
-    base = ctx.received.get("coalesce")
+    schedule = schedule_of(ctx, kernel)
+    base = schedule.source          # what the staging entry stages (and a merged block stages again)
     launch = kernel.launch
-    if base is None or launch is None or base.launch is not None:
+    if schedule.staging is None or launch is None or base.launch is not None:
         raise NotMergeable("not staged by the coalesce pass")
     if launch.block != launch.outputs_per_block or launch.fixed_grid:
         raise NotMergeable("each thread computes several outputs already")
@@ -220,18 +221,6 @@ def _best_factor(base, ctx, current: _Staging, axis, shared, factor, now, reason
     return BlockMerge(axis, n, merged, block, how, shared, steps, staging)
 
 
-def apply_block_merge(kernel: Kernel, ctx: PassContext, plan: BlockMerge) -> Kernel:
-    """The merged kernel (a new one: the merge is planned from the kernel the coalesce pass received)."""
-    staging = plan.staging
-    work = staging.kernel
-    apply_plans(work, ctx, staging.info, plan.block, plan.block, staging.plans)
-    items = work.body.block_items
-    first_tile = next(i for i, s in enumerate(items) if "__shared__" in (getattr(s, "storage", None) or []))
-    items.insert(first_tile, Comment(plan.comment()))
-    work.launch = plan.launch
-    return work
-
-
 def _stage(base: Kernel, ctx: PassContext, block: tuple[int, int], steps: int) -> _Staging:
     work = base.copy()
     g.normalize_early_returns(work.body)
@@ -280,4 +269,4 @@ def _subject(p: Plan) -> str:
     return f"{p.access.array}[{p.access.index_text}]"
 
 
-__all__ = ["BlockMerge", "NotMergeable", "apply_block_merge", "plan_block_merge"]
+__all__ = ["BlockMerge", "NotMergeable", "plan_block_merge"]

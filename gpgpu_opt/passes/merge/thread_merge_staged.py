@@ -22,6 +22,8 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.schedule import remember
+from gpgpu_opt.passes.schedule import Rows, schedule_of
 from gpgpu_opt.passes.merge import thread_merge as tm
 from gpgpu_opt.passes.merge.dependence import Dependence, builtin_axis
 from gpgpu_opt.rewriting.cbuild import Unsupported
@@ -30,8 +32,10 @@ _ALLOWED_CALLS = ("__syncthreads",)
 
 
 def thread_merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
-    """`kernel` merged in y (a new kernel, with a note), or `kernel` itself with a note saying why not."""
+    """`kernel` merged in y (a new kernel, with a note, its rows per thread recorded in the schedule), or
+    `kernel` itself with a note saying why not."""
     where = Location.of(kernel.funcdef)
+    schedule = schedule_of(ctx, kernel)
     work = kernel.copy()
     g.normalize_early_returns(work.body)
     info = KernelInfo(work, ctx)
@@ -45,7 +49,20 @@ def thread_merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
     tm.apply_thread_merge(work, info, plan)
     ctx.log.applied("kernel", tm.describe(plan), where)
     ctx.log.applied("launch", tm.describe_launch(plan), where)
-    return work
+    ctx.schedule = schedule.with_(rows=Rows(plan.factors[1]))
+    return remember(ctx.schedule, work)
+
+
+def lower_rows(kernel: Kernel, ctx: PassContext, factor: int) -> Kernel:
+    """A `schedule.Rows` lowered on `kernel` (rewritten in place): planned again as `thread_merge_staged`
+    planned it, which must come to the recorded `factor`."""
+    g.normalize_early_returns(kernel.body)
+    info = KernelInfo(kernel, ctx)
+    plan = plan_thread_merge_staged(kernel, ctx, info)
+    if plan.factors[1] != factor:
+        raise Unsupported(f"{plan.factors[1]} rows per thread planned where the schedule says {factor}")
+    tm.apply_thread_merge(kernel, info, plan)
+    return kernel
 
 
 def plan_thread_merge_staged(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> tm.ThreadMerge:

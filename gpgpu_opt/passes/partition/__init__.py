@@ -7,7 +7,8 @@ blocks running at once reach few DRAM partitions camps. The fix depends on the g
   block.
 It works on whatever the earlier passes left (staged tiles, merged blocks, a new launch): the analysis
 uses the kernel's current block. A loop the prefetch pass staged in registers carries them from one step
-to the next, so the rotation re-plans it from the kernel prefetch received, and prefetches it again.
+to the next, so the rotation is planned on the schedule's lowering without its prefetch entry, which is then
+lowered after it (passes/schedule.py: the block order comes before the prefetch).
 
 On by default only for targets that camp (g80, gt200). Later GPUs hash addresses across their channels,
 so there the pass only says what it would do, unless `--passes ...,partition` names it: it then runs
@@ -21,19 +22,25 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.schedule import remember
+from gpgpu_opt.passes.schedule import BlockOrder, Schedule, schedule_of
 from gpgpu_opt.passes.partition import diagonal, rotation
-from gpgpu_opt.passes.prefetch import prefetched
-from gpgpu_opt.passes.prefetch.staged_loop import NotStaged
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Remove `kernel`'s partition camping, recording the block order in the schedule
+    (`schedule.BlockOrder`; it is lowered before the prefetch entry)."""
     geometry = ctx.options.target.partition_camping
     asked = geometry is None and "partition" in ctx.options.named
     rotating = not diagonal.uses_block_y(kernel)
-    base = _before_prefetch(kernel, ctx) if rotating else None
-    campers = camping_accesses(base or kernel, ctx, geometry or REFERENCE_GEOMETRY)
+    schedule = schedule_of(ctx, kernel)
+    unprefetched = schedule.without("prefetch")
+    # The rotation is planned on the loop before prefetching (a prefetched loop carries the next step's
+    # data from one iteration to the next); the diagonal order only renames blocks, found where they are.
+    base = ctx.lower(unprefetched) if schedule.prefetch is not None else kernel
+    campers = camping_accesses(base if rotating else kernel, ctx, geometry or REFERENCE_GEOMETRY)
     if not campers:
         return kernel
     access, found = campers[0]
@@ -48,24 +55,48 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     block = kernel.launch.block if kernel.launch is not None else ctx.facts.naive_block
     why = f"{describe(access, found, block, ctx.facts.bindings)} ({count} partitions of {width} bytes" + \
         (f", asked for with --passes although {ctx.options.target.name} hashes addresses)" if asked else ")")
-    work = (base or kernel).copy()
+    work = base.copy()
+    order = BlockOrder("rotation" if rotating else "diagonal", subject)
     try:
         if not rotating:
             plan = diagonal.plan_diagonal(work, ctx)
             diagonal.apply_diagonal(work, plan)
-            ctx.log.applied(subject, f"{why}: {diagonal.describe(plan)}", where)
-            return work
-        return _rotate(work, ctx, subject, why, where, again=base is not None)
+            notes = [f"{why}: {diagonal.describe(plan)}"]
+        else:
+            notes = [f"{why}: {rotation.describe(plan)}" for plan in _rotate(work, ctx)]
+        remember(unprefetched.with_(block_order=order), work)
+        ctx.schedule = schedule.with_(block_order=order)
+        done = _prefetched_again(ctx.schedule, ctx)
     except Unsupported as reason:
         ctx.log.skip(subject, f"camping left as it is: {reason}", where)
+        ctx.schedule = schedule
         return kernel
+    if rotating and schedule.prefetch is not None:
+        notes = [f"{note}; the prefetch of {schedule.prefetch.subject} is made again on the rotated loop: each "
+                 "step loads the rotated next step's data, the last step none" for note in notes]
+    for note in notes:
+        ctx.log.applied(subject, note, where)
+    return done
 
 
-def _before_prefetch(kernel: Kernel, ctx: PassContext) -> Kernel | None:
-    """The kernel as the prefetch pass received it, where that pass changed it: its staged loop carries
-    the next step's registers from one iteration to the next, so the loop to rotate is the one before."""
-    prefetched = any(d.pass_name == "prefetch" and d.action == "applied" for d in ctx.log.decisions)
-    return ctx.received.get("prefetch") if prefetched else None
+def lower_block_order(kernel: Kernel, ctx: PassContext, kind: str) -> Kernel:
+    """A `schedule.BlockOrder` lowered on `kernel` (rewritten in place)."""
+    if kind == "diagonal":
+        diagonal.apply_diagonal(kernel, diagonal.plan_diagonal(kernel, ctx))
+    else:
+        _rotate(kernel, ctx)
+    return kernel
+
+
+def _prefetched_again(schedule: Schedule, ctx: PassContext) -> Kernel:
+    """The lowering of `schedule`, whose prefetch entry (if any) is made again on the reordered loop."""
+    try:
+        return ctx.lower(schedule)
+    except Unsupported as failed:
+        if schedule.prefetch is None:
+            raise
+        raise Unsupported(f"the prefetch pass's loop could not be prefetched again once rotated ({failed}); "
+                          "the prefetch stays") from failed
 
 
 def camping_accesses(kernel: Kernel, ctx: PassContext, geometry: tuple[int, int]) -> list[tuple[Access, dict]]:
@@ -79,9 +110,9 @@ def camping_accesses(kernel: Kernel, ctx: PassContext, geometry: tuple[int, int]
     return found
 
 
-def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where, again: bool) -> Kernel:
-    """Rotate each loop that walks a camping access (the outermost such loop of each); `again`: `work` is
-    the kernel before prefetching, which is then done again on the rotated loop."""
+def _rotate(work: Kernel, ctx: PassContext) -> list:
+    """Rotate (in place) each loop that walks a camping access (the outermost such loop of each); returns
+    the rotations."""
     info = KernelInfo(work, ctx)
     loops = []
     for access, _ in camping_accesses(work, ctx, ctx.options.target.partition_camping or REFERENCE_GEOMETRY):
@@ -99,15 +130,4 @@ def _rotate(work: Kernel, ctx: PassContext, subject: str, why: str, where, again
     plans = [rotation.plan_rotation(work, ctx, loop, info) for loop in loops]
     for plan in plans:
         rotation.apply_rotation(work, info, plan)
-    prefetch_note = ""
-    if again:
-        try:
-            work, staged, _ = prefetched(work, ctx)
-        except (NotStaged, Unsupported) as failed:
-            raise Unsupported(f"the prefetch pass's loop could not be prefetched again once rotated ({failed}); "
-                              "the prefetch stays") from failed
-        prefetch_note = f"; the prefetch of {staged} is made again on the rotated loop: each step loads the " \
-                        "rotated next step's data, the last step none"
-    for plan in plans:
-        ctx.log.applied(subject, f"{why}: {rotation.describe(plan)}{prefetch_note}", where)
-    return work
+    return plans

@@ -16,6 +16,8 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.nvcc import nvcc_available, resource_usage
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.schedule import remember
+from gpgpu_opt.passes.schedule import Prefetch, schedule_of
 from gpgpu_opt.passes.prefetch import registers, stages
 from gpgpu_opt.passes.prefetch.staged_loop import NotStaged, find_staged_loop
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
@@ -23,6 +25,7 @@ from gpgpu_opt.rewriting.cbuild import Unsupported
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
+    """Prefetch `kernel`'s staged loop, recording it in the schedule (`schedule.Prefetch`)."""
     where = Location.of(kernel.funcdef)
     try:
         work, subject, why = prefetched(kernel, ctx)
@@ -32,13 +35,15 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         ctx.log.skip(getattr(why, "subject", "kernel"), f"not prefetched: {why}", where)
         return kernel
     ctx.log.applied(subject, why, where)
-    return work
+    form = "stages" if ctx.options.target.has_async_copy else "registers"
+    ctx.schedule = schedule_of(ctx, kernel).with_(prefetch=Prefetch(subject, form))
+    return remember(ctx.schedule, work)
 
 
 def prefetched(kernel: Kernel, ctx: PassContext) -> tuple[Kernel, str, str]:
-    """The prefetched copy of `kernel`, what it prefetches and why it may (a later pass that re-plans the
-    loop calls this again). NotStaged where there is nothing to prefetch; Unsupported (with `subject`
-    where the loop was found) where it may not be done."""
+    """The prefetched copy of `kernel`, what it prefetches and why it may (the lowering of a
+    `schedule.Prefetch` calls this on the kernel the entries before it lowered). NotStaged where there is
+    nothing to prefetch; Unsupported (with `subject` where the loop was found) where it may not be done."""
     work = kernel.copy()
     staged = find_staged_loop(work)
     taken = set(KernelInfo(work, ctx).taken)

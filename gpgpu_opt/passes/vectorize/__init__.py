@@ -16,6 +16,8 @@ from gpgpu_opt import launch_dispatch
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.passes.schedule import remember
+from gpgpu_opt.passes.schedule import Widening, schedule_of
 from gpgpu_opt.passes.vectorize import latency, pairs, struct_loads, widen
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
@@ -34,8 +36,20 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     for what in done:
         ctx.log.applied("kernel", f"vector access: {what}", where)
     if not done:
-        work = _widened(kernel, ctx) or work
-    return work if done or work.launch is not None else kernel
+        widened = _widened(kernel, ctx)
+        if widened is not None:
+            launch = widened.launch
+            width = launch.outputs_per_block[0] // launch.block[0]
+            ctx.schedule = schedule_of(ctx, kernel).with_(widening=Widening(width))
+            return remember(ctx.schedule, widened)
+    return work if done else kernel
+
+
+def lower_widening(kernel: Kernel, ctx: PassContext, width: int) -> Kernel:
+    """A `schedule.Widening` lowered: `kernel` (rewritten in place) widened to `width` as `_widened` does."""
+    g.normalize_early_returns(kernel.body)
+    widen.widen(kernel, ctx, KernelInfo(kernel, ctx), width)
+    return kernel
 
 
 def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
