@@ -174,9 +174,25 @@ def _bare_argument_of_unknown_call(fn: HostFunction, i: int) -> bool:
         return False
     # A library's by-value function, unless the file defines or declares a function of that name itself
     # (`void cuda_setup(int &n)` matches the library prefix but may write n).
-    if _by_value_macro(fn.text, callee.text):
+    if _used_as_a_value(toks, j) and _by_value_macro(fn.text, callee.text):
         return False
     return not _BY_VALUE_CALLEE.match(callee.text) or callee.text in _declared_functions(fn)
+
+
+def _used_as_a_value(toks: list[Token], open_paren: int) -> bool:
+    """Whether the call whose `(` is at `open_paren` is a statement of its own or the value of an assignment
+    or return (`print(n);`, `m = ceilDiv(n, 256);`): a macro's expansion there can only be read, where
+    `print(n) = 0;` or `&print(n)` would make a bare `x` body a store or an address (a whitelist)."""
+    before = toks[open_paren - 2].text if open_paren >= 2 else ";"
+    depth, k = 0, open_paren
+    while k < len(toks):
+        depth += toks[k].text == "("
+        depth -= toks[k].text == ")"
+        if depth == 0:
+            break
+        k += 1
+    after = toks[k + 1].text if k + 1 < len(toks) else ""
+    return before in (";", "{", "}", "=", "return") and after == ";"
 
 
 def _by_value_macro(text: str, name: str) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.host_expr import HostScope
@@ -74,6 +76,18 @@ def test_only_exactly_that_shape_of_an_unchanged_cudaDeviceProp():
 def test_a_macro_that_stores_is_not_a_read():
     text = HOST.format(threads=256, block=NN_BLOCK, extra="").replace(
         "#define print( x )  printf( #x \": %lu\\n\", (unsigned long) x )", "#define print( x )  ( x = 0 )")
+    declarations = declarations_at(text, text.index("euclid<<<"))
+    assert HostScope({"DEFAULT_THREADS_PER_BLOCK": "256"}, {}, declarations).dim3("threadsPerBlock") == (None, 1, 1)
+
+
+@pytest.mark.parametrize("use", ["print( threadsPerBlock ) = 0;", "print( threadsPerBlock )++;",
+                                 "unsigned long *p = &print( threadsPerBlock );"])
+def test_a_reading_macro_used_where_its_expansion_stores_is_not_a_read(use):
+    """`#define keep( x ) x` only reads x, unless the call is itself stored to or has its address taken."""
+    text = HOST.format(threads=256, block=NN_BLOCK, extra="").replace(
+        "#define print( x )  printf( #x \": %lu\\n\", (unsigned long) x )", "#define print( x )  x").replace(
+        "    print( threadsPerBlock );\n", f"    {use}\n")
+    assert use in text
     declarations = declarations_at(text, text.index("euclid<<<"))
     assert HostScope({"DEFAULT_THREADS_PER_BLOCK": "256"}, {}, declarations).dim3("threadsPerBlock") == (None, 1, 1)
 
