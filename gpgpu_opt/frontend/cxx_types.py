@@ -46,7 +46,7 @@ def usual_conversion(a: str, b: str) -> str:
     a, b = promoted(a), promoted(b)
     if a == b:
         return a
-    (ra, wa, sa), (rb, wb, sb) = _INTEGERS[a], _INTEGERS[b]
+    (ra, _, sa), (rb, _, sb) = _INTEGERS[a], _INTEGERS[b]
     if sa == sb:
         return a if ra > rb else b
     signed, unsigned = (a, b) if sa else (b, a)
