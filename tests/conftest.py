@@ -1,9 +1,12 @@
 import os
 import shutil
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from gpgpu_opt.nvcc import CACHE_ENV as NVCC_CACHE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 INPUTS = ROOT / "inputs"
@@ -16,6 +19,16 @@ def pytest_configure(config):
     """Every compile in the tests runs strict (GPGPU_OPT_STRICT, compile_program's default, inherited by the
     CLI subprocesses too): a pass's internal error fails the test instead of becoming a silent rollback."""
     os.environ["GPGPU_OPT_STRICT"] = "1"
+    if "PYTEST_XDIST_WORKER" not in os.environ and NVCC_CACHE_ENV not in os.environ:
+        # One nvcc cache for the session, inherited by the workers and the CLI subprocesses: the same kernel
+        # text is built once (gpgpu_opt/nvcc.py keeps only builds that read no include directory).
+        config.nvcc_cache = os.environ[NVCC_CACHE_ENV] = tempfile.mkdtemp(prefix="gpgpu-opt-nvcc-")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "nvcc_cache", None):
+        shutil.rmtree(config.nvcc_cache, ignore_errors=True)
+        os.environ.pop(NVCC_CACHE_ENV, None)
 
 
 def pytest_addoption(parser):
