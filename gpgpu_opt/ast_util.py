@@ -4,7 +4,41 @@ from __future__ import annotations
 import copy
 from typing import Callable
 
-from pycparser import c_ast
+from pycparser import c_ast, c_parser
+
+#: Values a syntax tree holds that are never changed in place, so that a copy may share them: C spellings
+#: and constants, and source positions (a node gets a new Coord, no Coord is edited).
+_SHARED_IN_COPIES = (str, int, float, bool, type(None), c_parser.Coord)
+
+
+def _deepcopy_node(node: c_ast.Node, memo: dict) -> c_ast.Node:
+    """`copy.deepcopy` of a syntax tree, about 10x faster than the generic one (which goes through
+    `__reduce_ex__` for every node): the same result, objects shared within the tree (a node, a list of
+    qualifiers that several declarations hold) still shared once in the copy, through the same `memo`."""
+    copied = object.__new__(type(node))
+    memo[id(node)] = copied
+    for slot in type(node).__slots__:
+        if slot == "__weakref__" or not hasattr(node, slot):
+            continue
+        value = getattr(node, slot)
+        if not isinstance(value, _SHARED_IN_COPIES):
+            value = memo[id(value)] if id(value) in memo else _deepcopy_value(value, memo)
+        setattr(copied, slot, value)
+    return copied
+
+
+def _deepcopy_value(value, memo: dict):
+    if isinstance(value, c_ast.Node):
+        return _deepcopy_node(value, memo)
+    if isinstance(value, list):
+        copied = memo[id(value)] = []
+        copied.extend(item if isinstance(item, _SHARED_IN_COPIES) else
+                      memo[id(item)] if id(item) in memo else _deepcopy_value(item, memo) for item in value)
+        return copied
+    return copy.deepcopy(value, memo)
+
+
+c_ast.Node.__deepcopy__ = _deepcopy_node
 
 
 def transform(node: c_ast.Node, fn: Callable[[c_ast.Node], c_ast.Node | None], *,

@@ -36,3 +36,39 @@ def test_members_of_plain_variables():
     assert member_of(_expr("x")) is None
     assert is_member_of(_expr("blockDim.y"), "threadIdx", "blockDim")
     assert not is_member_of(_expr("gridDim.y"), "threadIdx", "blockDim")
+
+
+def _nodes(node):
+    yield node
+    for _, child in node.children():
+        yield from _nodes(child)
+
+
+def test_a_deep_copy_prints_the_same_and_shares_no_node_with_the_original():
+    import copy
+
+    from pycparser import c_generator
+
+    tree = c_parser.CParser().parse("void f(const float *a, int n) { int i, j; for (i = 0; i < n; i++) "
+                                    "{ j = i * 2; if (j < n) { float v = a[j]; (void)v; } } }")
+    copied = copy.deepcopy(tree)
+    printer = c_generator.CGenerator()
+    assert printer.visit(copied) == printer.visit(tree)
+    originals = {id(n) for n in _nodes(tree)}
+    assert not originals & {id(n) for n in _nodes(copied)}
+    # `int i, j;`: the parser gives both declarations one qualifier list; the copies share their own copy
+    first, second = copied.ext[0].body.block_items[0:2]
+    was_first, was_second = tree.ext[0].body.block_items[0:2]
+    assert (first.quals is second.quals) == (was_first.quals is was_second.quals)
+    assert first.quals is not was_first.quals
+
+
+def test_a_node_held_twice_is_copied_once():
+    import copy
+
+    from pycparser import c_ast
+
+    shared = c_ast.ID("x")
+    pair = c_ast.BinaryOp("+", shared, shared)
+    copied = copy.deepcopy(pair)
+    assert copied.left is copied.right and copied.left is not shared

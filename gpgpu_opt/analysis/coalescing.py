@@ -4,11 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import sympy
 
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.loops import in_trip_index, iterator_values, moves_with_thread
-from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, iterator_symbol
+from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, iterator_symbol, lambdified
 from gpgpu_opt.targets import Target
 
 #: Value used for a size parameter that nothing binds: a multiple of every tile and segment, as the
@@ -65,7 +64,7 @@ def analyse_request(access: Access, target: Target, block: tuple[int, int],
     tx, ty = lanes % block[0], lanes // block[0]
     loops = access.loops
     iter_syms = [iterator_symbol(l.var) for l in loops]
-    fn = sympy.lambdify([TID["x"], TID["y"], TID["z"], *iter_syms], expr, "numpy")
+    fn = lambdified([TID["x"], TID["y"], TID["z"], *iter_syms], expr, "numpy")
     # The innermost loop walks its first `width` iterations (paper §3.2: the pattern then repeats);
     # outer loops stay at their first iteration.
     iterations = [[]]

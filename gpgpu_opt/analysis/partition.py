@@ -16,7 +16,7 @@ import sympy
 
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.coalescing import DEFAULT_SIZE, substitutions
-from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine, coefficient, iterator_symbol
+from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine, coefficient, iterator_symbol, lambdified
 from gpgpu_opt.targets import Target
 
 #: GT200's 8 partitions of 256 bytes: the geometry the partition pass assumes where it is asked to run on a
@@ -58,7 +58,7 @@ def _first_step_addresses(access: Access, subs: dict, block: tuple[int, int], bl
         first[iterator_symbol(loop.var)] = start if not extra else sympy.Integer(0)
     fixed = {k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])}
     expr = access.evaluable_index.subs(fixed).subs(first).subs({BID["y"]: 0, TID["z"]: 0, BID["z"]: 0})
-    fn = sympy.lambdify([TID["x"], TID["y"], BID["x"]], expr, "numpy")
+    fn = lambdified([TID["x"], TID["y"], BID["x"]], expr, "numpy")
     tx, ty, bx = np.meshgrid(np.arange(block[0]), np.arange(block[1]), np.arange(blocks), indexing="ij")
     return np.broadcast_to(np.asarray(fn(tx, ty, bx), dtype=np.int64), tx.shape).ravel()
 

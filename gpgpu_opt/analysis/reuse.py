@@ -10,7 +10,7 @@ from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.coalescing import substitutions
 from gpgpu_opt.analysis.footprint import Footprint
 from gpgpu_opt.analysis.loops import in_trip_index, iterator_values, moves_with_thread
-from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine, coefficient, iterator_symbol
+from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine, coefficient, iterator_symbol, lambdified
 from gpgpu_opt.targets import Target
 
 _MAX_ITERATIONS = 48
@@ -25,7 +25,7 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
         return set()
     expr = expr.subs({k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])})
     expr = expr.subs({TID["z"]: 0, BID["z"]: 0})  # z is one plane per block: the footprint's shape is x/y
-    fn = sympy.lambdify([TID["x"], TID["y"], BID["x"], BID["y"], *syms], expr, "numpy")
+    fn = lambdified([TID["x"], TID["y"], BID["x"], BID["y"], *syms], expr, "numpy")
     if threads is None:
         threads = [(x, y) for y in range(block[1]) for x in range(block[0])]
     tx = np.array([t[0] for t in threads])

@@ -1,6 +1,7 @@
 """C expressions as sympy expressions over thread/block ids, loop iterators and kernel parameters."""
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 import sympy
@@ -85,6 +86,18 @@ def quasi_terms(expr: sympy.Expr, moving) -> list[sympy.Expr]:
     moving = set(moving)
     return [n for n in sympy.preorder_traversal(expr)
             if isinstance(n, QUASI_FUNCTIONS) and (n.free_symbols & moving or any(is_opaque(s) for s in n.free_symbols))]
+
+
+def lambdified(args, expr: sympy.Expr, module: str):
+    """`sympy.lambdify(args, expr, module)`, made once per (arguments, expression, module): building the
+    function prints and compiles Python source (milliseconds), and the analyses ask for the same subscripts
+    again and again (each pass, each candidate, each kernel compiled again)."""
+    return _lambdified(tuple(args), expr, module)
+
+
+@functools.lru_cache(maxsize=4096)
+def _lambdified(args: tuple, expr: sympy.Expr, module: str):
+    return sympy.lambdify(list(args), expr, module)
 
 
 def coefficient(expr: sympy.Expr, var: sympy.Symbol) -> sympy.Expr:

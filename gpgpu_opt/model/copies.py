@@ -19,7 +19,7 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.loops import Loop
-from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, to_sympy
+from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, lambdified, to_sympy
 from gpgpu_opt.ast_util import is_member_of, replace_child, walk
 from gpgpu_opt.rewriting.tiles.geometry import _degree as conflict_degree
 
@@ -68,7 +68,7 @@ def guard_fraction(cond: c_ast.Node, env: dict, subs: dict, loops: list[Loop]) -
     if not symbols or symbols - set(ranges) or math.prod(len(v) for v in ranges.values()) > _GUARD_SAMPLES:
         return 1.0
     names = list(ranges)
-    fns = [(rel, sympy.lambdify(names, diff, "math")) for rel, diff in relations]
+    fns = [(rel, lambdified(names, diff, "math")) for rel, diff in relations]
     points = list(itertools.product(*(ranges[s] for s in names)))
     if not points:
         return 0.0
@@ -163,7 +163,7 @@ def shared_load_cost(subscripts: list[c_ast.Node], dims: list[int], element_byte
     rest = {s: 0 for s in index.free_symbols if s not in (TID["x"], TID["y"])}  # threadIdx.z: one plane
     words_per_element = max(1, element_bytes // bank_bytes)
     try:
-        fn = sympy.lambdify([TID["x"], TID["y"]], index.subs(rest), "math")
+        fn = lambdified([TID["x"], TID["y"]], index.subs(rest), "math")
         words = [(int(fn(t % block[0], t // block[0] % max(block[1], 1))) + lane) * words_per_element
                  for t in range(min(warp, block[0] * block[1])) for lane in lanes]
     except (TypeError, ValueError):

@@ -17,7 +17,7 @@ from gpgpu_opt.analysis.coalescing import analyse_request, substitutions
 from gpgpu_opt.analysis.loops import assigned_names, canonical_loop
 from gpgpu_opt.analysis.reuse import _footprint
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, TID, NotAffine, is_opaque, iterator_symbol, opaque,
-                                         to_sympy)
+                                         lambdified, to_sympy)
 from gpgpu_opt.ast_util import call_args, call_name, is_call_to, walk
 from gpgpu_opt.cuda_types import is_floating
 from gpgpu_opt.kernel import Kernel
@@ -430,7 +430,7 @@ def _extent_bytes(access: Access, block, grid, bindings) -> float | None:
     symbols = [s for s in ranges if s in expr.free_symbols]
     if expr.free_symbols - set(symbols) - {TID["z"], BID["z"]}:
         return None
-    fn = sympy.lambdify(symbols, expr.subs({TID["z"]: 0, BID["z"]: 0}), "math")
+    fn = lambdified(symbols, expr.subs({TID["z"]: 0, BID["z"]: 0}), "math")
     corners = [fn(*c) for c in itertools.product(*(ranges[s] for s in symbols))] or [float(expr)]
     return (max(corners) - min(corners) + 1) * access.element_bytes
 
