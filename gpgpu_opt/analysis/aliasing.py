@@ -27,6 +27,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from gpgpu_opt.analysis.host_calls import (ALLOCATORS, POINTER_READERS, allocator_target, arguments_of, callee_name,
+                                           has, is_launch, is_null, names_kernel_without_launch, user_functions,
+                                           value_of)
 from gpgpu_opt.analysis.writes import written_names
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
@@ -34,15 +37,6 @@ from gpgpu_opt.frontend.host_syntax import HostSyntax, Node, host_syntax, walk
 from gpgpu_opt.frontend.preprocess import preprocess
 from gpgpu_opt.host_view import view_of
 from gpgpu_opt.kernel import Kernel
-
-#: Calls that allocate device memory into `&ptr` (their first argument).
-_ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocPitch", "cudaMallocAsync", "cudaMallocHost",
-               "cudaHostAlloc")
-#: Host calls that read a device pointer variable without changing it.
-_POINTER_READERS = ("cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpy2D", "cudaMemset", "cudaMemsetAsync", "cudaFree",
-                    "cudaFreeAsync", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemPrefetchAsync",
-                    "printf", "fprintf")
-
 
 @dataclass
 class AliasFacts:
@@ -68,8 +62,12 @@ class SiteBuffers:
     variable whose own allocation its argument points into, or why that is not known."""
     line: int
     args: list[str]
-    buffers: dict[str, str] = field(default_factory=dict)
+    buffers: dict[str, str] = field(default_factory=dict)   # allocated in the launching function itself
     why: dict[str, str] = field(default_factory=dict)
+    # every pointer parameter whose buffer is known, through the calls of `via` where the argument is a
+    # parameter of the launching function: equal strings for one buffer, different ones for distinct buffers
+    owners: dict[str, str] = field(default_factory=dict)
+    via: str = ""           # ' (reached from line N)': the calls that lead to the launch, when followed
 
 
 @dataclass
@@ -97,16 +95,17 @@ def alias_facts(kernel: Kernel, program, assume_restrict: bool = False) -> Alias
         for p in pointers:
             if p.name in site.why:
                 arg = site.args[kernel.params.index(p)]
-                return AliasFacts(False, "", why_not=f"line {site.line}: '{arg}' for '{p.name}' {site.why[p.name]}; "
-                                                     f"{hint}, or pass buffers from cudaMalloc directly",
-                                  written=written)
+                return AliasFacts(False, "", why_not=f"line {site.line}{site.via}: '{arg}' for '{p.name}' "
+                                                     f"{site.why[p.name]}; {hint}, or pass buffers from cudaMalloc "
+                                                     "directly", written=written)
         for name in sorted(written):
-            shared = [q for q, b in site.buffers.items() if q != name and b == site.buffers[name]]
+            shared = [q for q, b in site.owners.items() if q != name and b == site.owners[name]]
             if shared:
-                return AliasFacts(False, "", why_not=f"the launch at line {site.line} passes "
-                                                     f"'{site.buffers[name]}' to both '{name}' and '{shared[0]}'",
+                return AliasFacts(False, "", why_not=f"the launch at line {site.line}{site.via} passes "
+                                                     f"'{site.owners[name]}' to both '{name}' and '{shared[0]}'",
                                   written=written)
-    return AliasFacts(True, "launch sites", sites=[s.line for s in reading.sites], written=written)
+    lines = list(dict.fromkeys(s.line for s in reading.sites))   # a launch reached through several calls once
+    return AliasFacts(True, "launch sites", sites=lines, written=written)
 
 
 def read_launches(kernel: Kernel, program) -> LaunchReading:
@@ -133,7 +132,7 @@ def _read_launches(kernel: Kernel, program) -> LaunchReading:
     why = _whitelist_redefined(syntax) or _implicit_calls(syntax)
     if why:
         return LaunchReading([], why)
-    buffers = _Buffers(syntax)
+    buffers = _Buffers(syntax, program)
     sites = []
     for launch in launches:
         line = syntax.line(launch.name)
@@ -144,16 +143,31 @@ def _read_launches(kernel: Kernel, program) -> LaunchReading:
         function = syntax.enclosing_function(launch.call)
         if broken is not None or function is None:
             return LaunchReading([], f"the launch at line {line} could not be parsed")
-        site = SiteBuffers(line, [syntax.text_of(a) for a in launch.args])
-        for k, p in enumerate(kernel.params):
-            if p.is_pointer:
-                buffer, why_not = buffers.named_by(launch.args[k], function)
-                if buffer is None:
-                    site.why[p.name] = why_not
-                else:
-                    site.buffers[p.name] = buffer
-        sites.append(site)
+        chains = buffers.chains(function)
+        if len(chains) > _MOST_CHAINS:
+            return LaunchReading([], f"the launch at line {line} is reached through more than {_MOST_CHAINS} "
+                                     "chains of calls")
+        for chain in chains:
+            sites.append(_site(launch, function, chain, kernel, buffers))
     return LaunchReading(sites)
+
+
+def _site(launch, function: Node, chain: CallChain, kernel: Kernel, buffers: _Buffers) -> SiteBuffers:
+    """The launch as reached through one chain of calls: the owner of each pointer argument."""
+    syntax = buffers.syntax
+    via = ", ".join(syntax.where(call) for call in chain.calls)
+    site = SiteBuffers(syntax.line(launch.name), [syntax.text_of(a) for a in launch.args],
+                       via=f" (reached from {via})" if via else "")
+    for k, p in enumerate(kernel.params):
+        if p.is_pointer:
+            owner, why_not = buffers.owner(launch.args[k], function, chain, 0)
+            if owner is None:
+                site.why[p.name] = why_not
+            else:
+                site.owners[p.name] = owner
+                if owner == syntax.text_of(_named_variable(launch.args[k], syntax)):
+                    site.buffers[p.name] = owner   # a variable of the launching function
+    return site
 
 
 def unread_launches(kernel: Kernel, program) -> str | None:
@@ -212,7 +226,7 @@ def _hidden_mention(syntax: HostSyntax, text: str, name: str, launches) -> str |
     at_launch = {launch.name.start_byte for launch in launches}
     for ident in syntax.identifiers(name):
         declared = ident.parent.type == "function_declarator" and HostSyntax.field_of(ident) == "declarator"
-        if ident.start_byte not in at_launch and not declared:
+        if ident.start_byte not in at_launch and not declared and not names_kernel_without_launch(ident, syntax):
             return syntax.where(ident)
     unparsed = syntax.unparsed_mentions(name)
     return f"line {unparsed[0]}" if unparsed else None
@@ -220,7 +234,7 @@ def _hidden_mention(syntax: HostSyntax, text: str, name: str, launches) -> str |
 
 def _whitelist_redefined(syntax: HostSyntax) -> str:
     """A function of the file named like an allocator or pointer reader may take the pointer by reference."""
-    for name in _ALLOCATORS + _POINTER_READERS:
+    for name in ALLOCATORS + POINTER_READERS:
         for ident in syntax.identifiers(name):
             if ident.parent.type == "function_declarator":
                 return f"the file declares its own '{name}' at {syntax.where(ident)}"
@@ -255,19 +269,148 @@ def _by_reference(param: Node) -> bool:
     """A parameter that binds a non-const lvalue reference (`T &`, `T *&`, `T &&`); `const T &` cannot
     change its argument."""
     declarator = param.child_by_field_name("declarator")
-    if declarator is None or not (_has(declarator, "reference_declarator")
-                                  or _has(declarator, "abstract_reference_declarator")):
+    if declarator is None or not (has(declarator, "reference_declarator")
+                                  or has(declarator, "abstract_reference_declarator")):
         return False
     const = any(c.type == "type_qualifier" and c.text == b"const" for c in param.children)
     return not (const and declarator.type in ("reference_declarator", "abstract_reference_declarator"))
 
 
-class _Buffers:
-    """Which variables of a function are device buffers of their own (cached per function and name)."""
+#: How many calls a launch argument is followed back through, and how many chains of calls one launch may have.
+_DEEPEST_CALLS = 3
+_MOST_CHAINS = 64
 
-    def __init__(self, syntax: HostSyntax):
+
+@dataclass(frozen=True)
+class CallChain:
+    """The calls through which a launch in a helper function is reached, innermost first, and why the chain
+    goes no further (for an argument that is a parameter of its outermost function)."""
+    calls: tuple = ()
+    stop: str = ""
+
+
+class _Buffers:
+    """Which variables of a function are device buffers of their own (cached per function and name), and
+    which buffer a parameter of a helper function receives at each chain of calls that reaches it."""
+
+    def __init__(self, syntax: HostSyntax, program):
         self.syntax = syntax
+        self.program = program
         self._verdicts: dict[tuple[int, str], tuple[str | None, str]] = {}
+        self._passed: dict[tuple[int, str], str] = {}
+        self._followed: dict[int, str] = {}
+
+    def chains(self, function: Node, seen: tuple[int, ...] = ()) -> list[CallChain]:
+        """Every chain of calls that reaches `function`, followed while its functions are only called
+        directly, at most _DEEPEST_CALLS deep, without recursion."""
+        syntax = self.syntax
+        name = syntax.function_name(function)
+        why = self._why_not_followed(function, name)
+        if why:
+            return [CallChain((), why)]
+        calls = user_functions(syntax).calls(name)
+        if not calls:
+            return [CallChain((), f"'{name}' is never called")]
+        if len(seen) >= _DEEPEST_CALLS:
+            return [CallChain((), f"'{name}' is reached through more than {_DEEPEST_CALLS} calls")]
+        chains = []
+        for call in calls:
+            caller = syntax.enclosing_function(call)
+            if caller is None or syntax.broken(call) is not None:
+                return [CallChain((), f"'{name}' is called at {syntax.where(call)}, where the proof cannot read "
+                                      "the call")]
+            if caller.start_byte in seen + (function.start_byte,):
+                return [CallChain((), f"'{name}' is called recursively at {syntax.where(call)}")]
+            chains += [CallChain((call,) + c.calls, c.stop)
+                       for c in self.chains(caller, seen + (function.start_byte,))]
+            if len(chains) > _MOST_CHAINS:
+                break
+        return chains
+
+    def owner(self, arg: Node, function: Node, chain: CallChain, depth: int) -> tuple[str | None, str]:
+        """The buffer argument `arg` of a call or launch in `function` points into, `depth` calls up
+        `chain`: a variable of the function named by itself (depth 0) or with its function's name, followed
+        through the calls of the chain where it is a parameter; or None and why not."""
+        syntax = self.syntax
+        variable = _named_variable(arg, syntax)
+        if variable is None:
+            return None, "is not a device buffer variable"
+        name = syntax.text_of(variable)
+        if name not in syntax.parameter_names(function):
+            buffer, why = self.named_by(arg, function)
+            if buffer is None or depth == 0:
+                return buffer, why
+            return f"{buffer} of {syntax.function_name(function)}", ""
+        where = "the function that launches the kernel" if depth == 0 else f"'{syntax.function_name(function)}'"
+        why = self._why_not_passed(name, function)
+        if why:
+            return None, f"is a parameter of {where} {why}"
+        if depth >= len(chain.calls):
+            return None, f"is a parameter of {where}, and {chain.stop}"
+        call = chain.calls[depth]
+        args = arguments_of(call)
+        index = _parameter_index(syntax, function, name)
+        if index >= len(args):
+            return None, f"is a parameter of {where}, which its call at {syntax.where(call)} does not pass"
+        owner, why = self.owner(args[index], syntax.enclosing_function(call), chain, depth + 1)
+        if owner is None:
+            return None, f"is a parameter of {where}, and at its call at {syntax.where(call)} " \
+                         f"'{_short(syntax.text_of(args[index]))}' {why}"
+        return owner, ""
+
+    def _why_not_followed(self, function: Node, name: str | None) -> str:
+        """Why the calls of `function` may not be all its calls, or may reach another function of that name
+        ('' when they are every call of it)."""
+        if function.start_byte not in self._followed:
+            self._followed[function.start_byte] = self._why_not_followed_now(function, name)
+        return self._followed[function.start_byte]
+
+    def _why_not_followed_now(self, function: Node, name: str | None) -> str:
+        syntax = self.syntax
+        if name is None or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            return "which is not a free function of the file"
+        why = user_functions(syntax).why_not_only_called(name)
+        if why:
+            return why
+        directive = _included_directive(self.program, name) or next(
+            (f"line {tok.line}" for tok in scanner.tokenize(self.program.text) if _directive_names(tok, name)), None)
+        if directive:
+            return f"'{name}' is named in a directive at {directive}"
+        signatures = {_signature(d, syntax) for d in user_functions(syntax).declarators(name)}
+        if len(signatures) > 1:
+            return f"'{name}' is overloaded"
+        return ""
+
+    def _why_not_passed(self, name: str, function: Node) -> str:
+        """Why parameter `name` of `function` may not hold, at a launch, what its caller passed: it is not a
+        plain pointer parameter, or a use in the function may change it ('' when every use only reads it)."""
+        key = (function.start_byte, name)
+        if key not in self._passed:
+            self._passed[key] = self._why_not_passed_now(name, function)
+        return self._passed[key]
+
+    def _why_not_passed_now(self, name: str, function: Node) -> str:
+        syntax = self.syntax
+        parameter = _plain_pointer_parameter(syntax, function, name)
+        if parameter is None:
+            return f"not declared a plain pointer (`T *{name}`)"
+        broken = syntax.broken(function)
+        if broken is not None:
+            return f"that the parser could not read (at {syntax.where(broken)})"
+        unread = syntax.unparsed_mentions(name, function)
+        if unread:
+            return f"named at line {unread[0]} where the parser does not read it as a variable"
+        for use in syntax.identifiers(name, function):
+            if use == parameter:
+                continue
+            if _declares(use):
+                return f"declared again at {syntax.where(use)}"
+            how = _Use(syntax, use).verdict()
+            if how == "allocated":
+                return f"allocated again at {syntax.where(use)}"
+            if how != "read":
+                return f"that {how}"
+        return ""
 
     def named_by(self, arg: Node, function: Node) -> tuple[str | None, str]:
         """The variable whose allocation launch argument `arg` points into; or None and why not."""
@@ -293,7 +436,7 @@ class _Buffers:
         uses = syntax.identifiers(name, function)
         declarations = [u for u in uses if _declares(u)]
         if not declarations:
-            return None, f"is not allocated with {_ALLOCATORS[0]} in the function that launches the kernel " \
+            return None, f"is not allocated with {ALLOCATORS[0]} in the function that launches the kernel " \
                          "(it is not declared there)"
         if len(declarations) > 1:
             return None, f"is declared again at {syntax.where(declarations[1])}"
@@ -301,7 +444,7 @@ class _Buffers:
         if why:
             return None, why
         scope = _scope_of(declarations[0])
-        allocated = False
+        allocated = _initialised(declarations[0], syntax)
         for use in uses:
             if use == declarations[0]:
                 continue
@@ -315,7 +458,7 @@ class _Buffers:
             elif how != "read":
                 return None, how
         if not allocated:
-            return None, f"is not allocated with {_ALLOCATORS[0]} in the function that launches the kernel"
+            return None, f"is not allocated with {ALLOCATORS[0]} in the function that launches the kernel"
         return name, ""
 
     def _plain_pointer(self, name: Node) -> str:
@@ -326,8 +469,9 @@ class _Buffers:
             return f"is not declared a plain pointer (at {syntax.where(name)})"
         holder = declarator.parent
         if holder.type == "init_declarator" and HostSyntax.field_of(declarator) == "declarator":
-            if not _is_null(holder.child_by_field_name("value"), syntax):
-                return f"is initialised with another pointer than NULL at {syntax.where(name)}"
+            value = holder.child_by_field_name("value")
+            if not is_null(value, syntax) and not user_functions(syntax).is_fresh_allocation(value):
+                return f"is initialised with another pointer than NULL or a new allocation at {syntax.where(name)}"
             holder = holder.parent
         elif HostSyntax.field_of(declarator) != "declarator":
             holder = None
@@ -348,7 +492,7 @@ class _Use:
         self.at = syntax.where(identifier)
 
     def verdict(self) -> str:
-        root = _value_of(self.identifier)
+        root = value_of(self.identifier)
         if root is None:
             return "read"  # a discarded comma operand, a condition of ?:
         parent, place = root.parent, HostSyntax.field_of(root)
@@ -356,7 +500,7 @@ class _Use:
         if kind in _READING_PARENTS or (kind in ("for_statement", "do_statement") and place == "condition"):
             return "read"
         if kind == "cast_expression":
-            return "read" if not _has(parent.child_by_field_name("type"), "abstract_reference_declarator") \
+            return "read" if not has(parent.child_by_field_name("type"), "abstract_reference_declarator") \
                 else f"is cast to a reference at {self.at}"
         if kind == "assignment_expression":
             return self._assignment(parent, place)
@@ -378,22 +522,25 @@ class _Use:
         if place == "right":
             return "read"
         operator = assignment.child_by_field_name("operator")
-        if operator is not None and operator.type == "=" and _is_null(assignment.child_by_field_name("right"),
+        if operator is not None and operator.type == "=" and is_null(assignment.child_by_field_name("right"),
                                                                       self.syntax):
             return "read"  # a null pointer is no other buffer
+        if operator is not None and operator.type == "=" and assignment.parent.type == "expression_statement" \
+                and user_functions(self.syntax).is_fresh_allocation(assignment.child_by_field_name("right")):
+            return "allocated"  # `v = alloc<float>(n);`: a new allocation, as cudaMalloc(&v, ...) stores
         return f"is assigned at {self.at}"
 
     def _address_or_dereference(self, expression: Node) -> str:
         operator = expression.child_by_field_name("operator")
         if operator is not None and operator.type == "&":
-            return "allocated" if _allocator_target(expression, self.syntax) \
+            return "allocated" if allocator_target(expression, self.syntax) \
                 else f"has its address taken at {self.at}"
         return f"is dereferenced on the host at {self.at}"
 
     def _element(self, element: Node) -> str:
         """`v[e]`: `&v[e]` is a pointer into v's allocation; reading an element leaves v as it is; writing
         one (or anything else) is not understood."""
-        root = _value_of(element)
+        root = value_of(element)
         if root is None:
             return "read"
         parent, place = root.parent, HostSyntax.field_of(root)
@@ -411,37 +558,22 @@ class _Use:
         function = call.child_by_field_name("function") if call.type == "call_expression" else None
         if function is None:
             return f"is used at {self.at} in a way the proof does not know ('{_short(self.syntax.text_of(call))}')"
-        if any(c.type == "kernel_call_syntax" for c in call.named_children):
+        if is_launch(call):
             return "read"  # a kernel takes its arguments by value
         callee = self.syntax.text_of(function)
-        if function.type == "identifier" and callee in _POINTER_READERS:
+        if function.type == "identifier" and callee in POINTER_READERS:
             return "read"
+        name = callee_name(call, self.syntax)
+        position = next(k for k, a in enumerate(arguments_of(call)) if a.start_byte <= self.identifier.start_byte
+                        and self.identifier.end_byte <= a.end_byte) if name is not None else None
+        if name is not None and user_functions(self.syntax).takes_pointer_by_value(name, position):
+            return "read"  # the file's own function gets a copy of the pointer
         return f"is passed to {_short(callee)} at {self.at}, which may change it"
 
 
 #: Parents for which a (parenthesized) value is only read.
 _READING_PARENTS = {"binary_expression", "unary_expression", "condition_clause", "sizeof_expression",
                     "expression_statement"}
-
-
-def _value_of(node: Node) -> Node | None:
-    """The outermost expression whose value is `node`'s own (through parentheses, the right operand of a
-    comma, a branch of ?:), or None where the value is only read (a discarded left operand of a comma,
-    the condition of ?:)."""
-    while True:
-        parent, place = node.parent, HostSyntax.field_of(node)
-        if parent.type == "parenthesized_expression":
-            node = parent
-        elif parent.type == "comma_expression":
-            if place != "right":
-                return None
-            node = parent
-        elif parent.type == "conditional_expression":
-            if place == "condition":
-                return None
-            node = parent
-        else:
-            return node
 
 
 def _named_variable(arg: Node, syntax: HostSyntax) -> Node | None:
@@ -454,7 +586,7 @@ def _named_variable(arg: Node, syntax: HostSyntax) -> Node | None:
             return node
         if kind == "parenthesized_expression" and node.named_child_count == 1:
             node = node.named_children[0]
-        elif kind == "cast_expression" and not _has(node.child_by_field_name("type"), "abstract_reference_declarator"):
+        elif kind == "cast_expression" and not has(node.child_by_field_name("type"), "abstract_reference_declarator"):
             node = node.child_by_field_name("value")
         elif kind == "binary_expression" and node.child_by_field_name("operator").type in ("+", "-"):
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -469,32 +601,63 @@ def _named_variable(arg: Node, syntax: HostSyntax) -> Node | None:
             return None
 
 
-def _allocator_target(address: Node, syntax: HostSyntax) -> bool:
-    """Is `&v` (possibly cast, `(void **)&v`) the first argument of an allocator call?"""
-    node = address
-    while node.parent.type in ("parenthesized_expression", "cast_expression"):
-        node = node.parent
-    arguments = node.parent
-    if arguments.type != "argument_list" or not arguments.named_children or arguments.named_children[0] != node:
-        return False
-    call = arguments.parent
-    function = call.child_by_field_name("function")
-    return call.type == "call_expression" and function is not None and function.type == "identifier" \
-        and syntax.text_of(function) in _ALLOCATORS \
-        and not any(c.type == "kernel_call_syntax" for c in call.named_children)
-
-
 def _binds_reference(init: Node) -> bool:
     """Does `T d = v` bind a reference to v? Certainly with `&` in the declarator or decltype in the type;
     possibly when the declared name (not a pointer) has a type the proof cannot see through (a typedef)."""
     declaration = init.parent
     type_node = declaration.child_by_field_name("type") if declaration is not None else None
     declarator = init.child_by_field_name("declarator")
-    if declarator is None or type_node is None or _has(declarator, "reference_declarator") or _has(type_node, "decltype"):
+    if declarator is None or type_node is None or has(declarator, "reference_declarator") or has(type_node, "decltype"):
         return True
     if declarator.type in ("pointer_declarator", "array_declarator"):
         return False  # a pointer (or array) is a copy, whatever T is
     return type_node.type not in ("primitive_type", "sized_type_specifier", "placeholder_type_specifier")
+
+
+def _plain_pointer_parameter(syntax: HostSyntax, function: Node, name: str) -> Node | None:
+    """The identifier of parameter `name` of `function` when it is declared `T *name` (a copy of a pointer)."""
+    for param in _parameters(function):
+        declarator = param.child_by_field_name("declarator")
+        if param.type == "parameter_declaration" and declarator is not None \
+                and declarator.type == "pointer_declarator":
+            ident = declarator.child_by_field_name("declarator")
+            if ident is not None and ident.type == "identifier" and syntax.text_of(ident) == name:
+                return ident
+    return None
+
+
+def _parameter_index(syntax: HostSyntax, function: Node, name: str) -> int:
+    """The position of plain pointer parameter `name` (checked by _why_not_passed) of `function`."""
+    ident = _plain_pointer_parameter(syntax, function, name)
+    return next(k for k, param in enumerate(_parameters(function))
+                if param.start_byte <= ident.start_byte < param.end_byte)
+
+
+def _parameters(function: Node) -> list[Node]:
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    params = declarator.child_by_field_name("parameters") if declarator is not None else None
+    return [p for p in params.named_children if p.type != "comment"] if params is not None else []
+
+
+def _signature(declarator: Node, syntax: HostSyntax) -> tuple[str, ...]:
+    """A function declaration's parameter types, names left out (to tell a prototype from an overload)."""
+    params = declarator.child_by_field_name("parameters")
+    shapes = []
+    for param in (p for p in params.named_children if p.type != "comment"):
+        kind = param.child_by_field_name("type")
+        shape = param.child_by_field_name("declarator")
+        shapes.append(" ".join([syntax.text_of(kind) if kind is not None else param.type,
+                                re.sub(r"\w+", "", syntax.text_of(shape)) if shape is not None else ""]))
+    return tuple(" ".join(shape.split()) for shape in shapes)
+
+
+def _initialised(name: Node, syntax: HostSyntax) -> bool:
+    """Is the declared pointer `name` initialised with a new allocation (`T *v = alloc<T>(n)`)?"""
+    holder = name.parent.parent
+    return holder.type == "init_declarator" and user_functions(syntax).is_fresh_allocation(
+        holder.child_by_field_name("value"))
 
 
 def _scope_of(name: Node) -> Node:
@@ -510,19 +673,6 @@ def _declares(identifier: Node) -> bool:
     parent = identifier.parent
     return HostSyntax.field_of(identifier) == "declarator" or parent.type in (
         "reference_declarator", "structured_binding_declarator")
-
-
-def _is_null(value: Node | None, syntax: HostSyntax) -> bool:
-    """NULL, nullptr, 0, possibly parenthesized or cast."""
-    while value is not None and value.type in ("parenthesized_expression", "cast_expression"):
-        value = value.child_by_field_name("value") if value.type == "cast_expression" else (
-            value.named_children[0] if value.named_child_count == 1 else None)
-    return value is not None and (value.type == "null" or (value.type == "number_literal"
-                                                           and syntax.text_of(value) == "0"))
-
-
-def _has(node: Node | None, kind: str) -> bool:
-    return node is not None and any(n.type == kind for n in walk(node))
 
 
 def _short(text: str) -> str:
