@@ -164,6 +164,8 @@ class Buffers:
             how = _Use(syntax, use).verdict()
             if how == "allocated":
                 return f"allocated again at {syntax.where(use)}"
+            if how.startswith(_SWAPPED):
+                return f"that is {how} at {syntax.where(use)}"
             if how != "read":
                 return f"that {how}"
         return ""
@@ -176,10 +178,30 @@ class Buffers:
         name = self.syntax.text_of(variable)
         key = (function.start_byte, name)
         if key not in self._verdicts:
-            self._verdicts[key] = self._verdict(name, function)
+            self._verdicts[key] = self._group_verdict(name, function)
         return self._verdicts[key]
 
-    def _verdict(self, name: str, function: Node) -> tuple[str | None, str]:
+    def _group_verdict(self, name: str, function: Node) -> tuple[str | None, str]:
+        """A variable swapped with others (`T *t = a; a = b; b = t;`) is a buffer when every variable of its
+        group is: a swap only exchanges their distinct allocations."""
+        group, pending = {name}, [name]
+        while pending:
+            member = pending.pop()
+            buffer, why, partners = self._verdict(member, function)
+            if buffer is None:
+                return (None, why) if member == name else (None, f"is swapped with '{member}', which {why}")
+            pending += sorted(partners - group)
+            group |= partners
+        return name, ""
+
+    def _verdict(self, name: str, function: Node) -> tuple[str | None, str, set[str]]:
+        """The buffer `name` names, judged by its own uses (why not, when it does not), and the variables it
+        is swapped with."""
+        partners: set[str] = set()
+        buffer, why = self._uses_verdict(name, function, partners)
+        return buffer, why, partners
+
+    def _uses_verdict(self, name: str, function: Node, partners: set[str]) -> tuple[str | None, str]:
         syntax = self.syntax
         if name in syntax.parameter_names(function):
             return None, "is a parameter of the function that launches the kernel"
@@ -211,6 +233,8 @@ class Buffers:
             how = _Use(syntax, use).verdict()
             if how == "allocated":
                 allocated = True
+            elif how.startswith(_SWAPPED):
+                partners.add(how[len(_SWAPPED):])
             elif how != "read":
                 return None, how
         if not allocated:
@@ -284,6 +308,9 @@ class _Use:
         if operator is not None and operator.type == "=" and assignment.parent.type == "expression_statement" \
                 and user_functions(self.syntax).is_fresh_allocation(assignment.child_by_field_name("right")):
             return "allocated"  # `v = alloc<float>(n);`: a new allocation, as cudaMalloc(&v, ...) stores
+        partner = _swap_partner(assignment, self.syntax) if place == "left" else None
+        if partner is not None:
+            return _SWAPPED + partner
         return f"is assigned at {self.at}"
 
     def _address_or_dereference(self, expression: Node) -> str:
@@ -325,6 +352,63 @@ class _Use:
         if name is not None and user_functions(self.syntax).takes_pointer_by_value(name, position):
             return "read"  # the file's own function gets a copy of the pointer
         return f"is passed to {_short(callee)} at {self.at}, which may change it"
+
+
+#: The verdict of an assignment that is half of a swap, followed by the other variable's name.
+_SWAPPED = "swapped with "
+
+
+def _swap_partner(assignment: Node, syntax: HostSyntax) -> str | None:
+    """The variable `v` is exchanged with when `v = ...` is the second or third statement of a swap,
+    `T *t = a; a = b; b = t;` (three statements in a row of one block; t a pointer used nowhere else)."""
+    statement = assignment.parent
+    block = statement.parent
+    if statement.type != "expression_statement" or block is None or block.type != "compound_statement":
+        return None
+    siblings = [c for c in block.named_children if c.type != "comment"]
+    k = next(i for i, c in enumerate(siblings) if c == statement)
+    for first in (k - 1, k - 2):
+        swapped = _swap(siblings[first:first + 3], syntax) if first >= 0 else None
+        if swapped is not None:
+            return swapped[1] if first == k - 1 else swapped[0]
+    return None
+
+
+def _swap(statements: list[Node], syntax: HostSyntax) -> tuple[str, str] | None:
+    """(a, b) when the statements are `T *t = a; a = b; b = t;`."""
+    if len(statements) != 3 or statements[0].type != "declaration":
+        return None
+    declarators = statements[0].children_by_field_name("declarator")
+    if len(declarators) != 1 or declarators[0].type != "init_declarator" \
+            or any(c.type == "storage_class_specifier" for c in statements[0].children):
+        return None
+    pointer, value = declarators[0].child_by_field_name("declarator"), declarators[0].child_by_field_name("value")
+    temporary = pointer.child_by_field_name("declarator") if pointer.type == "pointer_declarator" else None
+    if temporary is None or temporary.type != "identifier" or value is None or value.type != "identifier":
+        return None
+    pairs = [_plain_assignment(s, syntax) for s in statements[1:]]
+    t, a = syntax.text_of(temporary), syntax.text_of(value)
+    if None in pairs or pairs[0][0] != a or pairs[1][1] != t:
+        return None
+    b = pairs[0][1]
+    if b != pairs[1][0] or len({t, a, b}) != 3:
+        return None
+    if len(syntax.identifiers(t, statements[0].parent)) != 2:
+        return None  # the temporary is used elsewhere
+    return a, b
+
+
+def _plain_assignment(statement: Node, syntax: HostSyntax) -> tuple[str, str] | None:
+    """(x, y) when the statement is `x = y;` with two plain names."""
+    expression = statement.named_children[0] if statement.type == "expression_statement" \
+        and statement.named_child_count == 1 else None
+    if expression is None or expression.type != "assignment_expression" \
+            or expression.child_by_field_name("operator").type != "=":
+        return None
+    left, right = expression.child_by_field_name("left"), expression.child_by_field_name("right")
+    if left.type != "identifier" or right.type != "identifier":
+        return None
+    return syntax.text_of(left), syntax.text_of(right)
 
 
 #: Parents for which a (parenthesized) value is only read.

@@ -223,3 +223,47 @@ def test_a_kernel_named_where_it_may_be_launched_still_blocks_the_proof(tmp_path
     host = top + HELPER.replace("    dim3 Dg", f"    {call}\n    dim3 Dg")
     facts, _ = _facts(tmp_path, host)
     assert not facts.restrict and "'cuda_time_step' is also named at line" in facts.why_not, facts.why_not
+
+
+# As hotspot3D: the input and output grids change roles after every step.
+PING_PONG = """
+int main(int argc, char **argv)
+{
+    int nelr = 192 * 64, steps = 10;
+    float *h_in = (float *)calloc(nelr, sizeof(float));
+    float *fluxes, *tIn_d, *tOut_d;
+    cudaMalloc((void **)&fluxes, nelr * sizeof(float));
+    cudaMalloc((void **)&tIn_d, nelr * sizeof(float));
+    cudaMalloc((void **)&tOut_d, nelr * sizeof(float));
+    cudaMemcpy(tIn_d, h_in, nelr * sizeof(float), cudaMemcpyHostToDevice);
+    cudaFuncSetCacheConfig(cuda_time_step, cudaFuncCachePreferL1);
+    for (int i = 0; i < steps; ++i) {
+        cuda_time_step<<<nelr / 192, 192>>>(nelr, tIn_d, tOut_d, fluxes);
+        float *t = tIn_d;
+        tIn_d = tOut_d;
+        tOut_d = t;
+    }
+    cudaMemcpy(h_in, tOut_d, nelr * sizeof(float), cudaMemcpyDeviceToHost);
+    return 0;
+}
+"""
+
+
+def test_buffers_swapped_between_launches_stay_distinct(tmp_path):
+    facts, program = _facts(tmp_path, PING_PONG)
+    assert facts.restrict and facts.sites == [19], facts.why_not
+    assert base_alignment(program.kernels[0], program)["variables"] == 256
+
+
+@pytest.mark.parametrize("old, new, why", [
+    # half a swap, a swap out of order, the temporary used again, swapped with a host pointer or a reference
+    ("        tOut_d = t;\n", "", "'tIn_d' for 'old_variables' is assigned at line 21"),
+    ("        tIn_d = tOut_d;\n        tOut_d = t;", "        tOut_d = t;\n        tIn_d = tOut_d;", "is assigned at line"),
+    ("        tOut_d = t;\n", "        tOut_d = t;\n        t = 0;\n", "is assigned at line"),
+    ("        tIn_d = tOut_d;\n        tOut_d = t;", "        tIn_d = h_in;\n        h_in = t;",
+     "is swapped with 'h_in', which is initialised with another pointer"),
+    ("        float *t = tIn_d;", "        float *&t = tIn_d;", "has a reference bound to it at line"),
+])
+def test_a_swap_the_proof_cannot_follow_is_refused(tmp_path, old, new, why):
+    facts, _ = _facts(tmp_path, PING_PONG.replace(old, new))
+    assert not facts.restrict and why in facts.why_not, facts.why_not

@@ -94,7 +94,13 @@ def _allocation_helper(h, a, b, k):
     h.allocate(a)
 
 
-SAFE = [_memcpy, _memset, _check, _print, _copy_out, _reallocate, _read_in_lambda, _user_reader, _allocation_helper]
+def _exchange(h, a, b, k):
+    """The ping-pong swap of iterative stencils (hotspot3D): the two keep distinct buffers."""
+    h.body.append(f"{{ float *t{k} = {a}; {a} = {b}; {b} = t{k}; }}")
+    h.holds[a], h.holds[b] = h.holds[b], h.holds[a]
+
+
+SAFE = [_exchange, _memcpy, _memset, _check, _print, _copy_out, _reallocate, _read_in_lambda, _user_reader, _allocation_helper]
 
 
 # Statements after which `b` may hold what `a` holds (each an aliasing spelling), or that the proof cannot
@@ -214,7 +220,17 @@ def _pool_helper(h, a, b, k):
     h.copy(b, a)
 
 
-ALIASING = [_returning_helper, _pool_helper, _assign, _reference, _auto_reference, _macro, _helper, _swap, _pointer_to_pointer, _comma,
+def _half_exchange(h, a, b, k):
+    h.body.append(f"float *t{k} = {a}; {a} = {b}; (void)t{k};")
+    h.copy(a, b)
+
+
+def _wrong_exchange(h, a, b, k):
+    h.body.append(f"float *t{k} = {a}; {a} = {b}; {b} = {a}; (void)t{k};")
+    h.copy(a, b)
+
+
+ALIASING = [_half_exchange, _wrong_exchange, _returning_helper, _pool_helper, _assign, _reference, _auto_reference, _macro, _helper, _swap, _pointer_to_pointer, _comma,
             _comma_lvalue, _lambda, _ternary_lvalue, _conditional, _through_copy, _ifdef, _helper_allocation,
             _vexing_reference, _struct, _host_only, _operator]
 
