@@ -29,10 +29,14 @@ POINTER_READERS = ("cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpy2D", "cudaMemset"
                    "cudaFreeAsync", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemPrefetchAsync",
                    "printf", "fprintf")
 #: Runtime calls that take a kernel (at this argument position) to set or read its attributes, never to
-#: launch it.
+#: launch it. Each leaves the kernel correct whatever a pass does to it or to its launch (a cache preference,
+#: a query whose answer the program may use only at run time).
 KERNEL_ATTRIBUTE_CALLS = {"cudaFuncSetCacheConfig": 0, "cudaFuncSetAttribute": 0, "cudaFuncGetAttributes": 1,
                           "cudaFuncSetSharedMemConfig": 0, "cudaOccupancyMaxActiveBlocksPerMultiprocessor": 1,
                           "cudaOccupancyMaxPotentialBlockSize": 2}
+#: The attributes cudaFuncSetAttribute may set there: the others (a cluster shape the grid must divide, a
+#: dynamic shared memory size that a pass's own shared memory may push over the limit) constrain the launch.
+HARMLESS_ATTRIBUTES = ("cudaFuncAttributePreferredSharedMemoryCarveout",)
 
 
 def value_of(node: Node) -> Node | None:
@@ -124,6 +128,9 @@ def names_kernel_without_launch(identifier: Node, syntax: HostSyntax) -> bool:
     name = callee_name(call, syntax)
     position = KERNEL_ATTRIBUTE_CALLS.get(name or "")
     arguments = arguments_of(call)
+    if name == "cudaFuncSetAttribute" and (len(arguments) < 2
+                                           or syntax.text_of(arguments[1]) not in HARMLESS_ATTRIBUTES):
+        return False
     return position is not None and position < len(arguments) and arguments[position] == node \
         and not user_functions(syntax).declarators(name)
 

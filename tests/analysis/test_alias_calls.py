@@ -216,6 +216,9 @@ def test_a_runtime_call_that_sets_a_kernels_attributes_is_no_hidden_launch(tmp_p
     # a kernel argument elsewhere in the call, a launching runtime call, the file's own function of that name
     ("", "int blocks; cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, 192, cuda_time_step, 0);"),
     ("", "cudaLaunchKernel((const void *)cuda_time_step, 1, 1, 0, 0, 0);"),
+    # an attribute that constrains the launch: a pass that re-sizes the grid could break it
+    ("", "cudaFuncSetAttribute(cuda_time_step, cudaFuncAttributeRequiredClusterWidth, 2);"),
+    ("", "cudaFuncSetAttribute(cuda_time_step, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);"),
     ("template <typename K> void cudaFuncSetCacheConfig(K k, int) { k<<<1, 1>>>(0, 0, 0, 0); }\n",
      "cudaFuncSetCacheConfig(cuda_time_step, 0);"),
 ])
