@@ -268,9 +268,15 @@ def hosts(draw):
     allocations = "\n    ".join(f"cudaMalloc((void **)&{v}, bytes);" for v in names)
     body = "\n    ".join(h.body)
     launch = f"k<<<1, 64>>>({x_text}, {y_text}, n);"
-    if draw(st.booleans()):  # launched by a helper that main calls with the arguments
+    how = draw(st.sampled_from(["direct", "helper", "aliasing helper"]))
+    if how == "helper":  # launched by a helper that main calls with the arguments
         h.define("void launch(float *p, float *q, int n) { k<<<1, 64>>>(p, q, n); }")
         launch = f"launch({x_text}, {y_text}, n);"
+    elif how == "aliasing helper":  # ... that makes its parameters one buffer first
+        h.define("void launch_same(float *p, float *q, int n) { p = q; k<<<1, 64>>>(p, q, n); }")
+        launch = f"launch_same({x_text}, {y_text}, n);"
+        x_holds = y_holds
+        h.safe = False
     text = f"""{KERNEL}
 {chr(10).join(h.top)}
 
