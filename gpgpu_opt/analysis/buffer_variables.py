@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 
 from gpgpu_opt.analysis.host_calls import (ALLOCATORS, POINTER_READERS, allocator_target, arguments_of, callee_name,
-                                           has, is_launch, is_null, user_functions, value_of)
+                                           has, is_launch, is_null, parameter_index, plain_pointer_parameter,
+                                           signature, user_functions, value_of)
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.host_syntax import HostSyntax, Node
 
@@ -105,7 +106,7 @@ class Buffers:
             return None, f"is a parameter of {where}, and {chain.stop}"
         call = chain.calls[depth]
         args = arguments_of(call)
-        index = _parameter_index(syntax, function, name)
+        index = parameter_index(syntax, function, name)
         if index >= len(args):
             return None, f"is a parameter of {where}, which its call at {syntax.where(call)} does not pass"
         owner, why = self.owner(args[index], syntax.enclosing_function(call), chain, depth + 1)
@@ -132,7 +133,7 @@ class Buffers:
             (f"line {tok.line}" for tok in scanner.tokenize(self.program.text) if directive_names(tok, name)), None)
         if directive:
             return f"'{name}' is named in a directive at {directive}"
-        signatures = {_signature(d, syntax) for d in user_functions(syntax).declarators(name)}
+        signatures = {signature(d, syntax) for d in user_functions(syntax).declarators(name)}
         if len(signatures) > 1:
             return f"'{name}' is overloaded"
         return ""
@@ -147,7 +148,7 @@ class Buffers:
 
     def _why_not_passed_now(self, name: str, function: Node) -> str:
         syntax = self.syntax
-        parameter = _plain_pointer_parameter(syntax, function, name)
+        parameter = plain_pointer_parameter(syntax, function, name)
         if parameter is None:
             return f"not declared a plain pointer (`T *{name}`)"
         broken = syntax.broken(function)
@@ -452,45 +453,6 @@ def _binds_reference(init: Node) -> bool:
     if declarator.type in ("pointer_declarator", "array_declarator"):
         return False  # a pointer (or array) is a copy, whatever T is
     return type_node.type not in ("primitive_type", "sized_type_specifier", "placeholder_type_specifier")
-
-
-def _plain_pointer_parameter(syntax: HostSyntax, function: Node, name: str) -> Node | None:
-    """The identifier of parameter `name` of `function` when it is declared `T *name` (a copy of a pointer)."""
-    for param in _parameters(function):
-        declarator = param.child_by_field_name("declarator")
-        if param.type == "parameter_declaration" and declarator is not None \
-                and declarator.type == "pointer_declarator":
-            ident = declarator.child_by_field_name("declarator")
-            if ident is not None and ident.type == "identifier" and syntax.text_of(ident) == name:
-                return ident
-    return None
-
-
-def _parameter_index(syntax: HostSyntax, function: Node, name: str) -> int:
-    """The position of plain pointer parameter `name` (checked by _why_not_passed) of `function`."""
-    ident = _plain_pointer_parameter(syntax, function, name)
-    return next(k for k, param in enumerate(_parameters(function))
-                if param.start_byte <= ident.start_byte < param.end_byte)
-
-
-def _parameters(function: Node) -> list[Node]:
-    declarator = function.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    params = declarator.child_by_field_name("parameters") if declarator is not None else None
-    return [p for p in params.named_children if p.type != "comment"] if params is not None else []
-
-
-def _signature(declarator: Node, syntax: HostSyntax) -> tuple[str, ...]:
-    """A function declaration's parameter types, names left out (to tell a prototype from an overload)."""
-    params = declarator.child_by_field_name("parameters")
-    shapes = []
-    for param in (p for p in params.named_children if p.type != "comment"):
-        kind = param.child_by_field_name("type")
-        shape = param.child_by_field_name("declarator")
-        shapes.append(" ".join([syntax.text_of(kind) if kind is not None else param.type,
-                                re.sub(r"\w+", "", syntax.text_of(shape)) if shape is not None else ""]))
-    return tuple(" ".join(shape.split()) for shape in shapes)
 
 
 def _initialised(name: Node, syntax: HostSyntax) -> bool:

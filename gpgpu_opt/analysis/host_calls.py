@@ -17,6 +17,7 @@ that the file with its includes is the whole program: no code outside it declare
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from gpgpu_opt.frontend.host_syntax import HostSyntax, Node, walk
@@ -289,3 +290,42 @@ def _declared_pointer(statement: Node, syntax: HostSyntax) -> Node | None:
 @lru_cache(maxsize=16)
 def user_functions(syntax: HostSyntax) -> UserFunctions:
     return UserFunctions(syntax)
+
+
+def plain_pointer_parameter(syntax: HostSyntax, function: Node, name: str) -> Node | None:
+    """The identifier of parameter `name` of `function` when it is declared `T *name` (a copy of a pointer)."""
+    for param in parameters_of(function):
+        declarator = param.child_by_field_name("declarator")
+        if param.type == "parameter_declaration" and declarator is not None \
+                and declarator.type == "pointer_declarator":
+            ident = declarator.child_by_field_name("declarator")
+            if ident is not None and ident.type == "identifier" and syntax.text_of(ident) == name:
+                return ident
+    return None
+
+
+def parameter_index(syntax: HostSyntax, function: Node, name: str) -> int:
+    """The position of plain pointer parameter `name` (checked by _why_not_passed) of `function`."""
+    ident = plain_pointer_parameter(syntax, function, name)
+    return next(k for k, param in enumerate(parameters_of(function))
+                if param.start_byte <= ident.start_byte < param.end_byte)
+
+
+def parameters_of(function: Node) -> list[Node]:
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    params = declarator.child_by_field_name("parameters") if declarator is not None else None
+    return [p for p in params.named_children if p.type != "comment"] if params is not None else []
+
+
+def signature(declarator: Node, syntax: HostSyntax) -> tuple[str, ...]:
+    """A function declaration's parameter types, names left out (to tell a prototype from an overload)."""
+    params = declarator.child_by_field_name("parameters")
+    shapes = []
+    for param in (p for p in params.named_children if p.type != "comment"):
+        kind = param.child_by_field_name("type")
+        shape = param.child_by_field_name("declarator")
+        shapes.append(" ".join([syntax.text_of(kind) if kind is not None else param.type,
+                                re.sub(r"\w+", "", syntax.text_of(shape)) if shape is not None else ""]))
+    return tuple(" ".join(shape.split()) for shape in shapes)
