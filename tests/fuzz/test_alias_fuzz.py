@@ -83,7 +83,24 @@ def _read_in_lambda(h, a, b, k):
     h.body.append(f"[&] {{ cudaMemset({a}, 0, bytes); }}();")
 
 
-SAFE = [_memcpy, _memset, _check, _print, _copy_out, _reallocate, _read_in_lambda]
+def _user_reader(h, a, b, k):
+    h.define("void clear(float *p, size_t bytes) { cudaMemset(p, 0, bytes); }")
+    h.body.append(f"clear({a}, bytes);")
+
+
+def _allocation_helper(h, a, b, k):
+    h.define("float *fresh_buffer(size_t bytes)\n{\n    float *t;\n    cudaMalloc((void **)&t, bytes);\n    return t;\n}")
+    h.body.append(f"{a} = fresh_buffer(bytes);")
+    h.allocate(a)
+
+
+def _exchange(h, a, b, k):
+    """The ping-pong swap of iterative stencils (hotspot3D): the two keep distinct buffers."""
+    h.body.append(f"{{ float *t{k} = {a}; {a} = {b}; {b} = t{k}; }}")
+    h.holds[a], h.holds[b] = h.holds[b], h.holds[a]
+
+
+SAFE = [_exchange, _memcpy, _memset, _check, _print, _copy_out, _reallocate, _read_in_lambda, _user_reader, _allocation_helper]
 
 
 # Statements after which `b` may hold what `a` holds (each an aliasing spelling), or that the proof cannot
@@ -190,7 +207,30 @@ def _operator(h, a, b, k):
     h.copy(b, a)
 
 
-ALIASING = [_assign, _reference, _auto_reference, _macro, _helper, _swap, _pointer_to_pointer, _comma,
+def _returning_helper(h, a, b, k):
+    h.define("float *same(float *p) { return p; }")
+    h.body.append(f"{b} = same({a});")
+    h.copy(b, a)
+
+
+def _pool_helper(h, a, b, k):
+    h.define("float *g_pool;\nfloat *from_pool(size_t bytes)\n{\n    float *t;\n    cudaMalloc((void **)&t, bytes);\n"
+             "    return g_pool;\n}")
+    h.body.append(f"g_pool = {a}; {b} = from_pool(bytes);")
+    h.copy(b, a)
+
+
+def _half_exchange(h, a, b, k):
+    h.body.append(f"float *t{k} = {a}; {a} = {b}; (void)t{k};")
+    h.copy(a, b)
+
+
+def _wrong_exchange(h, a, b, k):
+    h.body.append(f"float *t{k} = {a}; {a} = {b}; {b} = {a}; (void)t{k};")
+    h.copy(a, b)
+
+
+ALIASING = [_half_exchange, _wrong_exchange, _returning_helper, _pool_helper, _assign, _reference, _auto_reference, _macro, _helper, _swap, _pointer_to_pointer, _comma,
             _comma_lvalue, _lambda, _ternary_lvalue, _conditional, _through_copy, _ifdef, _helper_allocation,
             _vexing_reference, _struct, _host_only, _operator]
 
@@ -227,6 +267,16 @@ def hosts(draw):
     declarations = ", ".join(f"*{v} = NULL" for v in names)
     allocations = "\n    ".join(f"cudaMalloc((void **)&{v}, bytes);" for v in names)
     body = "\n    ".join(h.body)
+    launch = f"k<<<1, 64>>>({x_text}, {y_text}, n);"
+    how = draw(st.sampled_from(["direct", "helper", "aliasing helper"]))
+    if how == "helper":  # launched by a helper that main calls with the arguments
+        h.define("void launch(float *p, float *q, int n) { k<<<1, 64>>>(p, q, n); }")
+        launch = f"launch({x_text}, {y_text}, n);"
+    elif how == "aliasing helper":  # ... that makes its parameters one buffer first
+        h.define("void launch_same(float *p, float *q, int n) { p = q; k<<<1, 64>>>(p, q, n); }")
+        launch = f"launch_same({x_text}, {y_text}, n);"
+        x_holds = y_holds
+        h.safe = False
     text = f"""{KERNEL}
 {chr(10).join(h.top)}
 
@@ -238,7 +288,7 @@ int main(void)
     float {declarations};
     {allocations}
     {body}
-    k<<<1, 64>>>({x_text}, {y_text}, n);
+    {launch}
     cudaDeviceSynchronize();
     return 0;
 }}
