@@ -485,11 +485,12 @@ def _strict(flag: bool) -> None:
         os.environ[STRICT_ENV] = "1"
 
 
-def main() -> None:
+def main(args: Optional[List[str]] = None, prog_name: Optional[str] = None) -> None:
     """The command line; an internal error of a pass (strict mode) ends it as a compiler error, exit 3, with
-    the Python traceback only when GPGPU_OPT_TRACEBACK=1 asks for it."""
+    the Python traceback only when GPGPU_OPT_TRACEBACK=1 asks for it. `args` and `prog_name` (default: the
+    process's) let the tests run the command line in their own process."""
     try:
-        app()
+        app(args=args, prog_name=prog_name)
     except InternalError as err:
         if os.environ.get("GPGPU_OPT_TRACEBACK", "") not in ("", "0"):
             import traceback

@@ -1,7 +1,5 @@
 """Access analysis: kinds, coalescing per target, reuse, partition camping; golden `analyze --json`."""
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -9,6 +7,7 @@ import pytest
 from gpgpu_opt.analysis import analyze_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.targets import get_target
+from tests.cli_in_process import run_cli
 from tests.conftest import GOLDEN, GOLDEN_TARGETS, INPUT_FILES, INPUTS, ROOT
 
 
@@ -120,8 +119,7 @@ def test_partition_camping_only_on_targets_that_camp():
 @pytest.mark.parametrize("target", GOLDEN_TARGETS)
 @pytest.mark.parametrize("name", INPUT_FILES)
 def test_golden_analyze_json(name, target, check_golden):
-    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "analyze", f"inputs/{name}", "--target", target,
-                           "--json"], capture_output=True, text=True, cwd=ROOT)
+    proc = run_cli("analyze", f"inputs/{name}", "--target", target, "--json", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["kernels"] and all("accesses" in k for k in data["kernels"])
@@ -129,7 +127,6 @@ def test_golden_analyze_json(name, target, check_golden):
 
 
 def test_analyze_table_is_readable():
-    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "analyze", "inputs/mv.cu", "--target", "g80"],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = run_cli("analyze", "inputs/mv.cu", "--target", "g80", cwd=ROOT)
     assert proc.returncode == 0
     assert "kernel mv" in proc.stdout and "A[r * cols + c]" in proc.stdout and "G2S" in proc.stdout

@@ -4,8 +4,6 @@ counted from the real addresses) and every pass leaves them as written, so the c
 what the naive one does, on the paper's GPU and today's."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -24,6 +22,7 @@ from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import default_cases, run_case
+from tests.cli_in_process import run_cli
 
 GLOBAL_X = BID["x"] * BDIM["x"] + TID["x"]
 _PARSER = c_parser.CParser()
@@ -219,8 +218,7 @@ def test_analyze_and_compile_end_without_a_traceback(tmp_path, name):
     path = write(tmp_path, name)
     for target in ("g80", "sm_90"):
         for command in (["analyze", str(path)], ["compile", str(path), "-o", str(tmp_path / "out.cu")]):
-            proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", *command, "--target", target],
-                                  capture_output=True, text=True)
+            proc = run_cli(*command, "--target", target)
             assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     subscript = PROGRAMS_1D[name][1]
     assert f"in[{subscript}]" in (tmp_path / "out.cu").read_text()

@@ -120,10 +120,8 @@ def test_outer_loop_indices_are_not_thread_ids(tmp_path):
 
 
 def test_analyze_prints_the_sharing_column():
-    import subprocess
-    import sys
-    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "analyze", "inputs/mm.cu", "--target", "g80"],
-                          capture_output=True, text=True)
+    from tests.cli_in_process import run_cli
+    proc = run_cli("analyze", "inputs/mm.cu", "--target", "g80")
     assert "shared by blocks" in proc.stdout
     line = next(ln for ln in proc.stdout.splitlines() if "A[row * n + k]" in ln)
     assert "x:yes y:no" in line

@@ -3,18 +3,17 @@ that carry the new configuration, and unseen mv/tmv/transpose shapes that come o
 import json
 import re
 import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.conftest import GOLDEN, GOLDEN_TARGETS, INPUT_FILES, ROOT, requires_nvcc
 from tests.passes.test_block_merge import WEIGHTS
 
 
 def compile_file(path, out, *args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(path), "-o", str(out), *args],
-                          capture_output=True, text=True, cwd=cwd)
+    return run_cli("compile", path, "-o", out, *args, cwd=cwd)
 
 
 PTXAS_SAID = re.compile(r"ptxas at \d+ blocks per SM: [^;]*|nvcc not found, so the model's register count stands")
@@ -196,13 +195,11 @@ def test_unseen_shapes_come_out_coalesced_on_sm90(name, tmp_path):
     out = tmp_path / "out.cu"
     proc = compile_file(src, out, "--target", "sm_90")
     assert proc.returncode == 0, proc.stderr
-    analysis = subprocess.run([sys.executable, "-m", "gpgpu_opt", "analyze", str(out), "--json"],
-                              capture_output=True, text=True, cwd=ROOT)
+    analysis = run_cli("analyze", out, "--json", cwd=ROOT)
     assert analysis.returncode == 0, analysis.stderr
     accesses = json.loads(analysis.stdout)["kernels"][0]["accesses"]
     assert accesses and all(a["coalesced"] for a in accesses), json.dumps(accesses, indent=1)
-    verify = subprocess.run([sys.executable, "-m", "gpgpu_opt", "verify", str(src)], capture_output=True,
-                            text=True, cwd=ROOT)
+    verify = run_cli("verify", src, cwd=ROOT)
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from gpgpu_opt.cli import app
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch import naive_launch, truncating_grids
+from tests.cli_in_process import run_cli
 from tests.conftest import ROOT
 
 KERNEL = """
@@ -26,16 +27,9 @@ __global__ void scale(float *a, int n)
 
 
 def cli(*args, cwd=None):
-    """The CLI in this process (CliRunner): (exit code, stdout + stderr)."""
-    old = os.getcwd()
-    try:
-        if cwd:
-            os.chdir(cwd)
-        result = CliRunner().invoke(app, [str(a) for a in args])
-    finally:
-        os.chdir(old)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
+    """The CLI in this process (an exception that escapes it fails the test): (exit code, stdout + stderr)."""
+    proc = run_cli(*args, cwd=cwd)
+    return proc.returncode, proc.stdout + proc.stderr
 
 
 def assert_error(code_output, *expected):
@@ -104,6 +98,8 @@ def test_report_equal_to_the_output_is_an_error(src, tmp_path):
 
 
 def test_output_dash_writes_to_stdout_and_diagnostics_to_stderr(src, tmp_path):
+    # A real process on purpose (the other tests run the CLI in the test process, tests/cli_in_process.py):
+    # one compile end to end through `python -m gpgpu_opt`, with the process's own standard streams.
     proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(src), "-o", "-"], capture_output=True,
                           text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

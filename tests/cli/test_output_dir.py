@@ -7,11 +7,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from tests.cli.test_errors import assert_error, cli
+from tests.cli_in_process import run_cli
 from tests.frontend.test_multifile import HEADER, KERNEL_FILE, LATIN1_KERNEL, MAIN, write_tree
 
 TREE = {"app/main.cu": MAIN, "app/kernels/scale_kernel.cu": KERNEL_FILE, "common/params.h": HEADER}
@@ -129,8 +129,7 @@ def test_crlf_and_latin1_bytes_are_kept_in_the_output_file(tmp_path):
 
 def test_latin1_bytes_go_to_standard_output_unchanged(tmp_path):
     (tmp_path / "k.cu").write_bytes(LATIN1_KERNEL)
-    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(tmp_path / "k.cu"), "-o", "-"],
-                          capture_output=True)
+    proc = run_cli("compile", tmp_path / "k.cu", "-o", "-", text=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(LATIN1_KERNEL.split(b"__global__")[0]) and b"scale_grid" in proc.stdout
 

@@ -1,9 +1,9 @@
 """parse -> print -> nvcc: every input comes back out of `compile --passes none` and still compiles."""
 import subprocess
-import sys
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.conftest import INPUT_FILES, ROOT, requires_nvcc
 
 
@@ -11,8 +11,7 @@ from tests.conftest import INPUT_FILES, ROOT, requires_nvcc
 @pytest.mark.parametrize("name", INPUT_FILES)
 def test_passes_none_round_trip_compiles_with_nvcc(name, tmp_path):
     out = tmp_path / name
-    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", f"inputs/{name}", "-o", str(out),
-                           "--passes", "none"], capture_output=True, text=True, cwd=ROOT)
+    proc = run_cli("compile", f"inputs/{name}", "-o", out, "--passes", "none", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     original = (ROOT / "inputs" / name).read_text()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.conftest import requires_nvcc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,9 +76,8 @@ def _compile(program: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess,
     """`compile MAIN -o OUTDIR/`: the output tree mirrors the program's files; returns the main file's copy."""
     source = CXX / program
     out_dir, report = tmp_path / "out", tmp_path / "report.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPGPU_OPT_STRICT": "1"}
-    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(source), "-o", str(out_dir) + os.sep,
-                           "--report", str(report)], capture_output=True, text=True, cwd=source.parent, env=env)
+    proc = run_cli("compile", source, "-o", str(out_dir) + os.sep, "--report", report, cwd=source.parent,
+                   env={"GPGPU_OPT_STRICT": "1"})
     return proc, out_dir / source.name, report
 
 

@@ -9,6 +9,7 @@ from pycparser import c_ast
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
+from tests.cli_in_process import run_cli
 from tests.conftest import INPUTS
 
 
@@ -119,8 +120,7 @@ def test_missing_file_is_a_clear_error(tmp_path):
 def test_cli_bad_input_exits_nonzero_and_writes_nothing(tmp_path, source, command):
     path = write(tmp_path, source)
     out = tmp_path / "out.cu"
-    args = [sys.executable, "-m", "gpgpu_opt", command, path] + (["-o", str(out)] if command == "compile" else [])
-    proc = subprocess.run(args, capture_output=True, text=True)
+    proc = run_cli(command, path, *(["-o", out] if command == "compile" else []))
     assert proc.returncode != 0
     assert proc.stderr.startswith(f"{path}:") and ": error: " in proc.stderr
     assert not out.exists()
@@ -128,9 +128,11 @@ def test_cli_bad_input_exits_nonzero_and_writes_nothing(tmp_path, source, comman
 
 
 def test_cli_missing_file(tmp_path):
+    # A real process on purpose (the rest run the CLI in the test process, tests/cli_in_process.py): what a
+    # shell sees on bad input, the exit status and an error line on standard error, no traceback.
     proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(tmp_path / "x.cu"), "-o",
                            str(tmp_path / "o.cu")], capture_output=True, text=True)
-    assert proc.returncode != 0 and "no such file" in proc.stderr
+    assert proc.returncode != 0 and "no such file" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "o.cu").exists()
 
 

@@ -6,7 +6,6 @@ macros defined) and the two token streams must agree.
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -16,6 +15,7 @@ from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.frontend.preprocess import nvcc_predefined_macros, preprocess
 from gpgpu_opt.targets import DEFAULT_TARGET, TARGETS, get_target
+from tests.cli_in_process import run_cli
 
 SYSTEM_CPP = shutil.which("cpp")
 SM_90 = get_target(DEFAULT_TARGET).cuda_arch
@@ -278,8 +278,7 @@ def compile_cli(tmp_path, source: str):
     program.parent.mkdir(parents=True)
     program.write_text(source)
     out = tmp_path / "out.cu"
-    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(program), "-o", str(out)],
-                          capture_output=True, text=True)
+    proc = run_cli("compile", program, "-o", out)
     return proc, program, out
 
 

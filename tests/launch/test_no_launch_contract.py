@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -22,6 +21,7 @@ from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify import CaseResult, default_cases
 from gpgpu_opt.verify_launches import check_launch, launch_cases, odd_launch_check
+from tests.cli_in_process import run_cli
 from tests.conftest import INPUTS, ROOT, requires_nvcc
 
 MM_200 = """
@@ -212,8 +212,7 @@ def test_compile_check_runs_a_launch_of_blocks_that_divide_no_tile(tmp_path, mon
 
 
 def verify_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpgpu_opt", "verify", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)
+    return run_cli("verify", *args, cwd=ROOT)
 
 
 def test_verify_reports_refusals_and_fuzzes_launch_shapes(tmp_path):

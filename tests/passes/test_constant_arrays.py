@@ -326,12 +326,11 @@ def test_analyze_reports_file_scope_reads_and_whether_a_warp_reads_one_address(t
 
 
 def test_the_analyze_command_lists_them(tmp_path):
-    import subprocess
-    import sys
+    from tests.cli_in_process import run_cli
 
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent(DECLARATIONS + CONV))
-    out = subprocess.run([sys.executable, "-m", "gpgpu_opt", "analyze", str(path)], capture_output=True, text=True)
+    out = run_cli("analyze", path)
     assert out.returncode == 0, out.stderr
     assert any("c_filter[k]" in line and "const-mem" in line and "broadcast" in line for line in out.stdout.splitlines())
     assert any("d_table[i % 256]" in line and "per-thread" in line for line in out.stdout.splitlines())

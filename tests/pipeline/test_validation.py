@@ -4,8 +4,6 @@ import json
 
 import numpy as np
 import pytest
-import subprocess
-import sys
 
 from pycparser import c_ast
 
@@ -15,6 +13,7 @@ from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.targets import get_target
+from tests.cli_in_process import run_cli
 from tests.conftest import INPUTS
 
 MV = str(INPUTS / "mv.cu")
@@ -47,8 +46,7 @@ def test_a_pass_that_changes_the_result_is_rolled_back(monkeypatch):
 def test_compile_validates_by_default_and_no_validate_skips(tmp_path):
     for flags, expected in (([], "passed"), (["--no-validate"], None)):
         report = tmp_path / "r.json"
-        proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", MV, "-o", str(tmp_path / "o.cu"),
-                               "--report", str(report), *flags], capture_output=True, text=True)
+        proc = run_cli("compile", MV, "-o", tmp_path / "o.cu", "--report", report, *flags)
         assert proc.returncode == 0, proc.stderr
         validation = json.loads(report.read_text())["kernels"][0].get("validation")
         assert (validation or {}).get("status") == expected
@@ -120,8 +118,7 @@ def test_an_unguarded_kernel_of_unknown_size_is_checked_on_whole_naive_blocks(tm
     report = tmp_path / "r.json"
     source = tmp_path / "tmv.cu"
     source.write_text((INPUTS / "tmv.cu").read_text().replace("#define globalDimX WIDTH_A\n", ""))
-    proc = subprocess.run([sys.executable, "-m", "gpgpu_opt", "compile", str(source), "-o",
-                           str(tmp_path / "o.cu"), "--report", str(report)], capture_output=True, text=True)
+    proc = run_cli("compile", source, "-o", tmp_path / "o.cu", "--report", report)
     assert proc.returncode == 0, proc.stderr
     kernel = json.loads(report.read_text())["kernels"][0]
     assert "merge" in kernel["passes"] and kernel["validation"]["status"] == "passed"

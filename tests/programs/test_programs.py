@@ -2,14 +2,13 @@
 macros, block shapes from macros, a utility .c include with disabled blocks): each compiles, nvcc builds
 the output, and `verify` passes at small sizes. The report carries the alias proof from the launch sites."""
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.conftest import requires_nvcc
 
 HERE = Path(__file__).resolve().parent
@@ -33,10 +32,7 @@ EXTENTS = {"gather.cu": ["src=2880", "v=64", "x=64"]}
 
 
 def _cli(*args, cwd=HERE):
-    # The checkout under test, not whichever one the environment installed (cwd is not the project root).
-    env = {**os.environ, "PYTHONPATH": str(HERE.parents[1])}
-    return subprocess.run([sys.executable, "-m", "gpgpu_opt", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env)
+    return run_cli(*args, cwd=cwd)
 
 
 def _defines(name):

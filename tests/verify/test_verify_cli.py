@@ -1,10 +1,9 @@
 """`gpgpu-opt verify`: every input verifies; hand-written kernels with planted bugs are caught (--against)."""
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.conftest import ROOT
 
 pytest.importorskip("gpgpu_opt.emulator")
@@ -45,8 +44,7 @@ PLANTED = {
 
 
 def verify(args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "gpgpu_opt", "verify", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
+    return run_cli("verify", *args, cwd=cwd)
 
 
 def test_hand_written_tiled_mm_passes(tmp_path):

@@ -1,7 +1,5 @@
 """`verify` on whole programs: the naive launch as the program makes it, every written array compared
 (atomics and dereferences too), float sizes, gathers, down-counting loops."""
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -10,6 +8,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify_command import run_verify
+from tests.cli_in_process import run_cli
 from tests.conftest import ROOT
 
 pytest.importorskip("gpgpu_opt.emulator")
@@ -40,8 +39,7 @@ MVT = textwrap.dedent("""
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "gpgpu_opt", "verify", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    return run_cli("verify", *args, cwd=ROOT)
 
 
 def write(tmp_path, name, text):
