@@ -5,6 +5,8 @@
 never fault, and never write variables."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pycparser import c_ast
 
@@ -242,7 +244,7 @@ class Expressions:
         k = width(base.view)
         if base.dims:
             self._check_dim(base, i, mask, node)
-            inner = int(np.prod(base.dims[1:])) if len(base.dims) > 1 else 1
+            inner = math.prod(base.dims[1:])
             off = base.offset + i * (inner * k)
             if len(base.dims) > 1:
                 return PtrValue(base.buffer, off, base.view, base.dims[1:])

@@ -52,6 +52,7 @@ class Interpreter(Expressions, Builtins):
         self.stats = stats
         self.params = params
         self._constants = {}
+        self._decl_types: dict[int, tuple] = {}
         self.frames: list[Frame] = []
         self.batch = None
         self.shared: dict[int, Buffer] = {}
@@ -78,9 +79,15 @@ class Interpreter(Expressions, Builtins):
         self.frames.append(Frame(name, bindings, rtype))
 
     def decl_type(self, t, node):
-        """The scalar/vector type of a TypeDecl (None for void)."""
+        """The scalar/vector type of a TypeDecl (None for void), decoded once per node (the entry keeps
+        the node alive, so its id is not reused)."""
+        known = self._decl_types.get(id(t))
+        if known is not None:
+            return known[1]
         if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
-            return type_from_names(t.type.names, node)
+            ctype = type_from_names(t.type.names, node)
+            self._decl_types[id(t)] = (t, ctype)
+            return ctype
         raise UnsupportedConstruct(f"declaration of this type ({type(getattr(t, 'type', t)).__name__}) "
                                    f"at {where(node)}")
 

@@ -61,6 +61,13 @@ class PtrValue:
         return f"PtrValue({self.buffer.name}, {self.offset!r}, {self.view})"
 
 
+def lane_words(addr, n: int) -> np.ndarray:
+    """Word addresses of n accessing lanes as an int64 array of n (read-only where broadcast)."""
+    if isinstance(addr, np.ndarray) and addr.dtype == np.int64 and addr.shape == (n,):
+        return addr
+    return np.broadcast_to(np.asarray(addr, dtype=np.int64), (n,))
+
+
 def width(view) -> int:
     return view.n if isinstance(view, VecType) else 1
 
@@ -165,7 +172,7 @@ class Memory:
             return
         n = self.batch.N if lanes is None else len(lanes)
         ids, ep, bf = self._ids(buf, lanes)
-        words = np.broadcast_to(np.asarray(addr, dtype=np.int64), (n,))
+        words = lane_words(addr, n)
         if write:
             buf.race.write(words, ids, ep, bf, self.site(node))
         elif buf.race.written or buf.race.track_reads:
@@ -206,7 +213,7 @@ class Memory:
         if n == 0:
             return
         self.check(buf, o, view, lanes, node, "store to")
-        addr = np.broadcast_to(np.asarray(self._addr(buf, o, lanes), dtype=np.int64), (n,))
+        addr = lane_words(self._addr(buf, o, lanes), n)
         if buf.space == "global":
             self.stats.global_stores += n
         elif buf.space == "shared":
