@@ -51,6 +51,9 @@ class RaceTracker:
         self.label = label
         self.kernel = kernel
         self.written = False
+        #: a write since the last barrier of every block (same_block trackers): before any, every recorded
+        #: write is ordered before every read, so reads need no check against the writers
+        self.written_since_barrier = False
         self.id_dtype = np.dtype(id_dtype)
         self.wr_id = np.full(nwords, -1, id_dtype)
         self.wr_ep = np.zeros(nwords, np.int64)
@@ -108,7 +111,7 @@ class RaceTracker:
                         f"{other_verb} it at {self.site_str(int(other_site) & _MASK16)}; {why}")
 
     def _check_writer(self, w, ids, ep, bf, site, verb):
-        if not self.written:
+        if not self.written or (self.same_block and not self.written_since_barrier):
             return
         wid = self.wr_id[w]
         cand = (wid >= 0) & (wid != ids)
@@ -141,6 +144,7 @@ class RaceTracker:
         if self.same_block:
             self.pending.clear()
             self.pending_lanes = 0
+            self.written_since_barrier = False
 
     def flush(self) -> None:
         pending, self.pending, self.pending_lanes = self.pending, [], 0
@@ -190,3 +194,4 @@ class RaceTracker:
         self.wr_id[w] = ids
         self.wr_ep[w] = ep | (site & _MASK16)
         self.written = True
+        self.written_since_barrier = True
