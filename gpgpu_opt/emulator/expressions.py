@@ -20,6 +20,7 @@ from gpgpu_opt.frontend.environment import BOOL_LITERALS
 
 BUILTIN_VECTORS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 UINT3 = VecType("uint3", UINT, 3)
+INT64 = np.dtype(np.int64)
 
 
 class PtrType:
@@ -189,7 +190,13 @@ class Expressions:
         return v
 
     def ev_ID(self, node, mask):
-        var = self.lookup(node.name)
+        name = node.name
+        for scope in reversed(self.frames[-1].scopes):     # self.lookup, inlined: the most frequent node
+            var = scope.get(name)
+            if var is not None:
+                break
+        else:
+            var = self.file_scope.get(name)
         if var is not None:
             if var.ctype == "shared":
                 p = var.value
@@ -240,8 +247,9 @@ class Expressions:
         idx = self.ev(node.subscript, mask)
         if not isinstance(idx, Value) or not isinstance(idx.ctype, CType) or idx.ctype.is_float:
             raise UnsupportedConstruct(f"non-integer array subscript at {where(node)}")
-        i = cast_data(idx.data, np.dtype(np.int64))
-        k = width(base.view)
+        i = cast_data(idx.data, INT64)
+        view = base.view
+        k = view.n if isinstance(view, VecType) else 1
         if base.dims:
             self._check_dim(base, i, mask, node)
             inner = math.prod(base.dims[1:])
