@@ -238,7 +238,7 @@ class Expressions:
 
     def ev_ArrayRef(self, node, mask):
         r = self.array_ref(node, mask)
-        return r if isinstance(r, PtrValue) else r.load(mask)
+        return r if isinstance(r, PtrValue) else self.mem.load(r.buffer, r.offset, r.view, mask, node)
 
     def array_ref(self, node, mask):
         base = self.ev(node.name, mask)

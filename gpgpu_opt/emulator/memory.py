@@ -192,10 +192,11 @@ class Memory:
             self.stats.global_loads += n_active
         elif buf.space == "shared":
             self.stats.shared_loads += n_active
+        tracked = self.check_races and buf.race is not None    # _track does nothing for a load otherwise
         comps = []
         for c in range(k):
             a = addr + c if c else addr
-            if self.check_races:
+            if tracked:
                 self._track(buf, a, lanes, node, write=False)
             v = buf.data[a]
             if lanes is not None and isinstance(v, np.ndarray):
