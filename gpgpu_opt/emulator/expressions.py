@@ -267,7 +267,7 @@ class Expressions:
             bad = (i < 0) | (i >= d0)
             if mask is not None:
                 bad &= mask
-            if not bad.any():
+            if not np.count_nonzero(bad):
                 return
             lane = int(np.argmax(bad))
             val = int(i[lane])

@@ -220,9 +220,10 @@ class Memory:
         elif buf.space == "shared":
             self.stats.shared_stores += n
         comps = value.data if isinstance(view, VecType) else (value.data,)
+        tracked = self.check_races and (buf.race is not None or buf.read_only)   # else _track does nothing
         for c, v in enumerate(comps):
             a = addr + c if c else addr
-            if self.check_races:
+            if tracked:
                 self._track(buf, a, lanes, node, write=True)
             if isinstance(v, np.ndarray) and lanes is not None:
                 v = v[lanes]

@@ -86,7 +86,7 @@ class RaceTracker:
             if prev_hi is not prev_lo:
                 sb &= self.blk(prev_hi) == b
             ok = sb & (prev_ep < bfloor)
-        if ok.all():
+        if np.count_nonzero(ok) == ok.size:
             return None
         bad = ~ok
         if self.flags is None or not self.flags.syncwarp_seen:
@@ -99,7 +99,7 @@ class RaceTracker:
         if sb is not True:
             wok &= sb[r]
         bad[r[wok]] = False
-        return bad if bad.any() else None
+        return bad if np.count_nonzero(bad) else None
 
     def _race(self, word, me, verb, site, other, other_verb, other_site, multi=False):
         cross = int(other) // self.tpb != int(me) // self.tpb
@@ -115,13 +115,13 @@ class RaceTracker:
             return
         wid = self.wr_id[w]
         cand = (wid >= 0) & (wid != ids)
-        if not cand.any():
+        if not np.count_nonzero(cand):
             return
         un = self._unordered(wid, wid, self.wr_ep[w], ids, ep, bf)
         if un is None:
             return
         bad = cand & un
-        if bad.any():
+        if np.count_nonzero(bad):
             k = int(np.argmax(bad))
             self._race(w[k], ids[k], verb, site, wid[k], "wrote", self.wr_ep[w[k]])
 
@@ -173,7 +173,7 @@ class RaceTracker:
         self.scratch[w] = pos
         win = self.scratch[w]
         dup = win != pos
-        if dup.any():
+        if np.count_nonzero(dup):
             k = int(np.argmax(dup))
             self._race(w[k], ids[k], "writes", site, ids[win[k]], "writes", site)
         self._check_writer(w, ids, ep, bf, site, "writes")
@@ -183,10 +183,10 @@ class RaceTracker:
             rmin = self.rd_min[w]
             rmax = self.rd_max[w]
             others = (rmin <= rmax) & ~((rmin == ids) & (rmax == ids))
-            if others.any():
+            if np.count_nonzero(others):
                 un = self._unordered(rmin, rmax, self.rd_ep[w], ids, ep, bf)
                 bad = None if un is None else others & un
-                if bad is not None and bad.any():
+                if bad is not None and np.count_nonzero(bad):
                     k = int(np.argmax(bad))
                     lo, hi = int(rmin[k]), int(rmax[k])
                     other = lo if lo != int(ids[k]) else hi

@@ -287,9 +287,10 @@ def _divide(op: str, t: CType, x, y, mask, node) -> Value:
             raise UnsupportedConstruct(f"'%' on floating operands at {where(node)}")
         return Value(t, x / y)
     zero = y == 0
-    if _active_any(zero, mask):
-        raise UndefinedBehaviorError(f"integer {'division' if op == '/' else 'modulo'} by zero at {where(node)}")
-    if np.any(zero):
+    if np.count_nonzero(zero):                 # no divisor is 0 in the common case: nothing to check
+        if _active_any(zero, mask):
+            raise UndefinedBehaviorError(f"integer {'division' if op == '/' else 'modulo'} by zero at "
+                                         f"{where(node)}")
         y = np.where(zero, t.dtype.type(1), y)
     r = np.fmod(x, y)                      # C remainder: sign of the dividend
     if op == "%":
