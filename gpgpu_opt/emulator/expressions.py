@@ -198,7 +198,7 @@ class Expressions:
         else:
             var = self.file_scope.get(name)
         if var is not None:
-            if var.ctype == "shared":
+            if var.ctype.__class__ is str and var.ctype == "shared":
                 p = var.value
                 return self.mem.load(p.buffer, p.offset, p.view, mask, node)
             if var.value is None:
@@ -241,13 +241,26 @@ class Expressions:
         return r if isinstance(r, PtrValue) else self.mem.load(r.buffer, r.offset, r.view, mask, node)
 
     def array_ref(self, node, mask):
-        base = self.ev(node.name, mask)
+        name = node.name
+        if type(name) is c_ast.ArrayRef:      # a row of a multi-dimensional array: ev_ArrayRef, inlined
+            base = self.array_ref(name, mask)
+            if not isinstance(base, PtrValue):
+                base = self.mem.load(base.buffer, base.offset, base.view, mask, name)
+        elif type(name) is c_ast.ID:
+            base = self.ev_ID(name, mask)
+        else:
+            base = self.ev(name, mask)
         if not isinstance(base, PtrValue):
             raise UnsupportedConstruct(f"subscript of a non-array at {where(node)}")
         idx = self.ev(node.subscript, mask)
         if not isinstance(idx, Value) or not isinstance(idx.ctype, CType) or idx.ctype.is_float:
             raise UnsupportedConstruct(f"non-integer array subscript at {where(node)}")
-        i = cast_data(idx.data, INT64)
+        data = idx.data
+        if base.dims and mask is not False and isinstance(data, np.integer) and \
+                (data.dtype.kind == "i" or data.itemsize < 8):
+            i = int(data)     # the value the int64 cast gives, kept exact: the dimension check bounds it
+        else:
+            i = cast_data(data, INT64)
         view = base.view
         k = view.n if isinstance(view, VecType) else 1
         if base.dims:

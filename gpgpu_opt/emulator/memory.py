@@ -61,6 +61,12 @@ class PtrValue:
         return f"PtrValue({self.buffer.name}, {self.offset!r}, {self.view})"
 
 
+def _one_word_per_lane(buf: Buffer, o, lanes) -> bool:
+    """Every lane accesses word o of its own copy of a local array (copies one `stride` apart, in lane
+    order, untracked): the words are the strided slice data[o::stride], no address array needed."""
+    return lanes is None and buf.space == "local" and not isinstance(o, np.ndarray)
+
+
 def lane_words(addr, n: int) -> np.ndarray:
     """Word addresses of n accessing lanes as an int64 array of n (read-only where broadcast)."""
     if isinstance(addr, np.ndarray) and addr.dtype == np.int64 and addr.shape == (n,):
@@ -187,6 +193,9 @@ class Memory:
             z = np.zeros(self.batch.N, buf.scalar.dtype)
             return Value(view, tuple(z for _ in range(k))) if isinstance(view, VecType) else Value(view, z)
         self.check(buf, o, view, lanes, node, "load from")
+        if _one_word_per_lane(buf, o, lanes):
+            comps = tuple(buf.data[o + c::buf.stride].copy() for c in range(k))
+            return Value(view, comps) if isinstance(view, VecType) else Value(view, comps[0])
         addr = self._addr(buf, o, lanes)
         if buf.space == "global":
             self.stats.global_loads += n_active
@@ -214,6 +223,11 @@ class Memory:
         if n == 0:
             return
         self.check(buf, o, view, lanes, node, "store to")
+        if _one_word_per_lane(buf, o, lanes):
+            comps = value.data if isinstance(view, VecType) else (value.data,)
+            for c, v in enumerate(comps):
+                buf.data[o + c::buf.stride] = v
+            return
         addr = lane_words(self._addr(buf, o, lanes), n)
         if buf.space == "global":
             self.stats.global_stores += n

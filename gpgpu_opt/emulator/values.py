@@ -157,6 +157,8 @@ def truth(data):
     """C truth of scalar data: a bool array or numpy bool scalar."""
     if isinstance(data, np.ndarray):
         return data if data.dtype == np.bool_ else data != 0
+    if isinstance(data, np.bool_):     # a comparison's result, the usual condition: already a truth
+        return data
     return np.bool_(data != 0)
 
 
