@@ -194,8 +194,9 @@ class Memory:
             return Value(view, tuple(z for _ in range(k))) if isinstance(view, VecType) else Value(view, z)
         self.check(buf, o, view, lanes, node, "load from")
         if _one_word_per_lane(buf, o, lanes):
-            comps = tuple(buf.data[o + c::buf.stride].copy() for c in range(k))
-            return Value(view, comps) if isinstance(view, VecType) else Value(view, comps[0])
+            if not isinstance(view, VecType):
+                return Value(view, buf.data[o::buf.stride].copy())
+            return Value(view, tuple(buf.data[o + c::buf.stride].copy() for c in range(k)))
         addr = self._addr(buf, o, lanes)
         if buf.space == "global":
             self.stats.global_loads += n_active

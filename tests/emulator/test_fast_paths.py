@@ -139,3 +139,34 @@ def test_usual_conversions_per_operand_pair(cu):
     assert l.tolist() == [1, 1]                    # long holds every unsigned int: -1 < 1
     assert i.tolist() == [9, 1]
     assert d[0] == d[1] == np.float64(np.float32(0.1)) * 0.1
+
+
+def test_local_arrays_by_uniform_and_per_lane_index(cu):
+    """A local array's element at a uniform index is one strided slice over the lanes' copies; at a
+    per-lane index, or under a divergent branch, it is addressed lane by lane: the two agree."""
+    prog = cu("""
+    __global__ void k(const float *x, float *out, float2 *pairs) {
+        int t = threadIdx.x;
+        float a[4];
+        float2 p[3];
+        for (int j = 0; j < 4; j++)
+            a[j] = x[t] * (j + 1);
+        for (int j = 0; j < 3; j++)
+            p[j] = make_float2(a[j], a[j + 1]);
+        if (t % 2 == 1) { a[1] = -a[t % 4]; p[2].x = 7.0f; }
+        out[t * 2] = a[1] + a[3];
+        out[t * 2 + 1] = a[t % 4];
+        pairs[t] = p[2];
+    }
+    """)
+    x = np.arange(1, 9, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    pairs = np.zeros(16, np.float32)
+    run(prog, (1,), (8,), x=x, out=out, pairs=pairs)
+    a = x[:, None] * np.arange(1, 5, dtype=np.float32)
+    odd = np.arange(8) % 2 == 1
+    a[odd, 1] = -a[odd, np.arange(8)[odd] % 4]
+    assert out[0::2].tolist() == (a[:, 1] + a[:, 3]).tolist()
+    assert out[1::2].tolist() == a[np.arange(8), np.arange(8) % 4].tolist()
+    p2 = np.stack([np.where(odd, 7.0, x * 3), x * 4], axis=1).astype(np.float32)
+    assert pairs.tolist() == p2.ravel().tolist()
