@@ -249,11 +249,21 @@ _ELEMENTWISE = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise
 _COMPARISONS = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal, "==": np.equal,
                 "!=": np.not_equal}
 _BFLOAT16_ROUNDED = ("+", "-", "*", "/")
+#: Operands of one type (not bfloat16, which rounds each result): the type both are converted to.
+_SAME_TYPE_RESULT = {t: common_type(t, t) for t in SCALARS.values() if not t.is_bfloat16}
 
 
 def arith(op: str, a: Value, b: Value, mask, node) -> Value:
     """A binary arithmetic, bitwise or comparison operator on scalar values."""
     at, bt = a.ctype, b.ctype
+    if at is bt and at in _SAME_TYPE_RESULT:      # the common case, same answer as the general path below
+        t = _SAME_TYPE_RESULT[at]
+        ufunc = _ELEMENTWISE.get(op)
+        if ufunc is not None:
+            return Value(t, ufunc(cast_data(a.data, t.dtype), cast_data(b.data, t.dtype)))
+        ufunc = _COMPARISONS.get(op)
+        if ufunc is not None:
+            return Value(BOOL, ufunc(cast_data(a.data, t.dtype), cast_data(b.data, t.dtype)))
     if not isinstance(at, CType) or not isinstance(bt, CType):
         raise UnsupportedConstruct(f"operator '{op}' on {at} and {bt} at {where(node)}")
     if op in ("<<", ">>"):
