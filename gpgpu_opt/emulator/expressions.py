@@ -5,6 +5,8 @@
 never fault, and never write variables."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pycparser import c_ast
 
@@ -18,6 +20,7 @@ from gpgpu_opt.frontend.environment import BOOL_LITERALS
 
 BUILTIN_VECTORS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 UINT3 = VecType("uint3", UINT, 3)
+INT64 = np.dtype(np.int64)
 
 
 class PtrType:
@@ -187,9 +190,15 @@ class Expressions:
         return v
 
     def ev_ID(self, node, mask):
-        var = self.lookup(node.name)
+        name = node.name
+        for scope in reversed(self.frames[-1].scopes):     # self.lookup, inlined: the most frequent node
+            var = scope.get(name)
+            if var is not None:
+                break
+        else:
+            var = self.file_scope.get(name)
         if var is not None:
-            if var.ctype == "shared":
+            if var.ctype.__class__ is str and var.ctype == "shared":
                 p = var.value
                 return self.mem.load(p.buffer, p.offset, p.view, mask, node)
             if var.value is None:
@@ -229,20 +238,34 @@ class Expressions:
 
     def ev_ArrayRef(self, node, mask):
         r = self.array_ref(node, mask)
-        return r if isinstance(r, PtrValue) else r.load(mask)
+        return r if isinstance(r, PtrValue) else self.mem.load(r.buffer, r.offset, r.view, mask, node)
 
     def array_ref(self, node, mask):
-        base = self.ev(node.name, mask)
+        name = node.name
+        if type(name) is c_ast.ArrayRef:      # a row of a multi-dimensional array: ev_ArrayRef, inlined
+            base = self.array_ref(name, mask)
+            if not isinstance(base, PtrValue):
+                base = self.mem.load(base.buffer, base.offset, base.view, mask, name)
+        elif type(name) is c_ast.ID:
+            base = self.ev_ID(name, mask)
+        else:
+            base = self.ev(name, mask)
         if not isinstance(base, PtrValue):
             raise UnsupportedConstruct(f"subscript of a non-array at {where(node)}")
         idx = self.ev(node.subscript, mask)
         if not isinstance(idx, Value) or not isinstance(idx.ctype, CType) or idx.ctype.is_float:
             raise UnsupportedConstruct(f"non-integer array subscript at {where(node)}")
-        i = cast_data(idx.data, np.dtype(np.int64))
-        k = width(base.view)
+        data = idx.data
+        if base.dims and mask is not False and isinstance(data, np.integer) and \
+                (data.dtype.kind == "i" or data.itemsize < 8):
+            i = int(data)     # the value the int64 cast gives, kept exact: the dimension check bounds it
+        else:
+            i = cast_data(data, INT64)
+        view = base.view
+        k = view.n if isinstance(view, VecType) else 1
         if base.dims:
             self._check_dim(base, i, mask, node)
-            inner = int(np.prod(base.dims[1:])) if len(base.dims) > 1 else 1
+            inner = math.prod(base.dims[1:])
             off = base.offset + i * (inner * k)
             if len(base.dims) > 1:
                 return PtrValue(base.buffer, off, base.view, base.dims[1:])
@@ -257,7 +280,7 @@ class Expressions:
             bad = (i < 0) | (i >= d0)
             if mask is not None:
                 bad &= mask
-            if not bad.any():
+            if not np.count_nonzero(bad):
                 return
             lane = int(np.argmax(bad))
             val = int(i[lane])

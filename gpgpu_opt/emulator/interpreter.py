@@ -52,6 +52,9 @@ class Interpreter(Expressions, Builtins):
         self.stats = stats
         self.params = params
         self._constants = {}
+        self._decl_types: dict[int, tuple] = {}
+        self._block_declares: dict[int, tuple] = {}
+        self._plain_decls: dict[int, tuple] = {}
         self.frames: list[Frame] = []
         self.batch = None
         self.shared: dict[int, Buffer] = {}
@@ -78,9 +81,15 @@ class Interpreter(Expressions, Builtins):
         self.frames.append(Frame(name, bindings, rtype))
 
     def decl_type(self, t, node):
-        """The scalar/vector type of a TypeDecl (None for void)."""
+        """The scalar/vector type of a TypeDecl (None for void), decoded once per node (the entry keeps
+        the node alive, so its id is not reused)."""
+        known = self._decl_types.get(id(t))
+        if known is not None:
+            return known[1]
         if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
-            return type_from_names(t.type.names, node)
+            ctype = type_from_names(t.type.names, node)
+            self._decl_types[id(t)] = (t, ctype)
+            return ctype
         raise UnsupportedConstruct(f"declaration of this type ({type(getattr(t, 'type', t)).__name__}) "
                                    f"at {where(node)}")
 
@@ -121,16 +130,31 @@ class Interpreter(Expressions, Builtins):
     def exec_Compound(self, node, mask):
         if mask is False:
             return False
+        items = node.block_items or ()
+        if not self._declares(node, items):     # no binding to hold: the enclosing scope serves
+            for item in items:
+                mask = self.exec(item, mask)
+                if mask is False:
+                    break
+            return mask
         scopes = self.frames[-1].scopes
         scopes.append({})
         try:
-            for item in node.block_items or ():
+            for item in items:
                 mask = self.exec(item, mask)
                 if mask is False:
                     break
         finally:
             scopes.pop()
         return mask
+
+    def _declares(self, node, items) -> bool:
+        """Whether a block declares a name itself (only its own Decl/DeclList items bind in its scope)."""
+        known = self._block_declares.get(id(node))
+        if known is None:
+            known = self._block_declares[id(node)] = \
+                (node, any(isinstance(i, (c_ast.Decl, c_ast.DeclList)) for i in items))
+        return known[1]
 
     def exec_EmptyStatement(self, node, mask):
         return mask
@@ -287,6 +311,27 @@ class Interpreter(Expressions, Builtins):
 
     # ---------------------------------------------------------------- declarations
     def exec_Decl(self, d: c_ast.Decl, mask):
+        plain = self._plain_decls.get(id(d))
+        if plain is None:
+            plain = self._plain_decls[id(d)] = (d, self._plain_scalar_type(d))
+        ctype = plain[1]
+        if ctype is not None:       # the common case, decoded once: `int i = e;`
+            v = self.ev(d.init, mask)
+            if isinstance(v, PtrValue):
+                raise UnsupportedConstruct(f"scalar '{d.name}' initialised with a pointer at {where(d)}")
+            self.frames[-1].scopes[-1][d.name] = Var(d.name, ctype, convert(v, ctype, d))
+            return mask
+        return self._exec_any_decl(d, mask)
+
+    def _plain_scalar_type(self, d: c_ast.Decl):
+        """The type of a local scalar declared with a plain initialiser (`int i = e;`), else None."""
+        t = d.type
+        if d.storage or not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType) \
+                or d.init is None or isinstance(d.init, c_ast.InitList):
+            return None
+        return self.decl_type(t, d)
+
+    def _exec_any_decl(self, d: c_ast.Decl, mask):
         storage = d.storage or []
         if any(s not in ("__shared__",) for s in storage):
             raise UnsupportedConstruct(f"'{' '.join(storage)}' declaration of '{d.name}' at {where(d)}")

@@ -42,7 +42,7 @@ def m_any(m) -> bool:
         return True
     if m is False:
         return False
-    return bool(m.any())
+    return np.count_nonzero(m) > 0
 
 
 def m_bits(m, n: int) -> np.ndarray:
@@ -58,8 +58,9 @@ def m_norm(m):
     """False for no lane, None for all lanes, else the array."""
     if m is None or m is False:
         return m
-    if not m.any():
+    active = np.count_nonzero(m)        # one pass, cheaper than any() and all()
+    if not active:
         return False
-    if m.all():
+    if active == m.size:
         return None
     return m

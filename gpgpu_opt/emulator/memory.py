@@ -61,6 +61,19 @@ class PtrValue:
         return f"PtrValue({self.buffer.name}, {self.offset!r}, {self.view})"
 
 
+def _one_word_per_lane(buf: Buffer, o, lanes) -> bool:
+    """Every lane accesses word o of its own copy of a local array (copies one `stride` apart, in lane
+    order, untracked): the words are the strided slice data[o::stride], no address array needed."""
+    return lanes is None and buf.space == "local" and not isinstance(o, np.ndarray)
+
+
+def lane_words(addr, n: int) -> np.ndarray:
+    """Word addresses of n accessing lanes as an int64 array of n (read-only where broadcast)."""
+    if isinstance(addr, np.ndarray) and addr.dtype == np.int64 and addr.shape == (n,):
+        return addr
+    return np.broadcast_to(np.asarray(addr, dtype=np.int64), (n,))
+
+
 def width(view) -> int:
     return view.n if isinstance(view, VecType) else 1
 
@@ -165,7 +178,7 @@ class Memory:
             return
         n = self.batch.N if lanes is None else len(lanes)
         ids, ep, bf = self._ids(buf, lanes)
-        words = np.broadcast_to(np.asarray(addr, dtype=np.int64), (n,))
+        words = lane_words(addr, n)
         if write:
             buf.race.write(words, ids, ep, bf, self.site(node))
         elif buf.race.written or buf.race.track_reads:
@@ -180,15 +193,20 @@ class Memory:
             z = np.zeros(self.batch.N, buf.scalar.dtype)
             return Value(view, tuple(z for _ in range(k))) if isinstance(view, VecType) else Value(view, z)
         self.check(buf, o, view, lanes, node, "load from")
+        if _one_word_per_lane(buf, o, lanes):
+            if not isinstance(view, VecType):
+                return Value(view, buf.data[o::buf.stride].copy())
+            return Value(view, tuple(buf.data[o + c::buf.stride].copy() for c in range(k)))
         addr = self._addr(buf, o, lanes)
         if buf.space == "global":
             self.stats.global_loads += n_active
         elif buf.space == "shared":
             self.stats.shared_loads += n_active
+        tracked = self.check_races and buf.race is not None    # _track does nothing for a load otherwise
         comps = []
         for c in range(k):
             a = addr + c if c else addr
-            if self.check_races:
+            if tracked:
                 self._track(buf, a, lanes, node, write=False)
             v = buf.data[a]
             if lanes is not None and isinstance(v, np.ndarray):
@@ -206,15 +224,21 @@ class Memory:
         if n == 0:
             return
         self.check(buf, o, view, lanes, node, "store to")
-        addr = np.broadcast_to(np.asarray(self._addr(buf, o, lanes), dtype=np.int64), (n,))
+        if _one_word_per_lane(buf, o, lanes):
+            comps = value.data if isinstance(view, VecType) else (value.data,)
+            for c, v in enumerate(comps):
+                buf.data[o + c::buf.stride] = v
+            return
+        addr = lane_words(self._addr(buf, o, lanes), n)
         if buf.space == "global":
             self.stats.global_stores += n
         elif buf.space == "shared":
             self.stats.shared_stores += n
         comps = value.data if isinstance(view, VecType) else (value.data,)
+        tracked = self.check_races and (buf.race is not None or buf.read_only)   # else _track does nothing
         for c, v in enumerate(comps):
             a = addr + c if c else addr
-            if self.check_races:
+            if tracked:
                 self._track(buf, a, lanes, node, write=True)
             if isinstance(v, np.ndarray) and lanes is not None:
                 v = v[lanes]

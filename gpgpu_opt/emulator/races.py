@@ -51,6 +51,9 @@ class RaceTracker:
         self.label = label
         self.kernel = kernel
         self.written = False
+        #: a write since the last barrier of every block (same_block trackers): before any, every recorded
+        #: write is ordered before every read, so reads need no check against the writers
+        self.written_since_barrier = False
         self.id_dtype = np.dtype(id_dtype)
         self.wr_id = np.full(nwords, -1, id_dtype)
         self.wr_ep = np.zeros(nwords, np.int64)
@@ -83,7 +86,7 @@ class RaceTracker:
             if prev_hi is not prev_lo:
                 sb &= self.blk(prev_hi) == b
             ok = sb & (prev_ep < bfloor)
-        if ok.all():
+        if np.count_nonzero(ok) == ok.size:
             return None
         bad = ~ok
         if self.flags is None or not self.flags.syncwarp_seen:
@@ -96,7 +99,7 @@ class RaceTracker:
         if sb is not True:
             wok &= sb[r]
         bad[r[wok]] = False
-        return bad if bad.any() else None
+        return bad if np.count_nonzero(bad) else None
 
     def _race(self, word, me, verb, site, other, other_verb, other_site, multi=False):
         cross = int(other) // self.tpb != int(me) // self.tpb
@@ -108,17 +111,17 @@ class RaceTracker:
                         f"{other_verb} it at {self.site_str(int(other_site) & _MASK16)}; {why}")
 
     def _check_writer(self, w, ids, ep, bf, site, verb):
-        if not self.written:
+        if not self.written or (self.same_block and not self.written_since_barrier):
             return
         wid = self.wr_id[w]
         cand = (wid >= 0) & (wid != ids)
-        if not cand.any():
+        if not np.count_nonzero(cand):
             return
         un = self._unordered(wid, wid, self.wr_ep[w], ids, ep, bf)
         if un is None:
             return
         bad = cand & un
-        if bad.any():
+        if np.count_nonzero(bad):
             k = int(np.argmax(bad))
             self._race(w[k], ids[k], verb, site, wid[k], "wrote", self.wr_ep[w[k]])
 
@@ -141,6 +144,7 @@ class RaceTracker:
         if self.same_block:
             self.pending.clear()
             self.pending_lanes = 0
+            self.written_since_barrier = False
 
     def flush(self) -> None:
         pending, self.pending, self.pending_lanes = self.pending, [], 0
@@ -169,7 +173,7 @@ class RaceTracker:
         self.scratch[w] = pos
         win = self.scratch[w]
         dup = win != pos
-        if dup.any():
+        if np.count_nonzero(dup):
             k = int(np.argmax(dup))
             self._race(w[k], ids[k], "writes", site, ids[win[k]], "writes", site)
         self._check_writer(w, ids, ep, bf, site, "writes")
@@ -179,10 +183,10 @@ class RaceTracker:
             rmin = self.rd_min[w]
             rmax = self.rd_max[w]
             others = (rmin <= rmax) & ~((rmin == ids) & (rmax == ids))
-            if others.any():
+            if np.count_nonzero(others):
                 un = self._unordered(rmin, rmax, self.rd_ep[w], ids, ep, bf)
                 bad = None if un is None else others & un
-                if bad is not None and bad.any():
+                if bad is not None and np.count_nonzero(bad):
                     k = int(np.argmax(bad))
                     lo, hi = int(rmin[k]), int(rmax[k])
                     other = lo if lo != int(ids[k]) else hi
@@ -190,3 +194,4 @@ class RaceTracker:
         self.wr_id[w] = ids
         self.wr_ep[w] = ep | (site & _MASK16)
         self.written = True
+        self.written_since_barrier = True

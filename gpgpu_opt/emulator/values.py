@@ -107,7 +107,17 @@ def promote(t: CType) -> CType:
 
 
 def common_type(a: CType, b: CType) -> CType:
-    """The usual arithmetic conversions."""
+    """The usual arithmetic conversions (memoized: the emulator asks for every operator it evaluates)."""
+    t = _COMMON.get((a, b))
+    if t is None:
+        t = _COMMON[(a, b)] = _usual_conversion(a, b)
+    return t
+
+
+_COMMON: dict[tuple[CType, CType], CType] = {}
+
+
+def _usual_conversion(a: CType, b: CType) -> CType:
     if a is DOUBLE or b is DOUBLE:
         return DOUBLE
     if a is FLOAT or b is FLOAT:
@@ -138,10 +148,8 @@ class Value:
 
 
 def cast_data(data, dtype: np.dtype):
-    if isinstance(data, np.ndarray):
+    if isinstance(data, (np.ndarray, np.generic)):   # a numpy scalar's astype casts as an array's does
         return data if data.dtype == dtype else data.astype(dtype)
-    if isinstance(data, np.generic) and data.dtype == dtype:
-        return data
     return np.asarray(data).astype(dtype)[()]
 
 
@@ -149,6 +157,8 @@ def truth(data):
     """C truth of scalar data: a bool array or numpy bool scalar."""
     if isinstance(data, np.ndarray):
         return data if data.dtype == np.bool_ else data != 0
+    if isinstance(data, np.bool_):     # a comparison's result, the usual condition: already a truth
+        return data
     return np.bool_(data != 0)
 
 
@@ -233,64 +243,71 @@ def _active_any(bits, mask) -> bool:
     return bool(np.any(bits))
 
 
+#: Operators that are one numpy ufunc on operands converted to their common type.
+_ELEMENTWISE = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and, "|": np.bitwise_or,
+                "^": np.bitwise_xor}
+_COMPARISONS = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal, "==": np.equal,
+                "!=": np.not_equal}
+_BFLOAT16_ROUNDED = ("+", "-", "*", "/")
+#: Operands of one type (not bfloat16, which rounds each result): the type both are converted to.
+_SAME_TYPE_RESULT = {t: common_type(t, t) for t in SCALARS.values() if not t.is_bfloat16}
+
+
 def arith(op: str, a: Value, b: Value, mask, node) -> Value:
     """A binary arithmetic, bitwise or comparison operator on scalar values."""
-    if not isinstance(a.ctype, CType) or not isinstance(b.ctype, CType):
-        raise UnsupportedConstruct(f"operator '{op}' on {a.ctype} and {b.ctype} at {where(node)}")
+    at, bt = a.ctype, b.ctype
+    if at is bt and at in _SAME_TYPE_RESULT:      # the common case, same answer as the general path below
+        t = _SAME_TYPE_RESULT[at]
+        ufunc = _ELEMENTWISE.get(op)
+        if ufunc is not None:
+            return Value(t, ufunc(cast_data(a.data, t.dtype), cast_data(b.data, t.dtype)))
+        ufunc = _COMPARISONS.get(op)
+        if ufunc is not None:
+            return Value(BOOL, ufunc(cast_data(a.data, t.dtype), cast_data(b.data, t.dtype)))
+    if not isinstance(at, CType) or not isinstance(bt, CType):
+        raise UnsupportedConstruct(f"operator '{op}' on {at} and {bt} at {where(node)}")
     if op in ("<<", ">>"):
-        t = promote(a.ctype)
-        if t.is_float or promote(b.ctype).is_float:
+        t = promote(at)
+        if t.is_float or promote(bt).is_float:
             raise UnsupportedConstruct(f"shift of a floating value at {where(node)}")
         x = cast_data(a.data, t.dtype)
         y = cast_data(b.data, t.dtype)
         return Value(t, np.left_shift(x, y) if op == "<<" else np.right_shift(x, y))
-    if (a.ctype in HALF_TYPES or b.ctype in HALF_TYPES) and a.ctype is not b.ctype:
-        raise UnsupportedConstruct(f"operator '{op}' on {a.ctype} and {b.ctype} at {where(node)} (ambiguous in "
+    if at is not bt and (at in HALF_TYPES or bt in HALF_TYPES):
+        raise UnsupportedConstruct(f"operator '{op}' on {at} and {bt} at {where(node)} (ambiguous in "
                                    "CUDA C++: convert one operand)")
-    t = common_type(a.ctype, b.ctype)
+    t = common_type(at, bt)
     x = cast_data(a.data, t.dtype)
     y = cast_data(b.data, t.dtype)
-    if op in ("+", "-", "*", "/") and t.is_bfloat16:
+    if t.nbytes and t.is_bfloat16 and op in _BFLOAT16_ROUNDED:
         return Value(t, to_bfloat16(arith(op, Value(FLOAT, x), Value(FLOAT, y), mask, node).data))
-    if op == "+":
-        return Value(t, x + y)
-    if op == "-":
-        return Value(t, x - y)
-    if op == "*":
-        return Value(t, x * y)
+    ufunc = _ELEMENTWISE.get(op)
+    if ufunc is not None:
+        return Value(t, ufunc(x, y))
+    ufunc = _COMPARISONS.get(op)
+    if ufunc is not None:
+        return Value(BOOL, ufunc(x, y))
     if op in ("/", "%"):
-        if t.is_float:
-            if op == "%":
-                raise UnsupportedConstruct(f"'%' on floating operands at {where(node)}")
-            return Value(t, x / y)
-        zero = y == 0
-        if _active_any(zero, mask):
-            raise UndefinedBehaviorError(f"integer {'division' if op == '/' else 'modulo'} by zero at {where(node)}")
-        if np.any(zero):
-            y = np.where(zero, t.dtype.type(1), y)
-        r = np.fmod(x, y)                      # C remainder: sign of the dividend
-        if op == "%":
-            return Value(t, cast_data(r, t.dtype))
-        return Value(t, cast_data((x - r) // y, t.dtype))
-    if op == "&":
-        return Value(t, np.bitwise_and(x, y))
-    if op == "|":
-        return Value(t, np.bitwise_or(x, y))
-    if op == "^":
-        return Value(t, np.bitwise_xor(x, y))
-    if op == "<":
-        return Value(BOOL, x < y)
-    if op == ">":
-        return Value(BOOL, x > y)
-    if op == "<=":
-        return Value(BOOL, x <= y)
-    if op == ">=":
-        return Value(BOOL, x >= y)
-    if op == "==":
-        return Value(BOOL, x == y)
-    if op == "!=":
-        return Value(BOOL, x != y)
+        return _divide(op, t, x, y, mask, node)
     raise UnsupportedConstruct(f"operator '{op}' at {where(node)}")
+
+
+def _divide(op: str, t: CType, x, y, mask, node) -> Value:
+    """`/` and `%` with C's semantics: truncation toward zero, a remainder with the dividend's sign."""
+    if t.is_float:
+        if op == "%":
+            raise UnsupportedConstruct(f"'%' on floating operands at {where(node)}")
+        return Value(t, x / y)
+    zero = y == 0
+    if np.count_nonzero(zero):                 # no divisor is 0 in the common case: nothing to check
+        if _active_any(zero, mask):
+            raise UndefinedBehaviorError(f"integer {'division' if op == '/' else 'modulo'} by zero at "
+                                         f"{where(node)}")
+        y = np.where(zero, t.dtype.type(1), y)
+    r = np.fmod(x, y)                      # C remainder: sign of the dividend
+    if op == "%":
+        return Value(t, cast_data(r, t.dtype))
+    return Value(t, cast_data((x - r) // y, t.dtype))
 
 
 def unary(op: str, a: Value, node) -> Value:
