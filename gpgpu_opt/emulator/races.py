@@ -55,7 +55,10 @@ class RaceTracker:
         #: write is ordered before every read, so reads need no check against the writers
         self.written_since_barrier = False
         self.id_dtype = np.dtype(id_dtype)
-        self.wr_id = np.full(nwords, -1, id_dtype)
+        # Per word, stored so that "none yet" is 0: np.zeros takes pages from the system only where a word
+        # is touched, where np.full would write every word of a buffer sized by the program (16M words
+        # for a 4096x4096 matrix), for a check that touches a few blocks.
+        self.wr_id_plus1 = np.zeros(nwords, id_dtype)     # the last writer's id + 1
         self.wr_ep = np.zeros(nwords, np.int64)
         self.nwords = nwords
         self.scratch = None                 # lane positions, for finding two lanes storing to one word
@@ -63,8 +66,8 @@ class RaceTracker:
         self.pending_lanes = 0
         if track_reads:
             self.big = np.iinfo(id_dtype).max
-            self.rd_min = np.full(nwords, self.big, id_dtype)
-            self.rd_max = np.full(nwords, -1, id_dtype)
+            self.rd_min_below_big = np.zeros(nwords, id_dtype)   # big - the lowest reader's id
+            self.rd_max_plus1 = np.zeros(nwords, id_dtype)       # the highest reader's id + 1
             self.rd_ep = np.zeros(nwords, np.int64)
 
     # ---------------------------------------------------------------- helpers
@@ -113,7 +116,7 @@ class RaceTracker:
     def _check_writer(self, w, ids, ep, bf, site, verb):
         if not self.written or (self.same_block and not self.written_since_barrier):
             return
-        wid = self.wr_id[w]
+        wid = self.wr_id_plus1[w] - 1
         cand = (wid >= 0) & (wid != ids)
         if not np.count_nonzero(cand):
             return
@@ -152,18 +155,21 @@ class RaceTracker:
             self._record_reads(*entry)
 
     def _record_reads(self, w, ids, ep, bf, site: int) -> None:
-        rmin = self.rd_min[w]
-        rmax = self.rd_max[w]
+        rmin, rmax = self._readers(w)
         rep = self.rd_ep[w]
         # Readers ordered before this access (same block, older epoch) are forgotten.
         keep = self._unordered(rmin, rmax, rep, ids, ep, bf)
         sw = w if keep is None else None if keep.all() else w[~keep]
         if sw is not None and sw.size:
-            self.rd_min[sw] = self.big
-            self.rd_max[sw] = -1
-        np.minimum.at(self.rd_min, w, ids)
-        np.maximum.at(self.rd_max, w, ids)
+            self.rd_min_below_big[sw] = 0
+            self.rd_max_plus1[sw] = 0
+        np.maximum.at(self.rd_min_below_big, w, self.big - ids)
+        np.maximum.at(self.rd_max_plus1, w, ids + 1)
         self.rd_ep[w] = ep | (site & _MASK16)
+
+    def _readers(self, w):
+        """The lowest and highest reader ids recorded for words `w` (big and -1 where none is)."""
+        return self.big - self.rd_min_below_big[w], self.rd_max_plus1[w] - 1
 
     def write(self, w, ids, ep, bf, site: int) -> None:
         n = len(w)
@@ -180,8 +186,7 @@ class RaceTracker:
         if self.track_reads:
             if self.pending:
                 self.flush()
-            rmin = self.rd_min[w]
-            rmax = self.rd_max[w]
+            rmin, rmax = self._readers(w)
             others = (rmin <= rmax) & ~((rmin == ids) & (rmax == ids))
             if np.count_nonzero(others):
                 un = self._unordered(rmin, rmax, self.rd_ep[w], ids, ep, bf)
@@ -191,7 +196,7 @@ class RaceTracker:
                     lo, hi = int(rmin[k]), int(rmax[k])
                     other = lo if lo != int(ids[k]) else hi
                     self._race(w[k], ids[k], "writes", site, other, "read", self.rd_ep[w[k]], multi=lo != hi)
-        self.wr_id[w] = ids
+        self.wr_id_plus1[w] = ids + 1
         self.wr_ep[w] = ep | (site & _MASK16)
         self.written = True
         self.written_since_barrier = True
