@@ -55,9 +55,10 @@ def lower_widening(kernel: Kernel, ctx: PassContext, width: int) -> Kernel:
     return kernel
 
 
-#: Why a widened streaming body loses on a launch that does not fill the GPU.
-FEWER_THREADS = ("widened, the launch would have a thread for several elements: where it does not fill the GPU, "
-                 "fewer threads keep fewer loads in flight")
+def fewer_threads(width: int) -> str:
+    """Why a widened body that is no chain of slow arithmetic loses on a launch that does not fill the GPU."""
+    return (f"widened by {width}, the launch would have {width}x fewer threads, which keep fewer loads in flight "
+            f"where it does not fill the GPU")
 
 
 def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
@@ -68,10 +69,6 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         return None
     sized = ctx.options.vector_width is None       # a width asked for widens whatever the launch's size
     slow = latency.slow_chain(kernel.body) if sized else None
-    unsized = launch_dispatch.unsized(ctx.facts.dispatch) if sized else None
-    if unsized is not None:     # the gain depends on the launch's size, which nothing here can choose by
-        ctx.log.skip("kernel", f"not widened: {slow or FEWER_THREADS}; {unsized}", where)
-        return None
     work = kernel.copy()
     g.normalize_early_returns(work.body)
     info = KernelInfo(work, ctx)
@@ -84,9 +81,13 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
     width = work.launch.outputs_per_block[0] // work.launch.block[0]
+    unsized = launch_dispatch.unsized(ctx.facts.dispatch) if sized else None
+    if unsized is not None:     # the gain depends on the launch's size, which nothing here can choose by
+        ctx.log.skip("kernel", f"not widened: {slow or fewer_threads(width)}; {unsized}", where)
+        return None
     if sized:                   # it gains only where the widened launch still fills the GPU
         verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, launch_dispatch.min_threads_widened(width, ctx.options.target),
-                                               slow or FEWER_THREADS)
+                                               slow or fewer_threads(width))
         if not verdict.keep:
             ctx.log.skip("kernel", f"not widened: {verdict.reason}", where)
             return None
