@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from corpus_kit.rodinia_data import GENERATED, LARGE, write_inputs
+from corpus_kit.rodinia_data import GENERATED, LARGE, set_macros, write_inputs
 from corpus_kit.rodinia_runs import NEEDS_DATA, NONDETERMINISTIC, RUN_ARGS, TIMERS
 from corpus_kit.sources import defines_main
 
@@ -166,6 +166,8 @@ def _write_entry(run: dict, entry: dict, out_dir: str) -> str:
     if entry["inputs"] is not None:
         run_dirs = [os.path.join(out_dir, entry["name"], v, os.path.relpath(build_dir, root)) for v in ("naive", "opt")]
         write_inputs(entry["inputs"], out_dir, run_dirs)
+        set_macros(entry["inputs"], [os.path.join(out_dir, entry["name"], v) for v in ("naive", "opt")],
+                   SOURCE_SUFFIXES)
     flags = [f"-I{os.path.relpath(d, build_dir)}" for d in entry["unit"]["include_dirs"] if d.startswith(root)]
     flags += [f"-D{d}" for d in entry["unit"]["defines"]]
     sources = [os.path.relpath(s, build_dir) for s in entry["sources"]]

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import requires_nvcc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,9 +201,17 @@ def test_a_large_run_times_the_same_build_at_an_input_generated_on_the_gpu_machi
     small = rodinia_data.GeneratedRun(("@DATA@/small.txt",), (("@DATA@/small.txt", lambda p: Path(p).write_text("1\n")),))
     monkeypatch.setitem(bundle.GENERATED, "prog/main.cu", small)
     monkeypatch.setitem(bundle.LARGE, "prog/main.cu", rodinia_data._CFD_LARGE)
-    written = bundle.write([_run(tmp_path)], str(tmp_path / "bundle"))
+    run = _run(tmp_path)
+    for path in (run["rows"][0]["files"][0]["path"], run["rows"][0]["files"][0]["output"]):   # cfd's step count
+        Path(path).write_text(Path(path).read_text().replace("#include <stdio.h>\n", "#include <stdio.h>\n"
+                                                             "#define iterations 2000\n"))
+    written = bundle.write([run], str(tmp_path / "bundle"))
     b = tmp_path / "bundle"
     assert [e["name"] for e in written] == ["prog", "prog_large"]
+    # the large run takes fewer steps (at 2000 both builds ran past the run's time limit), in both trees
+    for variant in ("naive", "opt"):
+        assert "#define iterations 200\n" in (b / "prog_large" / variant / "prog" / "main.cu").read_text()
+        assert "#define iterations 2000\n" in (b / "prog" / variant / "prog" / "main.cu").read_text()
     lines = [line.split("\t") for line in (b / "programs.tsv").read_text().splitlines()[1:]]
     assert [(line[0], line[4]) for line in lines] == [("prog", "@DATA@/small.txt"),
                                                       ("prog_large", "@DATA@/cfd_domain_2M.txt")]
@@ -216,3 +226,12 @@ def test_a_large_run_times_the_same_build_at_an_input_generated_on_the_gpu_machi
     subprocess.run(["bash", "-c", command], check=True)
     count, *rows = target.read_text().splitlines()
     assert int(count) == 20 and len(rows) == 20 and len(rows[0].split()) == 17
+
+
+def test_a_macro_a_run_sets_that_no_source_defines_is_an_error(tmp_path, monkeypatch):
+    """A run that cannot set what it names (cfd's `iterations`) would time another run than it says."""
+    from corpus_kit import rodinia_data
+    small = rodinia_data.GeneratedRun(("in.txt",), (), macros=(("iterations", "200"),))
+    monkeypatch.setitem(bundle.GENERATED, "prog/main.cu", small)
+    with pytest.raises(ValueError, match="no source defines the macro iterations"):
+        bundle.write([_run(tmp_path)], str(tmp_path / "bundle"))
