@@ -33,15 +33,17 @@ PROGRAMS = ["template_affine.cu", "kernels_header/main.cu", "saxpy_gridstride.cu
             "cxx_casts.cu", "ref_helpers.cu"]
 
 #: A widening whose gain depends on a run-time launch size that the launch cannot choose by (launch_dispatch.py).
-_NOT_DISPATCHED = r"vectorize: kernel: not widened: widened by \d, .*known only at run time, where it cannot choose the kernel: "
+_NOT_DISPATCHED = (r"vectorize: kernel: not widened: widened by \d, .*known only at run time, "
+                   r"where it cannot choose the kernel: ")
+_TEMPLATE_INSTANCE = "a template instance's launches are not dispatched"
 
 #: What the merged compiler makes of each kernel: "transformed" (a pass beyond restrict is kept,
 #: corpus_kit.runner.kernel_transformed) or a regular expression that one of the notes naming the kernel's file
 #: matches (the kernel is left as written, or only requalified, and the note says why).
 OUTCOMES = {
     # widened only where the launch fills the GPU, and a template instance's launch cannot choose by size
-    "template_affine.cu": {"affine<float, 256>": _NOT_DISPATCHED + "a template instance's launches are not dispatched",
-                           "affine<double, 128>": _NOT_DISPATCHED + "a template instance's launches are not dispatched"},
+    "template_affine.cu": {"affine<float, 256>": _NOT_DISPATCHED + _TEMPLATE_INSTANCE,
+                           "affine<double, 128>": _NOT_DISPATCHED + _TEMPLATE_INSTANCE},
     "kernels_header/main.cu": {"matvec": "transformed",      # vec_add (rows threads) is launched from main.cu
                                "vec_add": _NOT_DISPATCHED + "the launch at line 40 is in another file than the kernel"},
     "saxpy_gridstride.cu": {"saxpy": "transformed"},          # grid-stride loop canonicalized, launch re-sized
