@@ -1,6 +1,7 @@
 """The bundle bench/corpus_gpu.py writes: for every executable of a corpus run with a kernel transformed, its
 sources twice (NAME/naive, NAME/opt with the optimized files in place of the inputs), one line of
-programs.tsv (build directory, sources, flags, run arguments, kernels transformed, note; '-' when empty), and the scripts
+programs.tsv (build directory, sources, flags, run arguments, kernels transformed, note, timer, time limit per run;
+'-' when empty), and the scripts
 that build, run, time and check them with nvcc and bash only (run.sh, compare_outputs.py,
 nvcc13_compat.h)."""
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from corpus_kit.rodinia_data import GENERATED, LARGE, write_inputs
+from corpus_kit.rodinia_data import GENERATED, LARGE, set_macros, write_inputs
 from corpus_kit.rodinia_runs import NEEDS_DATA, NONDETERMINISTIC, RUN_ARGS, TIMERS
 from corpus_kit.sources import defines_main
 
@@ -134,7 +135,7 @@ def write(run_list: list[dict], out_dir: str, system_dirs: tuple[str, ...] = ())
     for helper in ("bundle_run.sh", "compare_outputs.py", "nvcc13_compat.h", "rodinia_data.py"):
         shutil.copyfile(os.path.join(HERE, helper), os.path.join(out_dir, "run.sh" if helper == "bundle_run.sh"
                                                                   else helper))
-    lines, written = ["name\tdir\tsources\tflags\targs\ttransformed\tnote\ttimer"], []
+    lines, written = ["name\tdir\tsources\tflags\targs\ttransformed\tnote\ttimer\tlimit"], []
     for run in run_list:
         for entry in plan(run):
             lines.append(_write_entry(run, entry, out_dir))
@@ -166,9 +167,17 @@ def _write_entry(run: dict, entry: dict, out_dir: str) -> str:
     if entry["inputs"] is not None:
         run_dirs = [os.path.join(out_dir, entry["name"], v, os.path.relpath(build_dir, root)) for v in ("naive", "opt")]
         write_inputs(entry["inputs"], out_dir, run_dirs)
+        set_macros(entry["inputs"], [os.path.join(out_dir, entry["name"], v) for v in ("naive", "opt")],
+                   SOURCE_SUFFIXES)
     flags = [f"-I{os.path.relpath(d, build_dir)}" for d in entry["unit"]["include_dirs"] if d.startswith(root)]
     flags += [f"-D{d}" for d in entry["unit"]["defines"]]
     sources = [os.path.relpath(s, build_dir) for s in entry["sources"]]
     fields = [entry["name"], os.path.relpath(build_dir, root), " ".join(sources), " ".join(flags),
-              " ".join(entry["args"]), str(entry["transformed"]), entry["note"], entry["timer"]]
+              " ".join(entry["args"]), str(entry["transformed"]), entry["note"], entry["timer"], _limit(entry)]
     return "\t".join(f or "-" for f in fields)      # '-': empty (bash's read joins adjacent tabs)
+
+
+def _limit(entry: dict) -> str:
+    """The seconds a run of this entry may take where its inputs need more than run.sh's RUN_TIMEOUT ('')."""
+    timeout = getattr(entry["inputs"], "run_timeout", None)
+    return str(timeout) if timeout else ""

@@ -7,8 +7,9 @@
 # programs.tsv lists, per program: its name, the build directory inside NAME/naive and NAME/opt, the sources
 # and flags nvcc gets, the run arguments, the kernels transformed, a note ("skip: ..." when it cannot run
 # here, e.g. it needs data the sources lack and the bundle does not generate; '@DATA@' in the arguments is the
-# bundle's data/ directory) and the program's own timer (a grep -E pattern whose first
-# number is a time it prints); '-' stands for an empty field. Every build, `$NVCC -O3 -arch=$ARCH -include
+# bundle's data/ directory), the program's own timer (a grep -E pattern whose first
+# number is a time it prints) and its time limit per run where it needs more than RUN_TIMEOUT (cfd's large
+# input); '-' stands for an empty field. Every build, `$NVCC -O3 -arch=$ARCH -include
 # nvcc13_compat.h FLAGS SOURCES -lm`, runs first, JOBS at a time. Each binary then runs RUNS times (default 5)
 # in its build directory; its time is the median of its own timer's values (summed within a run) when it
 # prints them, else of the runs' wall time. The check compares the first naive run's output (time lines
@@ -44,7 +45,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --build-only) BUILD_ONLY=1; shift ;;
         --runs) [ $# -ge 2 ] || exit 2; RUNS=$2; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) ONLY+=("$1"); shift ;;
     esac
@@ -66,14 +67,14 @@ own_time() {   # own_time OUTFILE TIMER -> the sum of the timer's values in the 
     grep -oE "$2" "$1" | sed -E 's/^[^0-9]*([0-9]+[.]?[0-9]*([eE][-+]?[0-9]+)?).*$/\1/' | awk '{s += $1} END {if (NR) print s}'
 }
 
-run_variant() {   # run_variant NAME VARIANT BUILDDIR ARGS TIMER -> prints the median time, leaves outputs
-    local name=$1 variant=$2 dir=$3 args=$4 timer=$5 r times=() wall start end status own
+run_variant() {   # run_variant NAME VARIANT BUILDDIR ARGS TIMER [LIMIT] -> prints the median time, leaves outputs
+    local name=$1 variant=$2 dir=$3 args=$4 timer=$5 limit=${6:-$RUN_TIMEOUT} r times=() wall start end status own
     local work="$HERE/$name/$variant/$dir"
     local before="$HERE/$name/$variant.before"
     ls -A "$work" > "$before"
     for r in $(seq 1 "$RUNS"); do
         start=$(date +%s.%N)
-        ( cd "$work" && timeout "$RUN_TIMEOUT" "$HERE/$name/$variant.bin" $args < /dev/null ) > "$HERE/$name/$variant.$r.out" 2>&1
+        ( cd "$work" && timeout "$limit" "$HERE/$name/$variant.bin" $args < /dev/null ) > "$HERE/$name/$variant.$r.out" 2>&1
         status=$?
         end=$(date +%s.%N)
         echo "$status" > "$HERE/$name/$variant.$r.status"
@@ -117,7 +118,7 @@ undash() { [ "$1" = - ] || printf '%s' "$1"; }
 
 # 1. every build, JOBS at a time (a build's status lands in NAME/VARIANT.built)
 running=0
-while IFS=$'\t' read -r name dir sources flags args transformed note timer; do
+while IFS=$'\t' read -r name dir sources flags args transformed note timer limit; do
     flags=$(undash "$flags")
     for variant in naive opt; do
         ( build "$name" "$variant" "$dir" "$sources" "$flags"; echo $? > "$HERE/$name/$variant.built" ) &
@@ -136,7 +137,7 @@ fi
 # 3. runs, one program at a time, within BUDGET
 echo "| program | kernels transformed | x naive | check |"
 echo "|---|---|---|---|"
-while IFS=$'\t' read -r name dir sources flags args transformed note timer; do
+while IFS=$'\t' read -r name dir sources flags args transformed note timer limit; do
     args=$(undash "$args"); note=$(undash "$note"); timer=$(undash "$timer")
     args=${args//@DATA@/$HERE/data}     # inputs the bundle generated (corpus_kit/rodinia_data.py)
     echo "$name" >&2
@@ -148,8 +149,9 @@ while IFS=$'\t' read -r name dir sources flags args transformed note timer; do
     if [ $(( $(date +%s) - START )) -ge "$BUDGET" ]; then
         echo "| $name | $transformed | - | not run: past the time budget (${BUDGET} s) |"; continue
     fi
-    tn=$(run_variant "$name" naive "$dir" "$args" "$timer")
-    to=$(run_variant "$name" opt "$dir" "$args" "$timer")
+    limit=$(undash "$limit")
+    tn=$(run_variant "$name" naive "$dir" "$args" "$timer" "$limit")
+    to=$(run_variant "$name" opt "$dir" "$args" "$timer" "$limit")
     verdict=$(check "$name" "$note") || STATUS=1
     ratio=$(awk "BEGIN {if ($to > 0) printf \"%.2f\", $tn / $to; else print \"-\"}")
     echo "| $name | $transformed | $ratio (naive $tn, optimized $to${timer:+, own timer}) | $verdict |"

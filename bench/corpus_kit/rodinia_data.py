@@ -10,11 +10,13 @@ file at the bundle's data/ directory, so that several programs and both builds r
 LARGE maps a main file to a second run at a large input, timed beside the first as NAME_large: cfd's kernels
 are chosen by the launch's size (gpgpu_opt/launch_dispatch.py), and the suite's 97K elements do not reach the
 size from which the optimized ones run. Its domain (hundreds of MB) is generated on the GPU machine: this file
-runs there with python3 alone (`python3 rodinia_data.py cfd_domain PATH ELEMENTS`, from data/generate.sh)."""
+runs there with python3 alone (`python3 rodinia_data.py cfd_domain PATH ELEMENTS`, from data/generate.sh). A
+run may also set the program's own macros (GeneratedRun.macros: cfd's iteration count, for NAME_large)."""
 from __future__ import annotations
 
 import os
 import random
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -81,6 +83,11 @@ class GeneratedRun:
     #: Shared files generated on the GPU machine instead (too large to carry): (@DATA@/NAME, this file's
     #: command-line arguments after the path), written into data/generate.sh.
     on_device: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: (NAME, VALUE): the program's own `#define NAME ...` line set to VALUE in both trees' sources, for a
+    #: setting the program fixes with a plain #define (which -D cannot change).
+    macros: tuple[tuple[str, str], ...] = ()
+    #: Seconds a run may take, where the program needs more than run.sh's RUN_TIMEOUT (None: that limit).
+    run_timeout: int | None = None
 
 
 _CFD = GeneratedRun(("@DATA@/cfd_domain.txt",), (("@DATA@/cfd_domain.txt", cfd_domain),))
@@ -108,12 +115,45 @@ GENERATED: dict[str, GeneratedRun] = {
 #: cfd's second run: 2M elements, past the 1.08M threads (540K for doubles) from which the widened kernels run
 #: on an H100, so that both of the output's kernels are timed.
 LARGE_CFD_ELEMENTS = 2_000_000
+#: ... at fewer time steps than the suite's 2000 (`#define iterations 2000`): at 2M elements those took 3.6 s
+#: (7 s in double, 21 s for pre_euler3d) of the run's 20 s, which with reading the domain and writing the
+#: solution ran past the limit (exit 124) on both builds. cfd prints its time per iteration, so the times stay
+#: comparable. Reading 2M elements and writing the solution alone take close to 20 s (on an H100 machine, at
+#: 200 steps, the double naive build still timed out while saving its solution, pre_euler3d's both): hence
+#: the longer limit per run.
+LARGE_CFD_ITERATIONS = 200
+LARGE_CFD_RUN_TIMEOUT = 90
 _CFD_LARGE = GeneratedRun(("@DATA@/cfd_domain_2M.txt",), (),
-                          (("@DATA@/cfd_domain_2M.txt", ("cfd_domain", str(LARGE_CFD_ELEMENTS))),))
+                          (("@DATA@/cfd_domain_2M.txt", ("cfd_domain", str(LARGE_CFD_ELEMENTS))),),
+                          macros=(("iterations", str(LARGE_CFD_ITERATIONS)),), run_timeout=LARGE_CFD_RUN_TIMEOUT)
 LARGE: dict[str, GeneratedRun] = {name: _CFD_LARGE for name in ("cfd/euler3d.cu", "cfd/euler3d_double.cu",
                                                                  "cfd/pre_euler3d.cu", "cfd/pre_euler3d_double.cu")}
 #: What `python3 rodinia_data.py WHAT PATH ARGS...` writes on the GPU machine.
 ON_DEVICE = {"cfd_domain": lambda path, elements: cfd_domain(path, int(elements), digits=3)}
+
+
+def set_macros(run: GeneratedRun, trees: list[str], suffixes: tuple[str, ...]) -> None:
+    """Give each of the run's macros its value where a source file of `trees` defines it (`#define NAME ...`
+    at a line's start); a macro no file of a tree defines is an error (the run would not be the one named)."""
+    for name, value in run.macros:
+        line = re.compile(rf"^([ \t]*#[ \t]*define[ \t]+{re.escape(name)})[ \t]+\S[^\r\n]*$", re.M)
+        for tree in trees:
+            found = False
+            for path in _files(tree, suffixes):
+                with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                    text = f.read()
+                new, count = line.subn(rf"\g<1> {value}", text)
+                if count:
+                    found = True
+                    with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
+                        f.write(new)
+            if not found:
+                raise ValueError(f"{tree}: no source defines the macro {name} the run sets")
+
+
+def _files(tree: str, suffixes: tuple[str, ...]) -> list[str]:
+    return sorted(os.path.join(root, name) for root, _dirs, names in os.walk(tree) for name in names
+                  if name.endswith(suffixes))
 
 
 def write_inputs(run: GeneratedRun, bundle_dir: str, run_dirs: list[str]) -> None:

@@ -76,7 +76,7 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
         grid_rounds_down=MappingProxyType(launch.truncating_grids(program, kernel)),
         alignment=MappingProxyType(base_alignment(kernel, program)),
         launch_block=launch_block, launch_block_where=where,
-        dispatch=launch_dispatch.dispatch_facts(program, kernel, options.bindings))
+        dispatch=launch_dispatch.dispatch_facts(program, kernel, options.bindings, stated_space(program)))
 
 
 def fallback_block(kernel: Kernel) -> tuple[int, int]:

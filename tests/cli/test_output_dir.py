@@ -27,9 +27,12 @@ def listing(root) -> list[str]:
     return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, files in os.walk(root) for f in files)
 
 
+# `--vector-width 4` below: these kernels are widened whatever their launch's size (the launch in another file, or
+# none, cannot choose by size: launch_dispatch.py), so that the output files change.
 def test_a_directory_output_mirrors_every_user_file_and_writes_one_report(tree):
     out, report = tree / "out", tree / "r.json"
-    code, output = cli("compile", "main.cu", "-o", "../out/", "--report", report, cwd=tree / "app")
+    code, output = cli("compile", "main.cu", "-o", "../out/", "--report", report, "--vector-width", "4",
+                       cwd=tree / "app")
     assert code == 0, output
     # The tree from the deepest directory holding every file (the include reaches ../common).
     assert listing(out) == ["app/kernels/scale_kernel.cu", "app/main.cu", "common/params.h"]
@@ -58,7 +61,7 @@ def test_an_existing_directory_takes_a_single_file_program(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src/k.cu").write_bytes(LATIN1_KERNEL)
     (tmp_path / "d").mkdir()
-    code, output = cli("compile", tmp_path / "src/k.cu", "-o", tmp_path / "d")
+    code, output = cli("compile", tmp_path / "src/k.cu", "-o", tmp_path / "d", "--vector-width", "4")
     assert code == 0, output
     assert os.listdir(tmp_path / "d") == ["k.cu"]
     written = (tmp_path / "d/k.cu").read_bytes()
@@ -120,7 +123,7 @@ def test_run_builds_a_kernel_of_an_included_file_or_says_why_not(tree):
 def test_crlf_and_latin1_bytes_are_kept_in_the_output_file(tmp_path):
     crlf = LATIN1_KERNEL.replace(b"\n", b"\r\n")
     (tmp_path / "k.cu").write_bytes(crlf)
-    code, output = cli("compile", tmp_path / "k.cu", "-o", tmp_path / "o.cu")
+    code, output = cli("compile", tmp_path / "k.cu", "-o", tmp_path / "o.cu", "--vector-width", "4")
     assert code == 0, output
     written = (tmp_path / "o.cu").read_bytes()
     assert written.startswith(crlf.split(b"__global__")[0]) and b"scale_grid" in written
@@ -129,7 +132,7 @@ def test_crlf_and_latin1_bytes_are_kept_in_the_output_file(tmp_path):
 
 def test_latin1_bytes_go_to_standard_output_unchanged(tmp_path):
     (tmp_path / "k.cu").write_bytes(LATIN1_KERNEL)
-    proc = run_cli("compile", tmp_path / "k.cu", "-o", "-", text=False)
+    proc = run_cli("compile", tmp_path / "k.cu", "-o", "-", "--vector-width", "4", text=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(LATIN1_KERNEL.split(b"__global__")[0]) and b"scale_grid" in proc.stdout
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import requires_nvcc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +53,7 @@ def test_bundle_holds_both_trees_and_the_table_line(tmp_path):
     assert (b / "prog" / "opt" / "util" / "util.h").exists() and (b / "prog" / "opt" / "prog" / "kernel.cu").exists()
     header, line = (b / "programs.tsv").read_text().splitlines()
     assert line.split("\t") == ["prog", "prog", "main.cu helper.c", "-I../util -DTIMING", "-", "1",
-                                "skip: no run arguments known", "-"]
+                                "skip: no run arguments known", "-", "-"]
     assert {"run.sh", "compare_outputs.py", "nvcc13_compat.h"} <= {p.name for p in b.iterdir()}
 
 
@@ -199,12 +201,20 @@ def test_a_large_run_times_the_same_build_at_an_input_generated_on_the_gpu_machi
     small = rodinia_data.GeneratedRun(("@DATA@/small.txt",), (("@DATA@/small.txt", lambda p: Path(p).write_text("1\n")),))
     monkeypatch.setitem(bundle.GENERATED, "prog/main.cu", small)
     monkeypatch.setitem(bundle.LARGE, "prog/main.cu", rodinia_data._CFD_LARGE)
-    written = bundle.write([_run(tmp_path)], str(tmp_path / "bundle"))
+    run = _run(tmp_path)
+    for path in (run["rows"][0]["files"][0]["path"], run["rows"][0]["files"][0]["output"]):   # cfd's step count
+        Path(path).write_text(Path(path).read_text().replace("#include <stdio.h>\n", "#include <stdio.h>\n"
+                                                             "#define iterations 2000\n"))
+    written = bundle.write([run], str(tmp_path / "bundle"))
     b = tmp_path / "bundle"
     assert [e["name"] for e in written] == ["prog", "prog_large"]
+    # the large run takes fewer steps (at 2000 both builds ran past the run's time limit), in both trees
+    for variant in ("naive", "opt"):
+        assert "#define iterations 200\n" in (b / "prog_large" / variant / "prog" / "main.cu").read_text()
+        assert "#define iterations 2000\n" in (b / "prog" / variant / "prog" / "main.cu").read_text()
     lines = [line.split("\t") for line in (b / "programs.tsv").read_text().splitlines()[1:]]
-    assert [(line[0], line[4]) for line in lines] == [("prog", "@DATA@/small.txt"),
-                                                      ("prog_large", "@DATA@/cfd_domain_2M.txt")]
+    assert [(line[0], line[4], line[8]) for line in lines] == [("prog", "@DATA@/small.txt", "-"),
+                                                                ("prog_large", "@DATA@/cfd_domain_2M.txt", "90")]
     assert (b / "prog_large" / "opt" / "prog" / "main.cu").read_text().startswith("// optimized")
     assert not (b / "data" / "cfd_domain_2M.txt").exists()          # written on the GPU machine
     script = (b / "data" / "generate.sh").read_text()
@@ -216,3 +226,30 @@ def test_a_large_run_times_the_same_build_at_an_input_generated_on_the_gpu_machi
     subprocess.run(["bash", "-c", command], check=True)
     count, *rows = target.read_text().splitlines()
     assert int(count) == 20 and len(rows) == 20 and len(rows[0].split()) == 17
+
+
+def test_a_macro_a_run_sets_that_no_source_defines_is_an_error(tmp_path, monkeypatch):
+    """A run that cannot set what it names (cfd's `iterations`) would time another run than it says."""
+    from corpus_kit import rodinia_data
+    small = rodinia_data.GeneratedRun(("in.txt",), (), macros=(("iterations", "200"),))
+    monkeypatch.setitem(bundle.GENERATED, "prog/main.cu", small)
+    with pytest.raises(ValueError, match="no source defines the macro iterations"):
+        bundle.write([_run(tmp_path)], str(tmp_path / "bundle"))
+
+
+@requires_nvcc
+def test_a_run_may_take_longer_than_run_timeout_where_its_inputs_say(tmp_path, monkeypatch):
+    """cfd's large input takes about 20 s to read and write: its runs get their own limit (programs.tsv's last
+    field), the others keep RUN_TIMEOUT. No kernel is launched: no GPU needed."""
+    from corpus_kit import rodinia_data
+    run = _run(tmp_path)
+    entry = run["rows"][0]["files"][0]
+    for path in (entry["path"], entry["output"]):
+        text = Path(path).read_text().replace("#include <stdio.h>\n", "#include <stdio.h>\n#include <unistd.h>\n")
+        Path(path).write_text(text.replace("{\n    printf(", "{\n    sleep(2);\n    printf(", 1))
+    monkeypatch.setitem(bundle.GENERATED, "prog/main.cu", rodinia_data.GeneratedRun((), (), run_timeout=30))
+    bundle.write([run], str(tmp_path / "bundle"))
+    proc = subprocess.run(["bash", str(tmp_path / "bundle" / "run.sh"), "--runs", "1"], capture_output=True,
+                          text=True, env={**os.environ, "RUN_TIMEOUT": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| prog | 1 |" in proc.stdout and "| ok" in proc.stdout, proc.stdout

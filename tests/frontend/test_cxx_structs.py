@@ -127,11 +127,12 @@ DEREF_WRITE = """
             a[i] = b[i] + s;
         }
     }
-    int main()
+    int main(int argc, char **argv)
     {
+        int n = 4096 * argc;   /* known at run time: the widened kernel is chosen by size there */
         float *a, *b, *c;
-        cudaMalloc(&a, 4096 * sizeof(float)); cudaMalloc(&b, 4096 * sizeof(float)); cudaMalloc(&c, 4096 * sizeof(float));
-        scale<<<16, 256>>>(a, b, c, 4096);
+        cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&b, n * sizeof(float)); cudaMalloc(&c, n * sizeof(float));
+        scale<<<(n + 255) / 256, 256>>>(a, b, c, n);
         return 0;
     }
 """

@@ -80,9 +80,11 @@ def program_tree(tmp_path):
 
 
 def compile_all(path, **kwargs):
+    """(A width asked for: these elementwise kernels are launched from other files, whose launches cannot
+    choose by size (launch_dispatch.py); widened, their files change.)"""
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics, **kwargs)
-    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, vector_width=4)
     return program, result, diagnostics
 
 

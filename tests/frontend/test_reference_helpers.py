@@ -171,7 +171,7 @@ def test_vectorize_widens_a_local_declared_before_it_is_assigned_with_its_own_ty
             s = a[i] * 2;
             b[i] = s;
         }}
-        int main() {{ {T} *a, *b; k<<<64, 256>>>(16384, a, b); }}
+        int main(int argc, char **argv) {{ {T} *a, *b; int n = argc * 16384; k<<<n / 256, 256>>>(n, a, b); }}
     """
     _, result, _ = _compile(tmp_path, text.format(T="float"), validate=True)
     assert result.kernels[0].rewritten and result.kernels[0].validation.status == "passed"

@@ -166,3 +166,139 @@ def test_the_statement_ends_where_the_launch_ends(tmp_path):
     """`k<<<...>>>(...), other();` is a comma expression: its other half must not be dropped or doubled."""
     launch = "step_factor<<<Dg, Db>>>(nelr, variables, areas, step_factors), cudaDeviceSynchronize();"
     _not_dispatched(tmp_path, launch, r"is not a statement of its own|part of a larger expression")
+
+
+# -- every widening, not only slow chains ---------------------------------------------------------------------
+#: In the style of the same solver's time step: streaming loads and stores, one division per element (no chain
+#: of slow arithmetic). Widened on a launch that does not fill the GPU it lost too (about 5% at 97K elements).
+STREAMING = """
+#include <cstdlib>
+#define BLOCK_SIZE 192
+#define RK 3
+
+__global__ void time_step(int j, int nelr, const float *old_variables, float *variables, const float *step_factors,
+                          const float *fluxes)
+{
+    const int i = blockDim.x * blockIdx.x + threadIdx.x;
+    float factor = step_factors[i] / (float)(RK + 1 - j);
+    variables[i] = old_variables[i] + factor * fluxes[i];
+    variables[i + nelr] = old_variables[i + nelr] + factor * fluxes[i + nelr];
+}
+"""
+
+STREAMING_RUNTIME = STREAMING + """
+int main(int argc, char **argv)
+{
+    int nelr = BLOCK_SIZE * (argc > 1 ? atoi(argv[1]) : 512);
+    float *old_variables, *variables, *step_factors, *fluxes;
+    cudaMalloc(&old_variables, 2 * nelr * sizeof(float));
+    cudaMalloc(&variables, 2 * nelr * sizeof(float));
+    cudaMalloc(&step_factors, nelr * sizeof(float));
+    cudaMalloc(&fluxes, 2 * nelr * sizeof(float));
+    for (int j = 0; j < RK; j++) {
+        dim3 Dg(nelr / BLOCK_SIZE), Db(BLOCK_SIZE);
+        time_step<<<Dg, Db>>>(j, nelr, old_variables, variables, step_factors, fluxes);
+    }
+    cudaDeviceSynchronize();
+    return 0;
+}
+"""
+
+STREAMING_CONSTANT = STREAMING + """
+#define NELR ({blocks} * BLOCK_SIZE)
+int main()
+{
+    float *old_variables, *variables, *step_factors, *fluxes;
+    cudaMalloc(&old_variables, 2 * NELR * sizeof(float));
+    cudaMalloc(&variables, 2 * NELR * sizeof(float));
+    cudaMalloc(&step_factors, NELR * sizeof(float));
+    cudaMalloc(&fluxes, 2 * NELR * sizeof(float));
+    time_step<<<NELR / BLOCK_SIZE, BLOCK_SIZE>>>(0, NELR, old_variables, variables, step_factors, fluxes);
+    return 0;
+}
+"""
+
+
+def test_a_streaming_kernel_launched_at_a_run_time_size_keeps_both_kernels_and_the_launch_chooses(tmp_path):
+    """Before, only bodies of slow chains were chosen by size: this one was widened for every launch."""
+    result, _ = _compile(tmp_path, STREAMING_RUNTIME, validate=True)
+    [kernel] = result.kernels
+    assert kernel.rewritten and kernel.optimized.size_dispatch == SM90_THRESHOLD
+    assert kernel.validation.status == "passed", kernel.validation
+    applied = _vectorize(result, "applied")
+    assert any(f"widened where the launch has at least {SM90_THRESHOLD} threads, the naive kernel below" in r
+               for r in applied), applied
+    out = result.output
+    assert "__global__ void time_step_naive(int j, int nelr" in out
+    assert "make_float4" in out.split("__global__ void time_step_naive")[0]
+    assert f"return threads >= {SM90_THRESHOLD}ull;" in out
+    assert ("if (time_step_gains(Dg, Db)) time_step<<<time_step_grid(Dg, Db), time_step_block(Dg, Db)>>>"
+            "(j, nelr, old_variables, variables, step_factors, fluxes); else time_step_naive<<<Dg, Db>>>"
+            "(j, nelr, old_variables, variables, step_factors, fluxes);") in out
+
+
+@requires_nvcc
+def test_the_dispatched_streaming_program_builds_with_nvcc(tmp_path):
+    result, _ = _compile(tmp_path, STREAMING_RUNTIME)
+    assert "time_step_naive<<<" in result.output
+    out = tmp_path / "out.cu"
+    out.write_text(result.output)
+    built = subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "prog"), str(out)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+
+
+def test_a_streaming_kernel_with_a_small_constant_launch_is_not_widened_and_the_note_gives_the_numbers(tmp_path):
+    result, _ = _compile(tmp_path, STREAMING_CONSTANT.replace("{blocks}", "512"))   # 98304 threads
+    assert not result.kernels[0].rewritten and not _vectorize(result, "applied")
+    skipped = _vectorize(result, "skipped")
+    assert any("widened by 4, the launch would have 4x fewer threads" in r
+               and f"has 98304 threads, fewer than the {SM90_THRESHOLD} that fill the GPU widened" in r
+               for r in skipped), skipped
+    assert "_naive" not in result.output and "_gains" not in result.output
+
+
+def test_a_streaming_kernel_with_a_large_constant_launch_is_widened_without_a_dispatch(tmp_path):
+    result, _ = _compile(tmp_path, STREAMING_CONSTANT.replace("{blocks}", "8192"))    # 1572864 threads
+    [kernel] = result.kernels
+    assert kernel.rewritten and kernel.optimized.size_dispatch is None
+    assert any(r.startswith("widened: 4 consecutive x per thread") for r in _vectorize(result, "applied"))
+    assert "_naive" not in result.output and "_gains" not in result.output
+    assert "time_step<<<time_step_grid(" in result.output
+
+
+def test_a_streaming_kernel_the_file_does_not_launch_is_not_widened(tmp_path):
+    """Its launches, elsewhere, cannot choose by size: it is decided as if they were small."""
+    result, _ = _compile(tmp_path, STREAMING)
+    assert not result.kernels[0].rewritten and "_naive" not in result.output
+    skipped = _vectorize(result, "skipped")
+    assert any("widened by 4" in r and "the file does not launch 'time_step'" in r for r in skipped), skipped
+
+
+def test_a_streaming_kernel_launched_in_an_expression_is_not_widened(tmp_path):
+    text = STREAMING_RUNTIME.replace("time_step<<<Dg, Db>>>", "(void)time_step<<<Dg, Db>>>")
+    result, _ = _compile(tmp_path, text)
+    assert not result.kernels[0].rewritten and "_naive" not in result.output
+    skipped = _vectorize(result, "skipped")
+    assert any("widened by 4" in r and "known only at run time, where it cannot choose the kernel" in r
+               for r in skipped), skipped
+
+
+def test_a_stated_thread_space_decides_when_compiling(tmp_path):
+    """The original compiler's inputs state their thread space (`#define globalDimX 4096`) and launch nothing."""
+    kernel = """
+#define globalDimX {x}
+#define globalDimY {y}
+__global__ void add(float *a, const float *b, int w)
+{{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    a[y * w + x] += b[y * w + x];
+}}
+"""
+    small, _ = _compile(tmp_path, kernel.format(x=1024, y=64))
+    assert not small.kernels[0].rewritten
+    assert any("the stated globalDimX x globalDimY) has 65536 threads, fewer than" in r
+               for r in _vectorize(small, "skipped")), _vectorize(small, "skipped")
+    large, _ = _compile(tmp_path, kernel.format(x=4096, y=4096))
+    assert large.kernels[0].rewritten and large.kernels[0].optimized.size_dispatch is None

@@ -186,6 +186,11 @@ __global__ void saxpy_rows(const float *x, float *y, float a, int w, int h)
         y[row * w + col] = a * x[row * w + col] + y[row * w + col];
     }
 }
+
+void run(const float *x, float *y, float a, int w, int h)
+{
+    saxpy_rows<<<dim3((w + 31) / 32, (h + 7) / 8), dim3(32, 8)>>>(x, y, a, w, h);
+}
 """
 
 PROVEN = """
@@ -278,7 +283,7 @@ def test_a_local_accumulator_is_declared_per_copy(tmp_path, n):
     and kept once; the scalar path then added every copy's a[i + k] into one s (and the vector path took the
     float's .x). The declaration belongs with s: a float4 on the vector path, one s per copy on the scalar one."""
     path = tmp_path / "kernel.cu"
-    path.write_text(LOCAL_ACCUMULATOR)
+    path.write_text(with_host(LOCAL_ACCUMULATOR, "accumulate", "a, c, n"))
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
     result = compile_with(program, get_target("sm_90"), parse_pass_list("vectorize"), Diagnostics(quiet=True))
     k = only(result)
@@ -307,7 +312,7 @@ def test_a_local_initialised_from_one_element_for_all_threads_is_not_a_vector_lo
     """Found by the fuzzer: `a[0 * i + 1]` names i but reads one element for every thread; it was loaded as a
     float4 at a + 1 - i, out of bounds. Only the accesses that run along x one element per thread are vectors."""
     path = tmp_path / "kernel.cu"
-    path.write_text(X_INVARIANT_INIT)
+    path.write_text(with_host(X_INVARIANT_INIT, "first_plus", "a, c, n"))
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
     result = compile_with(program, get_target("sm_90"), parse_pass_list("vectorize"), Diagnostics(quiet=True))
     k = only(result)

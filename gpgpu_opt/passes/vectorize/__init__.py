@@ -7,7 +7,10 @@
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
   V-element vector: V = 16 bytes over the element size (float4, double2; `__half2` for halves, the widest
   vector of the CUDA type table), or `--vector-width V` (1 turns widening off). Why a kernel is not widened
-  is a note; one whose elements are long chains of slow arithmetic is not (`latency`: no gain to show).
+  is a note. Widening gains only where the widened launch still fills the GPU (launch_dispatch.py's fill rule:
+  a size known when compiling decides then, a run-time size keeps the naive kernel beside it for small
+  launches, a launch that can do neither is not widened); `latency` says why for long chains of slow
+  arithmetic. A width asked for (`--vector-width`) widens whatever the size.
 Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
 """
 from __future__ import annotations
@@ -52,17 +55,20 @@ def lower_widening(kernel: Kernel, ctx: PassContext, width: int) -> Kernel:
     return kernel
 
 
+def fewer_threads(width: int) -> str:
+    """Why a widened body that is no chain of slow arithmetic loses on a launch that does not fill the GPU."""
+    return (f"widened by {width}, the launch would have {width}x fewer threads, which keep fewer loads in flight "
+            f"where it does not fill the GPU")
+
+
 def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     """The kernel widened by `--vector-width` or the target's preferred access (16 bytes: 4 floats, 2 doubles), where
     warps are served by sectors (on the paper's GPUs a half-warp's 4-byte accesses already fill a segment)."""
     where = Location.of(kernel.funcdef)
     if ctx.options.target.coalescing_rule != "sectors" or ctx.options.vector_width == 1:
         return None
-    slow = latency.slow_chain(kernel.body) if ctx.options.vector_width is None else None   # asked for: widen anyway
-    unsized = launch_dispatch.unsized(ctx.facts.dispatch) if slow is not None else None
-    if unsized is not None:     # the gain depends on the launch's size, which nothing here can choose by
-        ctx.log.skip("kernel", f"not widened: {slow}; {unsized}", where)
-        return None
+    sized = ctx.options.vector_width is None       # a width asked for widens whatever the launch's size
+    slow = latency.slow_chain(kernel.body) if sized else None
     work = kernel.copy()
     g.normalize_early_returns(work.body)
     info = KernelInfo(work, ctx)
@@ -75,14 +81,19 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
     width = work.launch.outputs_per_block[0] // work.launch.block[0]
-    if slow is not None:        # it gains only where the widened launch still fills the GPU
+    unsized = launch_dispatch.unsized(ctx.facts.dispatch) if sized else None
+    if unsized is not None:     # the gain depends on the launch's size, which nothing here can choose by
+        ctx.log.skip("kernel", f"not widened: {slow or fewer_threads(width)}; {unsized}", where)
+        return None
+    if sized:                   # it gains only where the widened launch still fills the GPU
         verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, launch_dispatch.min_threads_widened(width, ctx.options.target),
-                                               slow)
+                                               slow or fewer_threads(width))
         if not verdict.keep:
             ctx.log.skip("kernel", f"not widened: {verdict.reason}", where)
             return None
         work.size_dispatch = verdict.dispatch_threads
-        what = f"{what}; {verdict.reason}"
+        if slow is not None or verdict.dispatch_threads is not None:   # else widening is as it always was
+            what = f"{what}; {verdict.reason}"
     ctx.log.applied("kernel", f"widened: {what}", where)
     ctx.log.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
                           "per thread in x", where)

@@ -5,7 +5,8 @@ trades V scalar loads for one vector load, a gain. For a body whose per-element 
 long-latency operations (divisions, square roots, transcendentals), each thread now runs V such chains one
 after another while the GPU has V times fewer warps to hide them behind: on an H100, Rodinia cfd's
 compute_step_factor (eight of them per element, 97K elements) went from 5.1 to 8.4 us widened by 4. The
-loads saved do not pay for that at the sizes such kernels run at, so the model shows no gain there."""
+loads saved do not pay for that on launches that do not fill the GPU widened. Every widening follows that fill
+rule (launch_dispatch.min_threads_widened); `slow_chain` gives the reason its notes state for such a body."""
 from __future__ import annotations
 
 from pycparser import c_ast
