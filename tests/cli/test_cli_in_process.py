@@ -43,7 +43,8 @@ def test_standard_output_and_error_are_apart():
 
 def test_bytes_that_are_no_utf8_come_out_unchanged(tmp_path):
     (tmp_path / "k.cu").write_bytes(LATIN1_KERNEL)
-    proc = run_cli("compile", tmp_path / "k.cu", "-o", "-", text=False)
+    # the file does not launch 'scale': a width is asked for, so that the kernel is rewritten
+    proc = run_cli("compile", tmp_path / "k.cu", "-o", "-", "--vector-width", "4", text=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(LATIN1_KERNEL.split(b"__global__")[0]) and b"scale_grid" in proc.stdout
     with pytest.raises(UnicodeDecodeError):         # as subprocess.run(text=True) would fail on them

@@ -33,7 +33,7 @@ MAIN_CU = """\
 int main(void)
 {
     float *x, *y;
-    int n = 1000;
+    int n = 1 << 22;   /* enough threads to fill the GPU widened */
     cudaMalloc((void **)&x, n * sizeof(float));
     cudaMalloc((void **)&y, n * sizeof(float));
     scale<<<(n + 255) / 256, 256>>>(y, x, n);

@@ -43,7 +43,7 @@ __global__ void extract(long d_Ne, float *d_I)
 
 int main()
 {
-    long Ne = 100000;
+    long Ne = 4000000;
     float *d_I;
     cudaMalloc((void **)&d_I, sizeof(float) * Ne);
     dim3 threads;
@@ -250,7 +250,7 @@ def test_the_copied_value_follows_the_branch_that_rounds_up(srad, ne, blocks):
     "blocks_x = Ne / threads.x;\n    if (Ne < 0) goto done;\n    done: ;",                         # a jump
 ])
 def test_a_copy_whose_value_is_not_proved_leaves_the_launch_unknown(tmp_path, change):
-    text = SRAD_STYLE.replace("long Ne = 100000;", "long Ne;\n    Ne = 100000;").replace(
+    text = SRAD_STYLE.replace("long Ne = 4000000;", "long Ne;\n    Ne = 4000000;").replace(
         "blocks_x = Ne / threads.x;\n    if (Ne % threads.x != 0) {\n        blocks_x = blocks_x + 1;\n    }", change)
     text = text.replace("int main()", "void bump(int *v) { *v += 1; }\nint main()")
     assert change in text

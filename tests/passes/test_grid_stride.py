@@ -348,9 +348,9 @@ def test_the_canonicalized_program_builds(tmp_path):
     assert notes(diagnostics).count("grid-stride loop canonicalized") == 3
     _, result, _ = compile_text(tmp_path, program_text(kernels, launch))   # the whole pipeline
     assert "k2<<<k2_grid((((size_t)n) + 128 - 1) / 128, 128)" in result.output
-    # k's block is the occupancy query's, known only at run time, and the query names k: its launch cannot
-    # choose by size (launch_dispatch.py), so k is not widened and keeps its loop
-    assert "k<<<gs, bs>>>(n, 2.0f, x, y);" in result.output
+    # k's block is the occupancy query's, known only at run time (the query only asks about k): the launch
+    # chooses by size between the widened k and k_naive
+    assert "if (k_gains((n + dim3(bs).x - 1) / dim3(bs).x, bs)) k<<<k_grid(" in result.output
     for name, text in (("canonical.cu", canonical.text), ("out.cu", result.output)):
         (tmp_path / name).write_text(text)
         subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "a.out"), str(tmp_path / name)], check=True,

@@ -20,7 +20,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 HOST = """\
 int main(void)
 {
-    int n = 1 << 16;
+    int n = 1 << 22;   /* enough threads to fill the GPU widened (launch_dispatch.min_threads_widened) */
     float *d_in, *d_out;
     cudaMalloc((void **)&d_in, n * sizeof(float));
     cudaMalloc((void **)&d_out, n * sizeof(float));
