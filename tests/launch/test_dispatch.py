@@ -72,6 +72,15 @@ int main()
 SM90_THRESHOLD = 4 * 132 * 2048
 
 
+def _assert_builds(tmp_path, output: str) -> None:
+    """nvcc builds the compiled program (both kernels and the launch that chooses)."""
+    out = tmp_path / "out.cu"
+    out.write_text(output)
+    built = subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "prog"), str(out)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+
+
 def _compile(tmp_path, text: str, validate: bool = False):
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent(text))
@@ -112,11 +121,7 @@ def test_the_dispatched_program_builds_with_nvcc(tmp_path):
               f"    if (nelr > 0)\n        {PLAIN}\n    else\n        return;")
     result, _ = _compile(tmp_path, RUNTIME_LAUNCH.replace("{launch}", launch))
     assert result.output.count("if (step_factor_gains(Dg, Db))") == 2
-    out = tmp_path / "out.cu"
-    out.write_text(result.output)
-    built = subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "prog"), str(out)],
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
+    _assert_builds(tmp_path, result.output)
 
 
 def test_the_size_scales_with_the_targets_gpu(tmp_path):
@@ -241,11 +246,7 @@ def test_a_streaming_kernel_launched_at_a_run_time_size_keeps_both_kernels_and_t
 def test_the_dispatched_streaming_program_builds_with_nvcc(tmp_path):
     result, _ = _compile(tmp_path, STREAMING_RUNTIME)
     assert "time_step_naive<<<" in result.output
-    out = tmp_path / "out.cu"
-    out.write_text(result.output)
-    built = subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "prog"), str(out)],
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
+    _assert_builds(tmp_path, result.output)
 
 
 def test_a_streaming_kernel_with_a_small_constant_launch_is_not_widened_and_the_note_gives_the_numbers(tmp_path):
