@@ -2,9 +2,10 @@
 
 Some transformations gain only above a thread count. Widening by V (passes/vectorize) gives each thread V
 elements and the launch V times fewer threads: that pays only once the widened launch still fills the GPU,
-i.e. the naive launch has at least V x the target's resident threads (SMs x threads per SM,
-`min_threads_widened`). Below that, fewer threads mean fewer loads in flight (a streaming body) or fewer warps
-to hide long chains of slow arithmetic behind (passes/vectorize/latency.py), and the widened kernel loses.
+measured on an H100 as 2 GPU-fulls of naive threads (SMs x resident threads per SM) for a streaming body, 4 for
+long chains of slow arithmetic (`min_threads_widened`). Below that, fewer threads mean fewer loads in flight (a
+streaming body) or fewer warps to hide the chains behind (passes/vectorize/latency.py), and the widened kernel
+loses.
 When the launch's size is a constant (macros, `--bind`, a stated `globalDimX`/`globalDimY`), that is decided
 here at compile time. When it is a run-time value (Rodinia cfd's `nelr`), the output keeps both kernels, the
 naive one renamed `<name>_naive`, and each launch site chooses:
@@ -95,17 +96,26 @@ def size_verdict(facts: DispatchFacts | None, min_threads: int, why_slow: str) -
                                           f"kernel below")
 
 
-def min_threads_widened(width: int, target) -> int:
-    """The naive threads from which a kernel widened by `width` still fills the GPU (targets.py's SMs x
-    resident threads per SM, each widened thread doing `width` naive threads' work): the one threshold of
-    every widening.
+#: Naive threads, in GPU-fulls (target.resident_threads), from which a widened kernel gains: a streaming body,
+#: and a body whose elements are long chains of slow arithmetic (passes/vectorize/latency.slow_chain).
+STREAMING_FILLS = 2
+SLOW_CHAIN_FILLS = 4
 
-    What it rests on, measured on an H100 (132 SMs x 2048 threads: 1081344 naive threads widened by 4):
-    below it the widened kernel lost to the naive one, whatever its body. With long chains of slow
-    arithmetic, Rodinia cfd's compute_step_factor at 97K elements went from 5.1 to 8.4 us; streaming
-    elementwise bodies too: cfd's time_step about 5% slower at 97K elements, and an own-corpus program of
-    plain elementwise kernels 0.80x naive at 97K elements, where at 4M elements it gained (1.08x)."""
-    return width * target.resident_threads
+
+def min_threads_widened(target, slow_chain: bool) -> int:
+    """The naive threads from which a widened kernel gains over the naive one: the one threshold of every
+    widening, whatever its width (2 or 4).
+
+    What it rests on, measured on an H100 (132 SMs x 2048 = 270336 resident threads): ten bodies, each naive
+    against widened by 2 and by 4, at 16K to 8M elements, L2 flushed, median of 60 (bench/fill_rule.py, its table
+    in bench/corpus_results/fill_rule_h100.txt):
+    - streaming bodies (one to sixteen arrays, up to four divisions, square roots or transcendentals per
+      element): from 524288 threads (about 2 GPU-fulls) every one gained, 1.02x to 1.13x; at 262144 they were
+      0.96x to 1.09x, and below that the one-array bodies lost up to 5%;
+    - a chain of eight (cfd's step factor): widened by 4 it lost at 262144 threads (0.89x) and gained from
+      524288 (1.06x); widened by 2 it still lost at 524288 (0.95x) and gained from 1048576 (1.05x, about 4
+      GPU-fulls)."""
+    return (SLOW_CHAIN_FILLS if slow_chain else STREAMING_FILLS) * target.resident_threads
 
 
 def naive_name(kernel_name: str) -> str:

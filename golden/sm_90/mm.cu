@@ -35,13 +35,13 @@ static dim3 scale_matrix_grid(dim3 naive_grid, dim3 naive_block)
     return dim3((global_x + 1023) / 1024, global_y);
 }
 
-// gpgpu-opt: the optimized 'scale_matrix' gains only where the naive launch has at least 1081344 threads
+// gpgpu-opt: the optimized 'scale_matrix' gains only where the naive launch has at least 540672 threads
 // (fewer leave the GPU part idle with its fewer, longer threads); smaller launches run 'scale_matrix_naive'.
 static bool scale_matrix_gains(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned long long threads = (unsigned long long)naive_grid.x * naive_grid.y * naive_grid.z
                                        * naive_block.x * naive_block.y * naive_block.z;
-    return threads >= 1081344ull;
+    return threads >= 540672ull;
 }
 
 #pragma gpgpu_opt launch block(16, 16) grid((global_x + 127) / 128, (global_y + 127) / 128)
@@ -157,7 +157,7 @@ __global__ void scale_matrix(float *__restrict__ C, float alpha, int count) {
     }
 }
 
-// gpgpu-opt: 'scale_matrix' as written, launched where the launch has fewer than 1081344 threads (scale_matrix_gains)
+// gpgpu-opt: 'scale_matrix' as written, launched where the launch has fewer than 540672 threads (scale_matrix_gains)
 __global__ void scale_matrix_naive(float *C, float alpha, int count)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -68,8 +68,10 @@ int main()
 }
 """
 
-#: What the widened kernel needs on sm_90: 4 floats a thread, 132 SMs x 2048 resident threads.
+#: The naive threads from which a widened kernel gains on sm_90 (132 SMs x 2048 resident threads): 4 GPU-fulls for
+#: step_factor's chains of divisions and square roots, 2 for a streaming body (launch_dispatch.min_threads_widened).
 SM90_THRESHOLD = 4 * 132 * 2048
+SM90_STREAMING_THRESHOLD = 2 * 132 * 2048
 
 
 def _assert_builds(tmp_path, output: str) -> None:
@@ -228,15 +230,15 @@ def test_a_streaming_kernel_launched_at_a_run_time_size_keeps_both_kernels_and_t
     """Before, only bodies of slow chains were chosen by size: this one was widened for every launch."""
     result, _ = _compile(tmp_path, STREAMING_RUNTIME, validate=True)
     [kernel] = result.kernels
-    assert kernel.rewritten and kernel.optimized.size_dispatch == SM90_THRESHOLD
+    assert kernel.rewritten and kernel.optimized.size_dispatch == SM90_STREAMING_THRESHOLD
     assert kernel.validation.status == "passed", kernel.validation
     applied = _vectorize(result, "applied")
-    assert any(f"widened where the launch has at least {SM90_THRESHOLD} threads, the naive kernel below" in r
+    assert any(f"widened where the launch has at least {SM90_STREAMING_THRESHOLD} threads, the naive kernel below" in r
                for r in applied), applied
     out = result.output
     assert "__global__ void time_step_naive(int j, int nelr" in out
     assert "make_float4" in out.split("__global__ void time_step_naive")[0]
-    assert f"return threads >= {SM90_THRESHOLD}ull;" in out
+    assert f"return threads >= {SM90_STREAMING_THRESHOLD}ull;" in out
     assert ("if (time_step_gains(Dg, Db)) time_step<<<time_step_grid(Dg, Db), time_step_block(Dg, Db)>>>"
             "(j, nelr, old_variables, variables, step_factors, fluxes); else time_step_naive<<<Dg, Db>>>"
             "(j, nelr, old_variables, variables, step_factors, fluxes);") in out
@@ -254,7 +256,7 @@ def test_a_streaming_kernel_with_a_small_constant_launch_is_not_widened_and_the_
     assert not result.kernels[0].rewritten and not _vectorize(result, "applied")
     skipped = _vectorize(result, "skipped")
     assert any("widened by 4, the launch would have 4x fewer threads" in r
-               and f"has 98304 threads, fewer than the {SM90_THRESHOLD} that fill the GPU widened" in r
+               and f"has 98304 threads, fewer than the {SM90_STREAMING_THRESHOLD} that fill the GPU widened" in r
                for r in skipped), skipped
     assert "_naive" not in result.output and "_gains" not in result.output
 
