@@ -13,8 +13,11 @@ naive one renamed `<name>_naive`, and each launch site chooses:
     if (k_gains(grid, block)) k<<<k_grid(grid, block), k_block(grid, block)>>>(args); else k_naive<<<grid, block>>>(args);
 
 A whitelist: every launch of the kernel is a plain launch statement `k<<<grid, block[, shared, stream]>>>(args);`
-after the kernel, in its file, grid and block free of side effects (they are read by the test and by the launch
-chosen), and the kernel is named nowhere else. Each argument is evaluated once, by the launch chosen. Anything
+after the kernel, grid and block free of side effects (they are read by the test and by the launch chosen), and
+the kernel is named nowhere else. Each argument is evaluated once, by the launch chosen. A launch in another file
+than the kernel (`#include "kernels.cu"`, a header) chooses too where the translation unit defines the kernel once,
+before it: the naive copy and the helpers written beside the kernel are then declared there; being `static` (and
+the copy keeping the kernel's own specifiers), they still link where two files include the header. Anything
 else is not dispatched: the kernel is then decided as if the launch were small (not transformed), with a note.
 """
 from __future__ import annotations
@@ -140,16 +143,21 @@ def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
     for site in sites:
         why = _site_problem(program, kernel, site)
         if why is not None:
-            return f"the launch at line {site.line} {why}"
-    return _statement_problem(program, kernel.name, len(sites))
+            return f"the launch at {_site_where(program, kernel, site)} {why}"
+    return _statement_problem(program, kernel.name, len(sites)) or _other_files_problem(program, kernel, sites)
+
+
+def _site_where(program: Program, kernel: Kernel, site: LaunchSite) -> str:
+    """'line N', or 'line N of FILE' for a launch in another file than the kernel."""
+    file = site.file or program.main_file
+    return f"line {site.line}" if file == (kernel.source_file or program.main_file) else f"line {site.line} of {file}"
 
 
 def _site_problem(program: Program, kernel: Kernel, site: LaunchSite) -> str | None:
+    """What keeps one launch statement from choosing (where it stands among the files: _other_files_problem)."""
     home = kernel.source_file or program.main_file
     text = program.text_of(site.file)
-    if (site.file or program.main_file) != home:
-        return "is in another file than the kernel"
-    if site.start < kernel.source_span[1]:
+    if (site.file or program.main_file) == home and site.start < kernel.source_span[1]:
         return "comes before the kernel's definition"
     if site.template_args is not None:
         return "names template arguments"
@@ -176,6 +184,42 @@ def _statement_problem(program: Program, name: str, site_count: int) -> str | No
         if launch.call.parent is None or launch.call.parent.type != "expression_statement":
             return f"the launch at {syntax.where(launch.call)} is part of a larger expression"
     return None
+
+
+def _other_files_problem(program: Program, kernel: Kernel, sites: list[LaunchSite]) -> str | None:
+    """Launches in another file than the kernel call `k_naive`, `k_gains`, `k_grid` and `k_block`, written beside
+    the kernel in its file: they choose only where the translation unit (the program's files as nvcc's host
+    compilation reads them, #include expanded) defines the kernel once, before every launch of it."""
+    from gpgpu_opt.analysis.aliasing import host_view
+    from gpgpu_opt.frontend.host_syntax import host_syntax
+
+    home = kernel.source_file or program.main_file
+    elsewhere = [s for s in sites if (s.file or program.main_file) != home]
+    if not elsewhere:
+        return None
+    syntax = host_syntax(host_view(program), program.path)
+    where = f"the launch at {_site_where(program, kernel, elsewhere[0])}"
+    definitions = [f for f in syntax.functions if syntax.function_name(f) == kernel.name]
+    if len(definitions) != 1 or syntax.location(definitions[0])[0] != _host_name(program, home):
+        return (f"{where} is in another file than the kernel, and the translation unit defines '{kernel.name}' "
+                f"{len(definitions)} times, not once in {home} (a file included twice without an include guard?)")
+    launched = sorted(syntax.location(launch.call) for launch in syntax.launches if launch.kernel == kernel.name)
+    written = sorted((_host_name(program, s.file or program.main_file), s.line) for s in sites)
+    if launched != written:
+        return (f"{where} is in another file than the kernel, and the translation unit's launches of "
+                f"'{kernel.name}' are not the files' ones, one for one")
+    defined_at = definitions[0].end_byte
+    for launch in syntax.launches:
+        if launch.kernel == kernel.name and launch.call.start_byte < defined_at:
+            file, line = syntax.location(launch.call)
+            return (f"the launch at line {line} of {file} comes before '{kernel.name}' is defined: {home} is "
+                    f"included after it, so the naive kernel and the size test would not be declared there")
+    return None
+
+
+def _host_name(program: Program, file: str) -> str:
+    """The name the host view's #line markers give a user file: the main file as the program was given."""
+    return program.path if file == program.main_file else file
 
 
 def _statement_end(text: str, site: LaunchSite) -> int | None:
