@@ -22,6 +22,7 @@ else is not dispatched: the kernel is then decided as if the launch were small (
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from math import prod
@@ -144,7 +145,8 @@ def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
         why = _site_problem(program, kernel, site)
         if why is not None:
             return f"the launch at {_site_where(program, kernel, site)} {why}"
-    return _statement_problem(program, kernel.name, len(sites)) or _other_files_problem(program, kernel, sites)
+    return _statement_problem(program, kernel.name, len(sites)) or _other_files_problem(program, kernel, sites) \
+        or _named_beside_the_program(program, kernel)
 
 
 def _site_where(program: Program, kernel: Kernel, site: LaunchSite) -> str:
@@ -214,6 +216,37 @@ def _other_files_problem(program: Program, kernel: Kernel, sites: list[LaunchSit
             file, line = syntax.location(launch.call)
             return (f"the launch at line {line} of {file} comes before '{kernel.name}' is defined: {home} is "
                     f"included after it, so the naive kernel and the size test would not be declared there")
+    return None
+
+
+#: Files that may be translation units or headers of their own, looked at beside the program's files.
+_SOURCE_SUFFIXES = (".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl")
+_MOST_FILES_LOOKED_AT = 512
+
+
+def _named_beside_the_program(program: Program, kernel: Kernel) -> str | None:
+    """A file beside the program's own that includes the kernel's file (a header, a kernel .cu) and names the
+    kernel: compiled as a translation unit of its own (`nvcc main.cu other.cu`) against the output, its
+    launches, which this program does not hold, would run the optimized kernel with their naive configuration.
+    Only the directories of the program's files are looked at: a program split otherwise is not seen."""
+    if not kernel.source_file:
+        return None
+    ours = {os.path.realpath(f.path) for f in program.source_files()}
+    header = os.path.basename(kernel.source_file)
+    includes = re.compile(rf'^[ \t]*#[ \t]*include[ \t]*["<](?:[^">\n]*/)?{re.escape(header)}[">]', re.MULTILINE)
+    names = re.compile(rf"\b{re.escape(kernel.name)}\b")
+    for directory in sorted({os.path.dirname(path) for path in ours}):
+        entries = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+        for entry in entries[:_MOST_FILES_LOOKED_AT]:
+            path = os.path.join(directory, entry)
+            if not entry.endswith(_SOURCE_SUFFIXES) or os.path.realpath(path) in ours or not os.path.isfile(path):
+                continue
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(1 << 20)
+            if includes.search(text) and names.search(text):
+                return (f"'{kernel.name}' is also named in {path}, which includes {header} but is not part of this "
+                        f"program (a file compiled on its own): its launches would run the optimized kernel with their "
+                        f"naive configuration")
     return None
 
 

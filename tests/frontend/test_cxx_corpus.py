@@ -45,8 +45,8 @@ OUTCOMES = {
     # widened only where the launch fills the GPU, and a template instance's launch cannot choose by size
     "template_affine.cu": {"affine<float, 256>": _NOT_DISPATCHED + _TEMPLATE_INSTANCE,
                            "affine<double, 128>": _NOT_DISPATCHED + _TEMPLATE_INSTANCE},
-    "kernels_header/main.cu": {"matvec": "transformed",      # vec_add (rows threads) is launched from main.cu
-                               "vec_add": _NOT_DISPATCHED + "the launch at line 40 is in another file than the kernel"},
+    "kernels_header/main.cu": {"matvec": "transformed",
+                               "vec_add": "transformed"},   # launched from main.cu, which chooses by size
     "saxpy_gridstride.cu": {"saxpy": "transformed"},          # grid-stride loop canonicalized, launch re-sized
     "stencil3d.cu": {"stencil7": r"stencil7: not retiled: the kernel uses threadIdx.z/blockDim.z"},
     "bool_consts.cu": {"wave": "restrict only", "row_min": "transformed"},
@@ -72,7 +72,6 @@ GAPS = {
     ("template_affine.cu", "affine<float, 256>"): "a template instance's launch is not size-dispatched, so it is "
                                                   "not widened (its default 16M elements would fill the GPU)",
     ("template_affine.cu", "affine<double, 128>"): "as affine<float, 256>",
-    ("kernels_header/main.cu", "vec_add"): "a launch in another file than the kernel is not size-dispatched",
 }
 
 
