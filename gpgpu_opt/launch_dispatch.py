@@ -202,7 +202,9 @@ def _other_files_problem(program: Program, kernel: Kernel, sites: list[LaunchSit
     syntax = host_syntax(host_view(program), program.path)
     where = f"the launch at {_site_where(program, kernel, elsewhere[0])}"
     definitions = [f for f in syntax.functions if syntax.function_name(f) == kernel.name]
-    if len(definitions) != 1 or syntax.location(definitions[0])[0] != _host_name(program, home):
+    if not definitions:
+        return f"{where} is in another file than the kernel, whose definition the host compilation does not read"
+    if len(definitions) > 1 or syntax.location(definitions[0])[0] != _host_name(program, home):
         return (f"{where} is in another file than the kernel, and the translation unit defines '{kernel.name}' "
                 f"{len(definitions)} times, not once in {home} (a file included twice without an include guard?)")
     launched = sorted(syntax.location(launch.call) for launch in syntax.launches if launch.kernel == kernel.name)
@@ -236,18 +238,29 @@ def _named_beside_the_program(program: Program, kernel: Kernel) -> str | None:
     includes = re.compile(rf'^[ \t]*#[ \t]*include[ \t]*["<](?:[^">\n]*/)?{re.escape(header)}[">]', re.MULTILINE)
     names = re.compile(rf"\b{re.escape(kernel.name)}\b")
     for directory in sorted({os.path.dirname(path) for path in ours}):
-        entries = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
-        for entry in entries[:_MOST_FILES_LOOKED_AT]:
-            path = os.path.join(directory, entry)
-            if not entry.endswith(_SOURCE_SUFFIXES) or os.path.realpath(path) in ours or not os.path.isfile(path):
+        for path in _source_files_in(directory):
+            if os.path.realpath(path) in ours:
                 continue
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(1 << 20)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read(1 << 20)
+            except OSError:
+                continue
             if includes.search(text) and names.search(text):
                 return (f"'{kernel.name}' is also named in {path}, which includes {header} but is not part of this "
                         f"program (a file compiled on its own): its launches would run the optimized kernel with their "
                         f"naive configuration")
     return None
+
+
+def _source_files_in(directory: str) -> list[str]:
+    """The first files of `directory` (by name) that may be sources or headers; none where it cannot be read."""
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    paths = [os.path.join(directory, e) for e in entries if e.endswith(_SOURCE_SUFFIXES)]
+    return [p for p in paths if os.path.isfile(p)][:_MOST_FILES_LOOKED_AT]
 
 
 def _host_name(program: Program, file: str) -> str:

@@ -240,3 +240,25 @@ def test_a_file_beside_the_program_that_includes_the_header_and_names_the_kernel
                                  "main.cu": MAIN.replace("int main", OTHER_DECLARED + "int main")})
     _not_dispatched(result, r"'saxpy' is also named in .*other.cu, which includes kernels.cuh but is not part of this "
                             r"program")
+
+
+def test_a_kernel_the_host_compilation_does_not_define_is_not_dispatched(tmp_path):
+    """Its definition only where __CUDA_ARCH__ is defined: the host code would not see the naive copy either."""
+    header = HEADER.format(storage="").replace("#define KERNELS_CUH\n", "#define KERNELS_CUH\n"
+                                               "__global__ void saxpy(const float *x, float *y, float a, int n);\n"
+                                               "#ifdef __CUDA_ARCH__\n").replace("#endif\n", "#endif\n#endif\n")
+    main = MAIN.replace('    printf("%d\\n", other_answer());\n', "")
+    result = _compile(tmp_path, {"kernels.cuh": header, "main.cu": main})
+    _not_dispatched(result, r"the launch at line 11 of .*main.cu is in another file than the kernel, whose definition "
+                            r"the host compilation does not read")
+
+
+def test_launches_the_translation_unit_does_not_hold_one_for_one_are_not_dispatched(tmp_path):
+    """A launch written once in a file included twice, and one in a branch the preprocessor drops: as many
+    launches as the files show, but not the same ones."""
+    launch = "saxpy<<<(n + 255) / 256, 256>>>(x, y, 2.0f, n);\n"
+    main = MAIN.replace('    printf("%d\\n", other_answer());\n', "").replace(
+        "    saxpy<<<(n + 255) / 256, 256>>>(x, y, 2.0f, n);\n",
+        '#include "launch.inc"\n#include "launch.inc"\n#if 0\n    ' + launch + "#endif\n")
+    result = _compile(tmp_path, {"kernels.cuh": HEADER.format(storage=""), "launch.inc": launch, "main.cu": main})
+    _not_dispatched(result, r"the translation unit's launches of 'saxpy' are not the files' ones, one for one")
