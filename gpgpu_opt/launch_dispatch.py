@@ -17,7 +17,9 @@ after the kernel, grid and block free of side effects (they are read by the test
 the kernel is named nowhere else. Each argument is evaluated once, by the launch chosen. A launch in another file
 than the kernel (`#include "kernels.cu"`, a header) chooses too where the translation unit defines the kernel once,
 before it: the naive copy and the helpers written beside the kernel are then declared there; being `static` (and
-the copy keeping the kernel's own specifiers), they still link where two files include the header. Anything
+the copy keeping the kernel's own specifiers), they still link where two files include the header. A template
+instance's launch `k<float, 256><<<...>>>` chooses between its specialization and `k_naive<float, 256>`, from a
+copy of the template as written (naive_template_copies). Anything
 else is not dispatched: the kernel is then decided as if the launch were small (not transformed), with a note.
 """
 from __future__ import annotations
@@ -126,15 +128,21 @@ def naive_name(kernel_name: str) -> str:
     return f"{kernel_name}_naive"
 
 
+def launched_name(kernel: Kernel) -> str:
+    """The name a launch of the kernel writes: a template instance's is its template's (`k` of `k<float, 256>`)."""
+    return kernel.instance.template_name if kernel.instance is not None else kernel.name
+
+
 def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
     """Why the launch sites cannot choose between the kernels at run time, or None."""
     from gpgpu_opt.analysis.aliasing import unread_launches
 
-    if kernel.instance is not None:
-        return "a template instance's launches are not dispatched"
+    if kernel.instance is not None and kernel.instance.written:
+        return (f"'{kernel.instance.spelled}' is the program's own specialization, which the copy of the template "
+                f"'{kernel.instance.template_name}' as written would not launch")
     if kernel.shorthand:
         return "the kernel as written uses the original compiler's shorthand, not CUDA"
-    name = naive_name(kernel.name)
+    name = naive_name(launched_name(kernel))
     if any(re.search(rf"\b{re.escape(name)}\b", f.text) for f in program.source_files()):
         return f"the program already names '{name}'"
     unread = unread_launches(kernel, program)
@@ -145,7 +153,7 @@ def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
         why = _site_problem(program, kernel, site)
         if why is not None:
             return f"the launch at {_site_where(program, kernel, site)} {why}"
-    return _statement_problem(program, kernel.name, len(sites)) or _other_files_problem(program, kernel, sites) \
+    return _statement_problem(program, launched_name(kernel)) or _other_files_problem(program, kernel, sites) \
         or _named_beside_the_program(program, kernel)
 
 
@@ -161,8 +169,8 @@ def _site_problem(program: Program, kernel: Kernel, site: LaunchSite) -> str | N
     text = program.text_of(site.file)
     if (site.file or program.main_file) == home and site.start < kernel.source_span[1]:
         return "comes before the kernel's definition"
-    if site.template_args is not None:
-        return "names template arguments"
+    if (site.template_args is not None) != (kernel.instance is not None):
+        return "names template arguments" if kernel.instance is None else "names no template arguments"
     if not 2 <= len(site.config) <= 4 or site.args_start < 0:
         return "is not `k<<<grid, block[, shared, stream]>>>(args)`"
     if _statement_end(text, site) is None:
@@ -173,13 +181,15 @@ def _site_problem(program: Program, kernel: Kernel, site: LaunchSite) -> str | N
     return None
 
 
-def _statement_problem(program: Program, name: str, site_count: int) -> str | None:
-    """Every launch, as nvcc's host compilation reads it (macros expanded), is an expression statement."""
+def _statement_problem(program: Program, name: str) -> str | None:
+    """Every launch, as nvcc's host compilation reads it (macros expanded), is an expression statement (for a
+    template: the launches of all its instances, `name` its template's)."""
     from gpgpu_opt.analysis.aliasing import host_view
     from gpgpu_opt.frontend.host_syntax import host_syntax
 
     syntax = host_syntax(host_view(program), program.path)
     launches = [launch for launch in syntax.launches if launch.kernel == name]
+    site_count = sum(1 for site in program.launch_sites if _written_name(program, site) == name)
     if len(launches) != site_count:
         return f"the preprocessed host code launches '{name}' {len(launches)} times, the text {site_count} times"
     for launch in launches:
@@ -268,6 +278,11 @@ def _host_name(program: Program, file: str) -> str:
     return program.path if file == program.main_file else file
 
 
+def _written_name(program: Program, site: LaunchSite) -> str:
+    """The kernel's name as the launch writes it (a template instance's site is given the instance's identifier)."""
+    return re.match(r"\w*", program.text_of(site.file)[site.start:]).group()
+
+
 def _statement_end(text: str, site: LaunchSite) -> int | None:
     """The offset just past the `;` that ends the launch statement, or None when something else follows."""
     found = re.compile(r"\s*;").match(text, site.args_end)
@@ -314,12 +329,35 @@ def naive_copy(program: Program, naive: Kernel, threads: int) -> str:
             f"threads ({naive.name}_gains)\n{renamed}")
 
 
+def naive_template_copies(program: Program, results) -> list[tuple[int, int, str]]:
+    """For each template with a dispatched instance among `results` (pipeline's, of one file): the template as
+    written, renamed `<template>_naive`, inserted after it. The optimized `k<float, 256>` is an explicit
+    specialization, which replaces the template for those arguments: the naive instance the small launches run
+    is `k_naive<float, 256>`, instantiated from the copy."""
+    by_template: dict[tuple[int, int], list] = {}
+    for r in results:
+        if r.naive.instance is not None and dispatched(r.optimized):
+            by_template.setdefault(r.naive.source_span, []).append(r)
+    edits = []
+    for (start, end), instances in by_template.items():
+        template = instances[0].naive.instance.template_name
+        text = program.text_of(instances[0].naive.source_file)[start:end]
+        renamed = re.sub(rf"\b{re.escape(template)}(\s*\()", rf"{naive_name(template)}\1", text, count=1)
+        which = "; ".join(f"{naive_name(template)}<{', '.join(r.naive.instance.args)}> where the launch has fewer "
+                          f"than {r.optimized.size_dispatch} threads ({r.naive.name}_gains)" for r in instances)
+        edits.append((end, end, f"\n\n// gpgpu-opt: '{template}' as written, launched as {which}\n{renamed}"))
+    return edits
+
+
 def dispatch_site(site: LaunchSite, text: str) -> tuple[int, int, str]:
-    """The edit (start, end, new text) that turns the launch statement into the size test and both launches."""
+    """The edit (start, end, new text) that turns the launch statement into the size test and both launches
+    (`k<float, 256>` and `k_naive<float, 256>` for a template instance's)."""
     end = _statement_end(text, site)
     grid, block, *rest = site.config
     args = text[site.args_start:site.args_end]
+    spelled = text[site.start:site.config_start].rstrip()
+    written = re.match(r"\w*", spelled).group()
     optimized = ", ".join([f"{site.kernel}_grid({grid}, {block})", f"{site.kernel}_block({grid}, {block})", *rest])
     naive = ", ".join([grid, block, *rest])
-    return (site.start, end, f"if ({site.kernel}_gains({grid}, {block})) {site.kernel}<<<{optimized}>>>{args}; "
-                             f"else {naive_name(site.kernel)}<<<{naive}>>>{args};")
+    return (site.start, end, f"if ({site.kernel}_gains({grid}, {block})) {spelled}<<<{optimized}>>>{args}; "
+                             f"else {naive_name(written)}{spelled[len(written):]}<<<{naive}>>>{args};")
