@@ -128,7 +128,7 @@ def naive_name(kernel_name: str) -> str:
     return f"{kernel_name}_naive"
 
 
-def launched_name(kernel: Kernel) -> str:
+def _launched_name(kernel: Kernel) -> str:
     """The name a launch of the kernel writes: a template instance's is its template's (`k` of `k<float, 256>`)."""
     return kernel.instance.template_name if kernel.instance is not None else kernel.name
 
@@ -142,7 +142,7 @@ def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
                 f"'{kernel.instance.template_name}' as written would not launch")
     if kernel.shorthand:
         return "the kernel as written uses the original compiler's shorthand, not CUDA"
-    name = naive_name(launched_name(kernel))
+    name = naive_name(_launched_name(kernel))
     if any(re.search(rf"\b{re.escape(name)}\b", f.text) for f in program.source_files()):
         return f"the program already names '{name}'"
     unread = unread_launches(kernel, program)
@@ -153,7 +153,7 @@ def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
         why = _site_problem(program, kernel, site)
         if why is not None:
             return f"the launch at {_site_where(program, kernel, site)} {why}"
-    return _statement_problem(program, launched_name(kernel)) or _other_files_problem(program, kernel, sites) \
+    return _statement_problem(program, _launched_name(kernel)) or _other_files_problem(program, kernel, sites) \
         or _named_beside_the_program(program, kernel)
 
 
