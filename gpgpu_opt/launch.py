@@ -321,7 +321,9 @@ def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None
                   summary=summary, requirements=[r.condition for r in requirements],
                   axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
                   message=helper_message(assumptions) if requirements else "",
-                  gains_from=kernel.size_dispatch if kernel.launch is not None else None)
+                  gains_from=kernel.size_dispatch if kernel.launch is not None else None,
+                  naive=f"{kernel.instance.template_name}_naive<{', '.join(kernel.instance.args)}>"
+                  if kernel.instance is not None else f"{kernel.name}_naive")   # launch_dispatch.naive_name
 
 
 def rewrite_launch(site: LaunchSite, text: str) -> str:

@@ -13,12 +13,18 @@ naive one renamed `<name>_naive`, and each launch site chooses:
     if (k_gains(grid, block)) k<<<k_grid(grid, block), k_block(grid, block)>>>(args); else k_naive<<<grid, block>>>(args);
 
 A whitelist: every launch of the kernel is a plain launch statement `k<<<grid, block[, shared, stream]>>>(args);`
-after the kernel, in its file, grid and block free of side effects (they are read by the test and by the launch
-chosen), and the kernel is named nowhere else. Each argument is evaluated once, by the launch chosen. Anything
+after the kernel, grid and block free of side effects (they are read by the test and by the launch chosen), and
+the kernel is named nowhere else. Each argument is evaluated once, by the launch chosen. A launch in another file
+than the kernel (`#include "kernels.cu"`, a header) chooses too where the translation unit defines the kernel once,
+before it: the naive copy and the helpers written beside the kernel are then declared there; being `static` (and
+the copy keeping the kernel's own specifiers), they still link where two files include the header. A template
+instance's launch `k<float, 256><<<...>>>` chooses between its specialization and `k_naive<float, 256>`, from a
+copy of the template as written (naive_template_copies). Anything
 else is not dispatched: the kernel is then decided as if the launch were small (not transformed), with a note.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from math import prod
@@ -122,15 +128,21 @@ def naive_name(kernel_name: str) -> str:
     return f"{kernel_name}_naive"
 
 
+def _launched_name(kernel: Kernel) -> str:
+    """The name a launch of the kernel writes: a template instance's is its template's (`k` of `k<float, 256>`)."""
+    return kernel.instance.template_name if kernel.instance is not None else kernel.name
+
+
 def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
     """Why the launch sites cannot choose between the kernels at run time, or None."""
     from gpgpu_opt.analysis.aliasing import unread_launches
 
-    if kernel.instance is not None:
-        return "a template instance's launches are not dispatched"
+    if kernel.instance is not None and kernel.instance.written:
+        return (f"'{kernel.instance.spelled}' is the program's own specialization, which the copy of the template "
+                f"'{kernel.instance.template_name}' as written would not launch")
     if kernel.shorthand:
         return "the kernel as written uses the original compiler's shorthand, not CUDA"
-    name = naive_name(kernel.name)
+    name = naive_name(_launched_name(kernel))
     if any(re.search(rf"\b{re.escape(name)}\b", f.text) for f in program.source_files()):
         return f"the program already names '{name}'"
     unread = unread_launches(kernel, program)
@@ -140,19 +152,25 @@ def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
     for site in sites:
         why = _site_problem(program, kernel, site)
         if why is not None:
-            return f"the launch at line {site.line} {why}"
-    return _statement_problem(program, kernel.name, len(sites))
+            return f"the launch at {_site_where(program, kernel, site)} {why}"
+    return _statement_problem(program, _launched_name(kernel)) or _other_files_problem(program, kernel, sites) \
+        or _named_beside_the_program(program, kernel)
+
+
+def _site_where(program: Program, kernel: Kernel, site: LaunchSite) -> str:
+    """'line N', or 'line N of FILE' for a launch in another file than the kernel."""
+    file = site.file or program.main_file
+    return f"line {site.line}" if file == (kernel.source_file or program.main_file) else f"line {site.line} of {file}"
 
 
 def _site_problem(program: Program, kernel: Kernel, site: LaunchSite) -> str | None:
+    """What keeps one launch statement from choosing (where it stands among the files: _other_files_problem)."""
     home = kernel.source_file or program.main_file
     text = program.text_of(site.file)
-    if (site.file or program.main_file) != home:
-        return "is in another file than the kernel"
-    if site.start < kernel.source_span[1]:
+    if (site.file or program.main_file) == home and site.start < kernel.source_span[1]:
         return "comes before the kernel's definition"
-    if site.template_args is not None:
-        return "names template arguments"
+    if (site.template_args is not None) != (kernel.instance is not None):
+        return "names template arguments" if kernel.instance is None else "names no template arguments"
     if not 2 <= len(site.config) <= 4 or site.args_start < 0:
         return "is not `k<<<grid, block[, shared, stream]>>>(args)`"
     if _statement_end(text, site) is None:
@@ -163,19 +181,106 @@ def _site_problem(program: Program, kernel: Kernel, site: LaunchSite) -> str | N
     return None
 
 
-def _statement_problem(program: Program, name: str, site_count: int) -> str | None:
-    """Every launch, as nvcc's host compilation reads it (macros expanded), is an expression statement."""
+def _statement_problem(program: Program, name: str) -> str | None:
+    """Every launch, as nvcc's host compilation reads it (macros expanded), is an expression statement (for a
+    template: the launches of all its instances, `name` its template's)."""
     from gpgpu_opt.analysis.aliasing import host_view
     from gpgpu_opt.frontend.host_syntax import host_syntax
 
     syntax = host_syntax(host_view(program), program.path)
     launches = [launch for launch in syntax.launches if launch.kernel == name]
+    site_count = sum(1 for site in program.launch_sites if _written_name(program, site) == name)
     if len(launches) != site_count:
         return f"the preprocessed host code launches '{name}' {len(launches)} times, the text {site_count} times"
     for launch in launches:
         if launch.call.parent is None or launch.call.parent.type != "expression_statement":
             return f"the launch at {syntax.where(launch.call)} is part of a larger expression"
     return None
+
+
+def _other_files_problem(program: Program, kernel: Kernel, sites: list[LaunchSite]) -> str | None:
+    """Launches in another file than the kernel call `k_naive`, `k_gains`, `k_grid` and `k_block`, written beside
+    the kernel in its file: they choose only where the translation unit (the program's files as nvcc's host
+    compilation reads them, #include expanded) defines the kernel once, before every launch of it."""
+    from gpgpu_opt.analysis.aliasing import host_view
+    from gpgpu_opt.frontend.host_syntax import host_syntax
+
+    home = kernel.source_file or program.main_file
+    elsewhere = [s for s in sites if (s.file or program.main_file) != home]
+    if not elsewhere:
+        return None
+    syntax = host_syntax(host_view(program), program.path)
+    where = f"the launch at {_site_where(program, kernel, elsewhere[0])}"
+    definitions = [f for f in syntax.functions if syntax.function_name(f) == kernel.name]
+    if not definitions:
+        return f"{where} is in another file than the kernel, whose definition the host compilation does not read"
+    if len(definitions) > 1 or syntax.location(definitions[0])[0] != _host_name(program, home):
+        return (f"{where} is in another file than the kernel, and the translation unit defines '{kernel.name}' "
+                f"{len(definitions)} times, not once in {home} (a file included twice without an include guard?)")
+    launched = sorted(syntax.location(launch.call) for launch in syntax.launches if launch.kernel == kernel.name)
+    written = sorted((_host_name(program, s.file or program.main_file), s.line) for s in sites)
+    if launched != written:
+        return (f"{where} is in another file than the kernel, and the translation unit's launches of "
+                f"'{kernel.name}' are not the files' ones, one for one")
+    defined_at = definitions[0].end_byte
+    for launch in syntax.launches:
+        if launch.kernel == kernel.name and launch.call.start_byte < defined_at:
+            file, line = syntax.location(launch.call)
+            return (f"the launch at line {line} of {file} comes before '{kernel.name}' is defined: {home} is "
+                    f"included after it, so the naive kernel and the size test would not be declared there")
+    return None
+
+
+#: Files that may be translation units or headers of their own, looked at beside the program's files.
+_SOURCE_SUFFIXES = (".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl")
+_MOST_FILES_LOOKED_AT = 512
+
+
+def _named_beside_the_program(program: Program, kernel: Kernel) -> str | None:
+    """A file beside the program's own that includes the kernel's file (a header, a kernel .cu) and names the
+    kernel: compiled as a translation unit of its own (`nvcc main.cu other.cu`) against the output, its
+    launches, which this program does not hold, would run the optimized kernel with their naive configuration.
+    Only the directories of the program's files are looked at: a program split otherwise is not seen."""
+    if not kernel.source_file:
+        return None
+    ours = {os.path.realpath(f.path) for f in program.source_files()}
+    header = os.path.basename(kernel.source_file)
+    includes = re.compile(rf'^[ \t]*#[ \t]*include[ \t]*["<](?:[^">\n]*/)?{re.escape(header)}[">]', re.MULTILINE)
+    names = re.compile(rf"\b{re.escape(kernel.name)}\b")
+    for directory in sorted({os.path.dirname(path) for path in ours}):
+        for path in _source_files_in(directory):
+            if os.path.realpath(path) in ours:
+                continue
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read(1 << 20)
+            except OSError:
+                continue
+            if includes.search(text) and names.search(text):
+                return (f"'{kernel.name}' is also named in {path}, which includes {header} but is not part of this "
+                        f"program (a file compiled on its own): its launches would run the optimized kernel with their "
+                        f"naive configuration")
+    return None
+
+
+def _source_files_in(directory: str) -> list[str]:
+    """The first files of `directory` (by name) that may be sources or headers; none where it cannot be read."""
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    paths = [os.path.join(directory, e) for e in entries if e.endswith(_SOURCE_SUFFIXES)]
+    return [p for p in paths if os.path.isfile(p)][:_MOST_FILES_LOOKED_AT]
+
+
+def _host_name(program: Program, file: str) -> str:
+    """The name the host view's #line markers give a user file: the main file as the program was given."""
+    return program.path if file == program.main_file else file
+
+
+def _written_name(program: Program, site: LaunchSite) -> str:
+    """The kernel's name as the launch writes it (a template instance's site is given the instance's identifier)."""
+    return re.match(r"\w*", program.text_of(site.file)[site.start:]).group()
 
 
 def _statement_end(text: str, site: LaunchSite) -> int | None:
@@ -224,12 +329,35 @@ def naive_copy(program: Program, naive: Kernel, threads: int) -> str:
             f"threads ({naive.name}_gains)\n{renamed}")
 
 
+def naive_template_copies(program: Program, results) -> list[tuple[int, int, str]]:
+    """For each template with a dispatched instance among `results` (pipeline's, of one file): the template as
+    written, renamed `<template>_naive`, inserted after it. The optimized `k<float, 256>` is an explicit
+    specialization, which replaces the template for those arguments: the naive instance the small launches run
+    is `k_naive<float, 256>`, instantiated from the copy."""
+    by_template: dict[tuple[int, int], list] = {}
+    for r in results:
+        if r.naive.instance is not None and dispatched(r.optimized):
+            by_template.setdefault(r.naive.source_span, []).append(r)
+    edits = []
+    for (start, end), instances in by_template.items():
+        template = instances[0].naive.instance.template_name
+        text = program.text_of(instances[0].naive.source_file)[start:end]
+        renamed = re.sub(rf"\b{re.escape(template)}(\s*\()", rf"{naive_name(template)}\1", text, count=1)
+        which = "; ".join(f"{naive_name(template)}<{', '.join(r.naive.instance.args)}> where the launch has fewer "
+                          f"than {r.optimized.size_dispatch} threads ({r.naive.name}_gains)" for r in instances)
+        edits.append((end, end, f"\n\n// gpgpu-opt: '{template}' as written, launched as {which}\n{renamed}"))
+    return edits
+
+
 def dispatch_site(site: LaunchSite, text: str) -> tuple[int, int, str]:
-    """The edit (start, end, new text) that turns the launch statement into the size test and both launches."""
+    """The edit (start, end, new text) that turns the launch statement into the size test and both launches
+    (`k<float, 256>` and `k_naive<float, 256>` for a template instance's)."""
     end = _statement_end(text, site)
     grid, block, *rest = site.config
     args = text[site.args_start:site.args_end]
+    spelled = text[site.start:site.config_start].rstrip()
+    written = re.match(r"\w*", spelled).group()
     optimized = ", ".join([f"{site.kernel}_grid({grid}, {block})", f"{site.kernel}_block({grid}, {block})", *rest])
     naive = ", ".join([grid, block, *rest])
-    return (site.start, end, f"if ({site.kernel}_gains({grid}, {block})) {site.kernel}<<<{optimized}>>>{args}; "
-                             f"else {naive_name(site.kernel)}<<<{naive}>>>{args};")
+    return (site.start, end, f"if ({site.kernel}_gains({grid}, {block})) {spelled}<<<{optimized}>>>{args}; "
+                             f"else {naive_name(written)}{spelled[len(written):]}<<<{naive}>>>{args};")

@@ -406,8 +406,9 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
             if launch_dispatch.dispatched(r.optimized) else ""   # launched where the launch is small
         edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r) + naive_copy))
     for file in edits:
-        edits[file] += specialization_edits([r for r in results if file_of(r.naive.source_file) == file],
-                                            lambda r: _kernel_text("", r))
+        mine = [r for r in results if file_of(r.naive.source_file) == file]
+        edits[file] += specialization_edits(mine, lambda r: _kernel_text("", r))
+        edits[file] += launch_dispatch.naive_template_copies(program, mine)  # the naive instances the launches choose
     rewritten = [r for r in results if r.rewritten]
     names = {r.naive.name for r in rewritten}
     early = _sites_maybe_before_definition(program, rewritten)

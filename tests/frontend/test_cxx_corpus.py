@@ -33,20 +33,14 @@ PROGRAMS = ["template_affine.cu", "kernels_header/main.cu", "saxpy_gridstride.cu
             "bool_consts.cu", "constant_coeffs.cu", "particles.cu", "half_scale.cu", "mixed_good_bad.cu",
             "cxx_casts.cu", "ref_helpers.cu"]
 
-#: A widening whose gain depends on a run-time launch size that the launch cannot choose by (launch_dispatch.py).
-_NOT_DISPATCHED = (r"vectorize: kernel: not widened: widened by \d, .*known only at run time, "
-                   r"where it cannot choose the kernel: ")
-_TEMPLATE_INSTANCE = "a template instance's launches are not dispatched"
-
 #: What the merged compiler makes of each kernel: "transformed" (a pass beyond restrict is kept,
 #: corpus_kit.runner.kernel_transformed) or a regular expression that one of the notes naming the kernel's file
 #: matches (the kernel is left as written, or only requalified, and the note says why).
 OUTCOMES = {
-    # widened only where the launch fills the GPU, and a template instance's launch cannot choose by size
-    "template_affine.cu": {"affine<float, 256>": _NOT_DISPATCHED + _TEMPLATE_INSTANCE,
-                           "affine<double, 128>": _NOT_DISPATCHED + _TEMPLATE_INSTANCE},
-    "kernels_header/main.cu": {"matvec": "transformed",      # vec_add (rows threads) is launched from main.cu
-                               "vec_add": _NOT_DISPATCHED + "the launch at line 40 is in another file than the kernel"},
+    # widened where the launch fills the GPU: each launch chooses, the naive instances from a copy of the template
+    "template_affine.cu": {"affine<float, 256>": "transformed", "affine<double, 128>": "transformed"},
+    "kernels_header/main.cu": {"matvec": "transformed",
+                               "vec_add": "transformed"},   # launched from main.cu, which chooses by size
     "saxpy_gridstride.cu": {"saxpy": "transformed"},          # grid-stride loop canonicalized, launch re-sized
     "stencil3d.cu": {"stencil7": r"stencil7: not retiled: the kernel uses threadIdx.z/blockDim.z"},
     "bool_consts.cu": {"wave": "restrict only", "row_min": "transformed"},
@@ -69,10 +63,6 @@ GAPS = {
     ("particles.cu", "drift_aos"): "an array of structs is analysed and emulated, but its 24-byte Particle is "
                                    "written and read two fields a statement: no whole-struct vector load applies",
     ("particles.cu", "drift_soa"): "the members of a struct of pointers passed by value (s.x[i]) are not modelled",
-    ("template_affine.cu", "affine<float, 256>"): "a template instance's launch is not size-dispatched, so it is "
-                                                  "not widened (its default 16M elements would fill the GPU)",
-    ("template_affine.cu", "affine<double, 128>"): "as affine<float, 256>",
-    ("kernels_header/main.cu", "vec_add"): "a launch in another file than the kernel is not size-dispatched",
 }
 
 
