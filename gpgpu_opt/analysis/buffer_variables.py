@@ -2,9 +2,10 @@
 
 A variable of a function is a buffer when it is declared a plain pointer there, allocated there (by an
 allocator, or from a user allocation helper: host_calls.py), and every use of it in that function is one the
-proof understands (PointerUse). A parameter of a helper function that launches a kernel is followed back through
-every direct call of the helper (CallChain) to the buffer each call passes. Two buffers named differently
-(with their function) hold different allocations.
+proof understands (PointerUse). A file-scope variable is a buffer by the rules of file_scope_buffers.py.
+A parameter of a helper function that launches a kernel is followed back through every direct call of the
+helper (CallChain) to the buffer each call passes. Two buffers named differently (a function's with its
+function, a file-scope one by itself) hold different allocations.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from gpgpu_opt.analysis.host_calls import (ALLOCATORS, arguments_of, has, parameter_index, plain_pointer_parameter,
                                            signature, user_functions)
+from gpgpu_opt.analysis.file_scope_buffers import FileScopeBuffers
 from gpgpu_opt.analysis.pointer_uses import (SWAPPED, PointerUse, declares, initialised, scope_of, shortened,
                                              why_not_plain_pointer)
 from gpgpu_opt.frontend import scanner
@@ -57,6 +59,13 @@ class Buffers:
         self._verdicts: dict[tuple[int, str], tuple[str | None, str]] = {}
         self._passed: dict[tuple[int, str], str] = {}
         self._followed: dict[int, str] = {}
+        self.file_scope = FileScopeBuffers(syntax)
+
+    def _names_file_scope(self, name: str, function: Node) -> bool:
+        """Does `name`, not a parameter of `function`, name a file-scope variable there? (Where the function
+        declares its own, the function's verdict judges it; the file-scope verdict refuses a function that
+        uses both.)"""
+        return self.file_scope.declared(name) and not any(declares(u) for u in self.syntax.identifiers(name, function))
 
     def chains(self, function: Node, seen: tuple[int, ...] = ()) -> list[CallChain]:
         """Every chain of calls that reaches `function`, followed while its functions are only called
@@ -87,13 +96,16 @@ class Buffers:
 
     def owner(self, arg: Node, function: Node, chain: CallChain, depth: int) -> tuple[str | None, str]:
         """The buffer argument `arg` of a call or launch in `function` points into, `depth` calls up
-        `chain`: a variable of the function named by itself (depth 0) or with its function's name, followed
-        through the calls of the chain where it is a parameter; or None and why not."""
+        `chain`: a variable of the function named by itself (depth 0) or with its function's name, a
+        file-scope variable named by itself, followed through the calls of the chain where it is a parameter;
+        or None and why not."""
         syntax = self.syntax
         variable = named_variable(arg, syntax)
         if variable is None:
             return None, "is not a device buffer variable"
         name = syntax.text_of(variable)
+        if name not in syntax.parameter_names(function) and self._names_file_scope(name, function):
+            return self.file_scope.verdict(name)  # one name for the buffer, wherever it is passed
         if name not in syntax.parameter_names(function):
             buffer, why = self.named_by(arg, function)
             if buffer is None or depth == 0:
