@@ -74,8 +74,10 @@ class FileScopeBuffers:
         if why:
             return None, why
         allocated = initialised(declared, syntax)
+        others = {ident for ident, _, _ in scopes}
         for use in syntax.identifiers(name):
-            if use == declared or any(start <= use.start_byte and use.end_byte <= end for _, start, end in scopes):
+            if use == declared or use in others or any(start <= use.start_byte and use.end_byte <= end
+                                                       for _, start, end in scopes):
                 continue  # the declaration itself, or another variable of that name
             how = self._why_not_resolved(use, scopes) or PointerUse(syntax, use).verdict()
             if how == "allocated":
