@@ -115,8 +115,9 @@ class FileScopeBuffers:
                 continue
             scope = _local_scope(ident)
             if scope is None:
-                return [], f"is declared again at {self.syntax.where(ident)}, not as a local variable or " \
-                           "parameter, so some uses of the name may not be the file-scope variable"
+                return [], f"is declared again at {self.syntax.where(ident)}, not surely as another local " \
+                           "variable or parameter (a block-scope extern, a template parameter, `n * v;` that may " \
+                           "be a product...), so some uses of the name may be the file-scope variable"
             scopes.append((ident, *scope))
         return scopes, ""
 
@@ -153,19 +154,32 @@ def _declaration_of(identifier: Node) -> Node:
     return node
 
 
+def _may_be_an_expression(declaration: Node, declarators: set[str]) -> bool:
+    """`n * v;` or `n & v;` (no initialiser) is a declaration of v only when n names a type, which the parser
+    cannot know: with a variable n it is an expression that uses the file-scope v. A built-in type is
+    surely a type."""
+    type_node = declaration.child_by_field_name("type")
+    surely_a_type = type_node is not None and type_node.type in ("primitive_type", "sized_type_specifier")
+    return not surely_a_type and "init_declarator" not in declarators and bool(
+        declarators & {"pointer_declarator", "reference_declarator", "parenthesized_declarator"})
+
+
 def _local_scope(identifier: Node) -> tuple[int, int] | None:
     """The bytes in which the local variable or parameter `identifier` declares surely hides a file-scope
-    variable of that name, or None when it is neither (or a block-scope `extern`, which names the
-    file-scope variable itself)."""
-    node = identifier.parent
+    variable of that name, or None when it is neither, or a block-scope `extern` (which names the
+    file-scope variable itself), or what may be an expression rather than a declaration."""
+    node, chain = identifier.parent, set()
     while node.type.endswith("declarator"):
         if node.type in ("function_declarator", "abstract_function_declarator"):
             return None  # a function declared in a block
+        chain.add(node.type)
         node = node.parent
     holder = node
     if holder.type == "declaration":
         if HostSyntax.enclosing_function(holder) is None or any(
                 c.type == "storage_class_specifier" and c.text == b"extern" for c in holder.children):
+            return None
+        if _may_be_an_expression(holder, chain):
             return None
         # From the end of the declarator to the end of the block (or statement) that holds it: never past
         # the language's scope, which ends with the enclosing block.

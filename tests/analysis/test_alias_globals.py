@@ -197,6 +197,7 @@ void helper(float *feature_d) { feature_d = NULL; cudaFree(feature_d); }
 void local(void) { float *feature_d; cudaMalloc(&feature_d, 4); feature_d = feature_flipped_d; }
 void inner(void) { for (float *feature_d = NULL; feature_d;) { feature_d = feature_flipped_d; } }
 void lambda(void) { auto f = [](float *feature_d) { feature_d = NULL; }; f(NULL); }
+void typed(void) { float4 *feature_d = NULL; unsigned int *feature_flipped_d; (void)feature_d; (void)feature_flipped_d; }
 """
 
 
@@ -228,6 +229,9 @@ def test_a_function_that_uses_the_global_and_declares_its_namesake_defeats_it(tm
     ("struct Base {};\nstruct Holder : Base { void reset() { cudaFree(feature_d); } };", "inside a class"),
     ("namespace io { void reset(float *p) { feature_d = p; } }", "inside a namespace"),
     ("template <int feature_d> int scaled(int n) { return feature_d * n; }", "is declared again at line"),
+    # read as a declaration of a local feature_d, but with a variable `scale` it multiplies the global
+    ("int scale;\nvoid other(float *p) { scale * feature_d; feature_d = p; }", "is declared again at line"),
+    ("int scale;\nvoid other(float *p) { scale & feature_d; feature_d = p; }", "is declared again at line"),
 ])
 def test_a_name_the_proof_cannot_resolve_exactly_defeats_it(tmp_path, top, why):
     host = GLOBALS.replace("void release(void)", top + "\n\nvoid release(void)")
