@@ -158,10 +158,13 @@ def _may_be_an_expression(declaration: Node, declarators: set[str]) -> bool:
     """`n * v;` or `n & v;` (no initialiser) is a declaration of v only when n names a type, which the parser
     cannot know: with a variable n it is an expression that uses the file-scope v. A built-in type is
     surely a type."""
-    type_node = declaration.child_by_field_name("type")
-    surely_a_type = type_node is not None and type_node.type in ("primitive_type", "sized_type_specifier")
-    return not surely_a_type and "init_declarator" not in declarators and bool(
+    return not _surely_a_type(declaration) and "init_declarator" not in declarators and bool(
         declarators & {"pointer_declarator", "reference_declarator", "parenthesized_declarator"})
+
+
+def _surely_a_type(declaration: Node) -> bool:
+    type_node = declaration.child_by_field_name("type")
+    return type_node is not None and type_node.type in ("primitive_type", "sized_type_specifier")
 
 
 def _local_scope(identifier: Node) -> tuple[int, int] | None:
@@ -197,5 +200,7 @@ def _local_scope(identifier: Node) -> tuple[int, int] | None:
                 definition = definition.parent
             if definition.type == "function_definition":
                 return parameters.start_byte, definition.end_byte
+            if not _surely_a_type(holder) and "parenthesized_declarator" in chain:
+                return None  # `T x(f(v));` declares a function only when f is a type: else f(v) is a call
             return parameters.start_byte, parameters.end_byte  # a prototype's parameter
     return None

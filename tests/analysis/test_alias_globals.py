@@ -232,6 +232,9 @@ def test_a_function_that_uses_the_global_and_declares_its_namesake_defeats_it(tm
     # read as a declaration of a local feature_d, but with a variable `scale` it multiplies the global
     ("int scale;\nvoid other(float *p) { scale * feature_d; feature_d = p; }", "is declared again at line"),
     ("int scale;\nvoid other(float *p) { scale & feature_d; feature_d = p; }", "is declared again at line"),
+    # read as a prototype whose parameter has type feature_d: with a function reset, a call that may change it
+    ("void reset(float *&p);\nvoid other(void) { float *x(reset(feature_d)); (void)x; }",
+     "where the parser does not read it as a variable"),
 ])
 def test_a_name_the_proof_cannot_resolve_exactly_defeats_it(tmp_path, top, why):
     host = GLOBALS.replace("void release(void)", top + "\n\nvoid release(void)")
