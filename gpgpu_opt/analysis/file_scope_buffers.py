@@ -55,8 +55,7 @@ class FileScopeBuffers:
         return self._verdicts[name]
 
     def _top_level_declarations(self, name: str) -> list[Node]:
-        return [ident for ident in self.syntax.identifiers(name)
-                if declares(ident) and _declaration_of(ident).parent.type == "translation_unit"]
+        return [ident for ident in self.syntax.identifiers(name) if declares(ident) and _at_top_level(ident)]
 
     def _verdict_now(self, name: str) -> tuple[str | None, str]:
         syntax = self.syntax
@@ -132,9 +131,9 @@ class FileScopeBuffers:
             if shadow is not None:
                 return f"is used at {where} in a function that also declares a variable of that name " \
                        f"(at {syntax.where(shadow)})"
-            if syntax.broken(function) is not None:
-                return f"is used at {where} in a function the parser could not read " \
-                       f"(at {syntax.where(syntax.broken(function))})"
+            broken = syntax.broken(function)
+            if broken is not None:
+                return f"is used at {where} in a function the parser could not read (at {syntax.where(broken)})"
         node = use.parent
         while node is not None:
             if node.is_error:
@@ -144,6 +143,11 @@ class FileScopeBuffers:
                        "would hide the file-scope variable"
             node = node.parent
         return ""
+
+
+def _at_top_level(identifier: Node) -> bool:
+    declaration = _declaration_of(identifier)
+    return declaration.parent is not None and declaration.parent.type == "translation_unit"
 
 
 def _declaration_of(identifier: Node) -> Node:
