@@ -165,6 +165,10 @@ def test_a_use_that_only_reads_a_global_keeps_the_proof(tmp_path, change):
 
 @pytest.mark.parametrize("declaration, why", [
     ("extern float *feature_d;\nfloat *feature_d;", "is declared 2 times at file scope"),
+    # a header without a guard, included twice (C's tentative definitions; C++ rejects it)
+    ("static float *feature_d;\nstatic float *feature_d;", "is declared 2 times at file scope"),
+    ("thread_local float *feature_d;", "is declared with 'thread_local'"),
+    ("[[maybe_unused]] float *feature_d;", "is declared with '[[maybe_unused]]'"),
     ("__device__ float *feature_d;", "is declared with '__device__'"),
     ("__managed__ float *feature_d;", "is declared with '__managed__'"),
     ("float *feature_d[1];", "is not declared a plain pointer"),
