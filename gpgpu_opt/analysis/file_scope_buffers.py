@@ -33,7 +33,8 @@ from gpgpu_opt.analysis.host_calls import ALLOCATORS
 from gpgpu_opt.analysis.pointer_uses import SWAPPED, PointerUse, declares, initialised, why_not_plain_pointer
 from gpgpu_opt.frontend.host_syntax import HostSyntax, Node
 
-#: Where a use of the variable may resolve to something else than the file-scope declaration.
+#: Where a use of the name may resolve to a member or a namespace's variable (declared where the proof does not
+#: look: a base class, a system header), not the file-scope one: as a launch argument, another buffer.
 _HIDING_SCOPES = {"field_declaration_list": "a class", "namespace_definition": "a namespace"}
 
 
