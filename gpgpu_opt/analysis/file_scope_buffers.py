@@ -177,10 +177,12 @@ def _local_scope(identifier: Node) -> tuple[int, int] | None:
     variable of that name, or None when it is neither, or a block-scope `extern` (which names the
     file-scope variable itself), or what may be an expression rather than a declaration."""
     node, chain = identifier.parent, set()
+    start = identifier.end_byte  # the name is declared past its whole declarator (`T *v[n]`: n is not v)
     while node.type.endswith("declarator"):
         if node.type in ("function_declarator", "abstract_function_declarator"):
             return None  # a function declared in a block
         chain.add(node.type)
+        start = node.end_byte if node.type != "init_declarator" else start
         node = node.parent
     holder = node
     if holder.type == "declaration":
@@ -191,21 +193,21 @@ def _local_scope(identifier: Node) -> tuple[int, int] | None:
             return None
         # From the end of the declarator to the end of the block (or statement) that holds it: never past
         # the language's scope, which ends with the enclosing block.
-        return identifier.end_byte, holder.parent.end_byte
+        return start, holder.parent.end_byte
     if holder.type in ("parameter_declaration", "optional_parameter_declaration") \
             and holder.parent.type == "parameter_list":
         parameters = holder.parent
         owner = parameters.parent
         if owner.type == "lambda_declarator" and owner.parent.type == "lambda_expression":
-            return parameters.start_byte, owner.parent.end_byte
+            return start, owner.parent.end_byte
         if owner.type == "function_declarator":
             definition = owner
             while definition.parent is not None and definition.type.endswith("declarator") \
                     and HostSyntax.field_of(definition) == "declarator":
                 definition = definition.parent
             if definition.type == "function_definition":
-                return parameters.start_byte, definition.end_byte
+                return start, definition.end_byte
             if not _surely_a_type(holder) and "parenthesized_declarator" in chain:
                 return None  # `T x(f(v));` declares a function only when f is a type: else f(v) is a call
-            return parameters.start_byte, parameters.end_byte  # a prototype's parameter
+            return start, parameters.end_byte  # a prototype's parameter
     return None

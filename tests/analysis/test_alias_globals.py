@@ -218,6 +218,7 @@ def test_locals_and_parameters_of_the_same_name_in_other_functions_are_other_var
     "void both(void) { cudaFree(feature_d); float *feature_d = NULL; (void)feature_d; }",
     "void both(void) { { float *feature_d = NULL; (void)feature_d; } cudaFree(feature_d); }",
     "void both(void) { auto f = [](float *feature_d) { return feature_d; }; f(feature_d); }",
+    "void both(float *p) { float *feature_d[(feature_d = p, 1)]; (void)feature_d; }",   # the bound's is the global
 ])
 def test_a_function_that_uses_the_global_and_declares_its_namesake_defeats_it(tmp_path, function):
     host = GLOBALS.replace("void release(void)", function + "\n\nvoid release(void)")
@@ -233,6 +234,9 @@ def test_a_function_that_uses_the_global_and_declares_its_namesake_defeats_it(tm
     ("struct Base {};\nstruct Holder : Base { void reset() { cudaFree(feature_d); } };", "inside a class"),
     ("namespace io { void reset(float *p) { feature_d = p; } }", "inside a namespace"),
     ("template <int feature_d> int scaled(int n) { return feature_d * n; }", "is declared again at line"),
+    # the default argument is the file-scope variable, not the parameter declared after it
+    ("void other(float *&p = feature_d, float *feature_d = NULL);\n"
+     "void other(float *&p, float *feature_d) { p = feature_d; }", "in a way the proof does not know"),
     # read as a declaration of a local feature_d, but with a variable `scale` it multiplies the global
     ("int scale;\nvoid other(float *p) { scale * feature_d; feature_d = p; }", "is declared again at line"),
     ("int scale;\nvoid other(float *p) { scale & feature_d; feature_d = p; }", "is declared again at line"),
