@@ -65,7 +65,8 @@ class Buffers:
         """Does `name`, not a parameter of `function`, name a file-scope variable there? (Where the function
         declares its own, the function's verdict judges it; the file-scope verdict refuses a function that
         uses both.)"""
-        return self.file_scope.declared(name) and not any(declares(u) for u in self.syntax.identifiers(name, function))
+        return self.file_scope.declared(name) and not any(declares(use)
+                                                          for use in self.syntax.identifiers(name, function))
 
     def chains(self, function: Node, seen: tuple[int, ...] = ()) -> list[CallChain]:
         """Every chain of calls that reaches `function`, followed while its functions are only called

@@ -8,9 +8,9 @@ a buffer of its own (a whitelist) when:
   `extern` (another translation unit may change it), with no storage class but `static`, no attribute and
   no CUDA qualifier (`__device__ T *v` lives on the device, where a kernel may change it);
 - every identifier spelled like it, in all the host code as preprocessed, is either
-  - a local variable or parameter of that name, or a use of one inside its scope (a use outside every such
-    scope, in a function or lambda that declares one, is refused: exact name resolution there is not
-    worth the risk), or
+  - a local variable or parameter of that name, or a use of one inside its scope, from the end of its
+    declarator to the end of its block or function (never further than C++'s scope; a use outside every
+    such scope in a function that declares one, in any block or lambda, is refused all the same), or
   - a use of the file-scope variable that pointer_uses.py reads as 'read' or 'allocated' (`v = NULL`
     included), in a free function or a file-scope initialiser: not in a class (a member of that name
     would hide it), a namespace, or code the parser could not read;

@@ -81,7 +81,8 @@ def test_globals_allocated_in_one_function_and_launched_in_another_prove_it(tmp_
 
 
 def test_a_global_buffer_is_aligned_as_its_allocation(tmp_path):
-    program = _program(tmp_path, GLOBALS.replace("(feature_flipped_d, feature_d,", "(feature_flipped_d, feature_d + 64,"))
+    offset = GLOBALS.replace("(feature_flipped_d, feature_d,", "(feature_flipped_d, feature_d + 64,")
+    program = _program(tmp_path, offset)
     site = read_launches(program.kernels[0], program).sites[0]
     assert site.owners == {"input": "feature_flipped_d", "output": "feature_d"}
     assert base_alignment(program.kernels[0], program) == {"input": 256, "output": 256}
@@ -126,7 +127,8 @@ def test_a_global_and_a_local_buffer_of_the_launching_function_are_distinct(tmp_
 
 def test_a_global_reallocated_in_a_loop_is_still_its_own_buffer(tmp_path):
     host = GLOBALS.replace("    run(1024, 8);", "    for (int r = 0; r < 3; r++) {\n        cudaFree(feature_d);\n"
-                           "        cudaMalloc((void **)&feature_d, 1024 * 8 * sizeof(float));\n        run(1024, 8);\n    }")
+                           "        cudaMalloc((void **)&feature_d, 1024 * 8 * sizeof(float));\n"
+                           "        run(1024, 8);\n    }")
     facts = _facts(tmp_path, host)
     assert facts.restrict, facts.why_not
 
@@ -135,7 +137,8 @@ def test_a_global_reallocated_in_a_loop_is_still_its_own_buffer(tmp_path):
     ("    feature_d = feature_flipped_d;", "'feature_d' for 'output' is assigned at line"),
     ("    feature_d = features_h;", "is assigned at line"),
     ("    void **p = (void **)&feature_d;\n    cudaMalloc(p, 64);", "has its address taken at line"),
-    ("    float **p = &feature_flipped_d;\n    *p = feature_d;", "'feature_flipped_d' for 'input' has its address taken"),
+    ("    float **p = &feature_flipped_d;\n    *p = feature_d;",
+     "'feature_flipped_d' for 'input' has its address taken"),
     ("    float *&r = feature_d;\n    r = feature_flipped_d;", "has a reference bound to it"),
     ("    std_swap(feature_d, feature_flipped_d);", "is passed to std_swap"),
     ("    { float *t = feature_d; feature_d = feature_flipped_d; feature_flipped_d = t; }",
@@ -201,7 +204,7 @@ void helper(float *feature_d) { feature_d = NULL; cudaFree(feature_d); }
 void local(void) { float *feature_d; cudaMalloc(&feature_d, 4); feature_d = feature_flipped_d; }
 void inner(void) { for (float *feature_d = NULL; feature_d;) { feature_d = feature_flipped_d; } }
 void lambda(void) { auto f = [](float *feature_d) { feature_d = NULL; }; f(NULL); }
-void typed(void) { float4 *feature_d = NULL; unsigned int *feature_flipped_d; (void)feature_d; (void)feature_flipped_d; }
+void typed(void) { float4 *feature_d = NULL; unsigned *feature_flipped_d; (void)feature_d; (void)feature_flipped_d; }
 """
 
 
