@@ -16,6 +16,12 @@ preprocessor has expanded every macro; no other function can reach it without it
 so two arguments that name different accepted variables point into different allocations (C forbids
 pointer arithmetic that leaves one).
 
+An argument may also name a file-scope pointer variable (`float *feature_d;`, allocated in one function and
+launched with in another): file_scope_buffers.py accepts it when every use of its name in the whole program
+is one of the uses above (allocated, read, `= NULL`), with exact name resolution against the locals and
+parameters named like it. It is distinct from every other buffer, and named by itself through any chain of
+calls, so that one variable passed to two parameters is one buffer.
+
 The file's own functions count as known calls where the call surely reaches them (host_calls.py): passing
 v to a parameter declared `T *p` (by value) reads v; `T *v = alloc<T>(n)` and `v = alloc<T>(n);` allocate v
 when `alloc` only declares a local pointer, allocates it and returns it. A launch argument that is a
@@ -32,9 +38,10 @@ modified). Every launch of the kernel must be read: a kernel also named elsewher
 macro, a template argument) is refused, except as the kernel argument of a runtime call that sets or reads
 its attributes (`cudaFuncSetCacheConfig(k, ...)`, which launches nothing).
 
-Assumed, for kernels and the host functions alike: the file with its includes is the whole program (no
-other translation unit launches the kernel or calls the functions followed, and no function outside the
-user's files shares a name with one of them).
+Assumed, for kernels, host functions and file-scope variables alike: the file with its includes is the
+whole program (no other translation unit launches the kernel, calls the functions followed or changes a
+file-scope buffer through an `extern` declaration, and no function outside the user's files shares a name
+with one of them).
 """
 from __future__ import annotations
 
@@ -76,7 +83,9 @@ class SiteBuffers:
     variable whose own allocation its argument points into, or why that is not known."""
     line: int
     args: list[str]
-    buffers: dict[str, str] = field(default_factory=dict)   # allocated in the launching function itself
+    # a variable of the launching function, allocated there, or a file-scope buffer: only allocations (256-byte
+    # aligned) or NULL
+    buffers: dict[str, str] = field(default_factory=dict)
     why: dict[str, str] = field(default_factory=dict)
     # every pointer parameter whose buffer is known, through the calls of `via` where the argument is a
     # parameter of the launching function: equal strings for one buffer, different ones for distinct buffers
@@ -180,7 +189,7 @@ def _site(launch, function: Node, chain: CallChain, kernel: Kernel, buffers: Buf
             else:
                 site.owners[p.name] = owner
                 if owner == syntax.text_of(named_variable(launch.args[k], syntax)):
-                    site.buffers[p.name] = owner   # a variable of the launching function
+                    site.buffers[p.name] = owner   # a variable of the launching function, or of file scope
     return site
 
 

@@ -1,7 +1,7 @@
 """How far each pointer parameter of a kernel is known to be aligned, in bytes, at every launch.
 
 `cudaMalloc` and friends return addresses aligned to 256 bytes. A launch argument that names such a buffer
-(aliasing.py's `read_launches`: allocated in the launching function, never reassigned or passed on)
+(aliasing.py's `read_launches`: allocated in the launching function or a file-scope buffer, never reassigned)
 is 256-byte aligned; `buf + k` or `&buf[k]` with an integer literal k, where `buf` is declared a pointer to
 the parameter's element type, is aligned to the largest power of two dividing both 256 and k * element size.
 Anything else (no launch in the file, a launch hidden in a macro, a parameter of the launching function) is

@@ -2,18 +2,21 @@
 
 A variable of a function is a buffer when it is declared a plain pointer there, allocated there (by an
 allocator, or from a user allocation helper: host_calls.py), and every use of it in that function is one the
-proof understands (_Use). A parameter of a helper function that launches a kernel is followed back through
-every direct call of the helper (CallChain) to the buffer each call passes. Two buffers named differently
-(with their function) hold different allocations.
+proof understands (PointerUse). A file-scope variable is a buffer by the rules of file_scope_buffers.py.
+A parameter of a helper function that launches a kernel is followed back through every direct call of the
+helper (CallChain) to the buffer each call passes. Two buffers named differently (a function's with its
+function, a file-scope one by itself) hold different allocations.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from gpgpu_opt.analysis.host_calls import (ALLOCATORS, POINTER_READERS, allocator_target, arguments_of, callee_name,
-                                           has, is_launch, is_null, parameter_index, plain_pointer_parameter,
-                                           signature, user_functions, value_of)
+from gpgpu_opt.analysis.host_calls import (ALLOCATORS, arguments_of, has, parameter_index, plain_pointer_parameter,
+                                           signature, user_functions)
+from gpgpu_opt.analysis.file_scope_buffers import FileScopeBuffers
+from gpgpu_opt.analysis.pointer_uses import (SWAPPED, PointerUse, declares, initialised, scope_of, shortened,
+                                             why_not_plain_pointer)
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.host_syntax import HostSyntax, Node
 
@@ -56,6 +59,14 @@ class Buffers:
         self._verdicts: dict[tuple[int, str], tuple[str | None, str]] = {}
         self._passed: dict[tuple[int, str], str] = {}
         self._followed: dict[int, str] = {}
+        self.file_scope = FileScopeBuffers(syntax)
+
+    def _names_file_scope(self, name: str, function: Node) -> bool:
+        """Does `name`, not a parameter of `function`, name a file-scope variable there? (Where the function
+        declares its own, the function's verdict judges it; the file-scope verdict refuses a function that
+        uses both.)"""
+        return self.file_scope.declared(name) and not any(declares(use)
+                                                          for use in self.syntax.identifiers(name, function))
 
     def chains(self, function: Node, seen: tuple[int, ...] = ()) -> list[CallChain]:
         """Every chain of calls that reaches `function`, followed while its functions are only called
@@ -86,13 +97,16 @@ class Buffers:
 
     def owner(self, arg: Node, function: Node, chain: CallChain, depth: int) -> tuple[str | None, str]:
         """The buffer argument `arg` of a call or launch in `function` points into, `depth` calls up
-        `chain`: a variable of the function named by itself (depth 0) or with its function's name, followed
-        through the calls of the chain where it is a parameter; or None and why not."""
+        `chain`: a variable of the function named by itself (depth 0) or with its function's name, a
+        file-scope variable named by itself, followed through the calls of the chain where it is a parameter;
+        or None and why not."""
         syntax = self.syntax
         variable = named_variable(arg, syntax)
         if variable is None:
             return None, "is not a device buffer variable"
         name = syntax.text_of(variable)
+        if name not in syntax.parameter_names(function) and self._names_file_scope(name, function):
+            return self.file_scope.verdict(name)  # one name for the buffer, wherever it is passed
         if name not in syntax.parameter_names(function):
             buffer, why = self.named_by(arg, function)
             if buffer is None or depth == 0:
@@ -112,7 +126,7 @@ class Buffers:
         owner, why = self.owner(args[index], syntax.enclosing_function(call), chain, depth + 1)
         if owner is None:
             return None, f"is a parameter of {where}, and at its call at {syntax.where(call)} " \
-                         f"'{_short(syntax.text_of(args[index]))}' {why}"
+                         f"'{shortened(syntax.text_of(args[index]))}' {why}"
         return owner, ""
 
     def _why_not_followed(self, function: Node, name: str | None) -> str:
@@ -160,12 +174,12 @@ class Buffers:
         for use in syntax.identifiers(name, function):
             if use == parameter:
                 continue
-            if _declares(use):
+            if declares(use):
                 return f"declared again at {syntax.where(use)}"
-            how = _Use(syntax, use).verdict()
+            how = PointerUse(syntax, use).verdict()
             if how == "allocated":
                 return f"allocated again at {syntax.where(use)}"
-            if how.startswith(_SWAPPED):
+            if how.startswith(SWAPPED):
                 return f"that is {how} at {syntax.where(use)}"
             if how != "read":
                 return f"that {how}"
@@ -213,17 +227,17 @@ class Buffers:
         if unread:
             return None, f"is named at line {unread[0]} where the parser does not read it as a variable"
         uses = syntax.identifiers(name, function)
-        declarations = [u for u in uses if _declares(u)]
+        declarations = [u for u in uses if declares(u)]
         if not declarations:
             return None, f"is not allocated with {ALLOCATORS[0]} in the function that launches the kernel " \
                          "(it is not declared there)"
         if len(declarations) > 1:
             return None, f"is declared again at {syntax.where(declarations[1])}"
-        why = self._plain_pointer(declarations[0])
+        why = why_not_plain_pointer(declarations[0], syntax)
         if why:
             return None, why
-        scope = _scope_of(declarations[0])
-        allocated = _initialised(declarations[0], syntax)
+        scope = scope_of(declarations[0])
+        allocated = initialised(declarations[0], syntax)
         for use in uses:
             if use == declarations[0]:
                 continue
@@ -231,190 +245,16 @@ class Buffers:
                 # before its declaration, or past the end of its block: another variable of that name
                 return None, f"names another variable at {syntax.where(use)} (outside the scope of the " \
                              f"declaration at {syntax.where(declarations[0])})"
-            how = _Use(syntax, use).verdict()
+            how = PointerUse(syntax, use).verdict()
             if how == "allocated":
                 allocated = True
-            elif how.startswith(_SWAPPED):
-                partners.add(how[len(_SWAPPED):])
+            elif how.startswith(SWAPPED):
+                partners.add(how[len(SWAPPED):])
             elif how != "read":
                 return None, how
         if not allocated:
             return None, f"is not allocated with {ALLOCATORS[0]} in the function that launches the kernel"
         return name, ""
-
-    def _plain_pointer(self, name: Node) -> str:
-        """Why the declaration of `name` is not `T *name;` or `T *name = NULL;` ('' when it is)."""
-        syntax = self.syntax
-        declarator = name.parent
-        if declarator.type != "pointer_declarator" or HostSyntax.field_of(name) != "declarator":
-            return f"is not declared a plain pointer (at {syntax.where(name)})"
-        holder = declarator.parent
-        if holder.type == "init_declarator" and HostSyntax.field_of(declarator) == "declarator":
-            value = holder.child_by_field_name("value")
-            if not is_null(value, syntax) and not user_functions(syntax).is_fresh_allocation(value):
-                return f"is initialised with another pointer than NULL or a new allocation at {syntax.where(name)}"
-            holder = holder.parent
-        elif HostSyntax.field_of(declarator) != "declarator":
-            holder = None
-        if holder is None or holder.type != "declaration":
-            return f"is not declared a plain pointer (at {syntax.where(name)})"
-        if any(c.type == "storage_class_specifier" and c.text == b"extern" for c in holder.children):
-            return f"is declared extern at {syntax.where(name)}: other functions may change it"
-        return ""
-
-
-class _Use:
-    """One use of a variable: 'read', 'allocated' (the first argument of an allocator, `&v`), or why it may
-    change what the variable holds."""
-
-    def __init__(self, syntax: HostSyntax, identifier: Node):
-        self.syntax = syntax
-        self.identifier = identifier
-        self.at = syntax.where(identifier)
-
-    def verdict(self) -> str:
-        root = value_of(self.identifier)
-        if root is None:
-            return "read"  # a discarded comma operand, a condition of ?:
-        parent, place = root.parent, HostSyntax.field_of(root)
-        kind = parent.type
-        if kind in _READING_PARENTS or (kind in ("for_statement", "do_statement") and place == "condition"):
-            return "read"
-        if kind == "cast_expression":
-            return "read" if not has(parent.child_by_field_name("type"), "abstract_reference_declarator") \
-                else f"is cast to a reference at {self.at}"
-        if kind == "assignment_expression":
-            return self._assignment(parent, place)
-        if kind == "update_expression":
-            return f"is assigned at {self.at} ({self.syntax.text_of(parent)})"
-        if kind == "pointer_expression":
-            return self._address_or_dereference(parent)
-        if kind == "subscript_expression" and place == "argument":
-            return self._element(parent)
-        if kind == "argument_list":
-            return self._argument(parent)
-        if kind == "init_declarator" and place == "value":
-            return f"has a reference bound to it at {self.at}" if _binds_reference(parent) else "read"
-        if kind == "lambda_capture_specifier":
-            return f"is captured by name in a lambda at {self.at}"
-        return f"is used at {self.at} in a way the proof does not know ('{_short(self.syntax.text_of(parent))}')"
-
-    def _assignment(self, assignment: Node, place: str | None) -> str:
-        if place == "right":
-            return "read"
-        operator = assignment.child_by_field_name("operator")
-        if operator is not None and operator.type == "=" and is_null(assignment.child_by_field_name("right"),
-                                                                      self.syntax):
-            return "read"  # a null pointer is no other buffer
-        if operator is not None and operator.type == "=" and assignment.parent.type == "expression_statement" \
-                and user_functions(self.syntax).is_fresh_allocation(assignment.child_by_field_name("right")):
-            return "allocated"  # `v = alloc<float>(n);`: a new allocation, as cudaMalloc(&v, ...) stores
-        partner = _swap_partner(assignment, self.syntax) if place == "left" else None
-        if partner is not None:
-            return _SWAPPED + partner
-        return f"is assigned at {self.at}"
-
-    def _address_or_dereference(self, expression: Node) -> str:
-        operator = expression.child_by_field_name("operator")
-        if operator is not None and operator.type == "&":
-            return "allocated" if allocator_target(expression, self.syntax) \
-                else f"has its address taken at {self.at}"
-        return f"is dereferenced on the host at {self.at}"
-
-    def _element(self, element: Node) -> str:
-        """`v[e]`: `&v[e]` is a pointer into v's allocation; reading an element leaves v as it is; writing
-        one (or anything else) is not understood."""
-        root = value_of(element)
-        if root is None:
-            return "read"
-        parent, place = root.parent, HostSyntax.field_of(root)
-        if parent.type == "pointer_expression" and parent.child_by_field_name("operator").type == "&":
-            return "read"
-        if parent.type in _READING_PARENTS or (parent.type == "assignment_expression" and place == "right"):
-            return "read"
-        if parent.type == "argument_list" and self._argument(parent) == "read":
-            return "read"
-        return f"has an element used at {self.at} in a way the proof does not know " \
-               f"('{_short(self.syntax.text_of(parent))}')"
-
-    def _argument(self, arguments: Node) -> str:
-        call = arguments.parent
-        function = call.child_by_field_name("function") if call.type == "call_expression" else None
-        if function is None:
-            return f"is used at {self.at} in a way the proof does not know ('{_short(self.syntax.text_of(call))}')"
-        if is_launch(call):
-            return "read"  # a kernel takes its arguments by value
-        callee = self.syntax.text_of(function)
-        if function.type == "identifier" and callee in POINTER_READERS:
-            return "read"
-        name = callee_name(call, self.syntax)
-        position = next(k for k, a in enumerate(arguments_of(call)) if a.start_byte <= self.identifier.start_byte
-                        and self.identifier.end_byte <= a.end_byte) if name is not None else None
-        if name is not None and user_functions(self.syntax).takes_pointer_by_value(name, position):
-            return "read"  # the file's own function gets a copy of the pointer
-        return f"is passed to {_short(callee)} at {self.at}, which may change it"
-
-
-#: The verdict of an assignment that is half of a swap, followed by the other variable's name.
-_SWAPPED = "swapped with "
-
-
-def _swap_partner(assignment: Node, syntax: HostSyntax) -> str | None:
-    """The variable `v` is exchanged with when `v = ...` is the second or third statement of a swap,
-    `T *t = a; a = b; b = t;` (three statements in a row of one block; t a pointer used nowhere else)."""
-    statement = assignment.parent
-    block = statement.parent
-    if statement.type != "expression_statement" or block is None or block.type != "compound_statement":
-        return None
-    siblings = [c for c in block.named_children if c.type != "comment"]
-    k = next(i for i, c in enumerate(siblings) if c == statement)
-    for first in (k - 1, k - 2):
-        swapped = _swap(siblings[first:first + 3], syntax) if first >= 0 else None
-        if swapped is not None:
-            return swapped[1] if first == k - 1 else swapped[0]
-    return None
-
-
-def _swap(statements: list[Node], syntax: HostSyntax) -> tuple[str, str] | None:
-    """(a, b) when the statements are `T *t = a; a = b; b = t;`."""
-    if len(statements) != 3 or statements[0].type != "declaration":
-        return None
-    declarators = statements[0].children_by_field_name("declarator")
-    if len(declarators) != 1 or declarators[0].type != "init_declarator" \
-            or any(c.type == "storage_class_specifier" for c in statements[0].children):
-        return None
-    pointer, value = declarators[0].child_by_field_name("declarator"), declarators[0].child_by_field_name("value")
-    temporary = pointer.child_by_field_name("declarator") if pointer.type == "pointer_declarator" else None
-    if temporary is None or temporary.type != "identifier" or value is None or value.type != "identifier":
-        return None
-    pairs = [_plain_assignment(s, syntax) for s in statements[1:]]
-    t, a = syntax.text_of(temporary), syntax.text_of(value)
-    if None in pairs or pairs[0][0] != a or pairs[1][1] != t:
-        return None
-    b = pairs[0][1]
-    if b != pairs[1][0] or len({t, a, b}) != 3:
-        return None
-    if len(syntax.identifiers(t, statements[0].parent)) != 2:
-        return None  # the temporary is used elsewhere
-    return a, b
-
-
-def _plain_assignment(statement: Node, syntax: HostSyntax) -> tuple[str, str] | None:
-    """(x, y) when the statement is `x = y;` with two plain names."""
-    expression = statement.named_children[0] if statement.type == "expression_statement" \
-        and statement.named_child_count == 1 else None
-    if expression is None or expression.type != "assignment_expression" \
-            or expression.child_by_field_name("operator").type != "=":
-        return None
-    left, right = expression.child_by_field_name("left"), expression.child_by_field_name("right")
-    if left.type != "identifier" or right.type != "identifier":
-        return None
-    return syntax.text_of(left), syntax.text_of(right)
-
-
-#: Parents for which a (parenthesized) value is only read.
-_READING_PARENTS = {"binary_expression", "unary_expression", "condition_clause", "sizeof_expression",
-                    "expression_statement"}
 
 
 def named_variable(arg: Node, syntax: HostSyntax) -> Node | None:
@@ -440,43 +280,3 @@ def named_variable(arg: Node, syntax: HostSyntax) -> Node | None:
             return None
         if node is None:
             return None
-
-
-def _binds_reference(init: Node) -> bool:
-    """Does `T d = v` bind a reference to v? Certainly with `&` in the declarator or decltype in the type;
-    possibly when the declared name (not a pointer) has a type the proof cannot see through (a typedef)."""
-    declaration = init.parent
-    type_node = declaration.child_by_field_name("type") if declaration is not None else None
-    declarator = init.child_by_field_name("declarator")
-    if declarator is None or type_node is None or has(declarator, "reference_declarator") or has(type_node, "decltype"):
-        return True
-    if declarator.type in ("pointer_declarator", "array_declarator"):
-        return False  # a pointer (or array) is a copy, whatever T is
-    return type_node.type not in ("primitive_type", "sized_type_specifier", "placeholder_type_specifier")
-
-
-def _initialised(name: Node, syntax: HostSyntax) -> bool:
-    """Is the declared pointer `name` initialised with a new allocation (`T *v = alloc<T>(n)`)?"""
-    holder = name.parent.parent
-    return holder.type == "init_declarator" and user_functions(syntax).is_fresh_allocation(
-        holder.child_by_field_name("value"))
-
-
-def _scope_of(name: Node) -> Node:
-    """The block (or for statement, condition) a declared name is visible in, to its end."""
-    node = name.parent
-    while node.type != "declaration":
-        node = node.parent
-    return node.parent
-
-
-def _declares(identifier: Node) -> bool:
-    """Is this identifier the name a declarator introduces?"""
-    parent = identifier.parent
-    return HostSyntax.field_of(identifier) == "declarator" or parent.type in (
-        "reference_declarator", "structured_binding_declarator")
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -28,7 +28,7 @@ ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocPitch", "cudaMallocA
 #: Host calls that read a device pointer variable without changing it.
 POINTER_READERS = ("cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpy2D", "cudaMemset", "cudaMemsetAsync", "cudaFree",
                    "cudaFreeAsync", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemPrefetchAsync",
-                   "printf", "fprintf")
+                   "cudaBindTexture", "cudaBindTexture2D", "printf", "fprintf")
 #: Runtime calls that take a kernel (at this argument position) to set or read its attributes, never to
 #: launch it. Each leaves the kernel correct whatever a pass does to it or to its launch (a cache preference,
 #: a query whose answer the program may use only at run time).

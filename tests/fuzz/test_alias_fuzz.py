@@ -3,7 +3,9 @@ proved alias-free, and programs that only read their buffers are.
 
 The generator is the ground truth: it tracks, for each buffer variable, the allocations it may hold after
 each statement (an aliasing spelling copies one variable's set into another; a conditional one adds to it),
-so it knows whether the launch `k(X, Y)` may pass one allocation twice, whatever the proof says.
+so it knows whether the launch `k(X, Y)` may pass one allocation twice, whatever the proof says. The buffer
+variables are locals of main, or file-scope variables that a function of their own allocates (and that
+other functions may then change).
 
 CI runs a few dozen examples; the large run is
     FUZZ_EXAMPLES=5000 python -m pytest tests/fuzz/test_alias_fuzz.py -q
@@ -40,6 +42,7 @@ class Host:
     holds: dict[str, set[int]] = field(default_factory=dict)
     safe: bool = True                                      # only uses the proof should accept
     fresh: int = 0
+    file_scope: bool = False                               # the buffers are file-scope variables
 
     def allocate(self, v: str) -> None:
         self.fresh += 1
@@ -95,12 +98,26 @@ def _allocation_helper(h, a, b, k):
 
 
 def _exchange(h, a, b, k):
-    """The ping-pong swap of iterative stencils (hotspot3D): the two keep distinct buffers."""
+    """The ping-pong swap of iterative stencils (hotspot3D): the two keep distinct buffers (file-scope
+    buffers may not be swapped: the proof refuses it, which is no miscompile)."""
     h.body.append(f"{{ float *t{k} = {a}; {a} = {b}; {b} = t{k}; }}")
     h.holds[a], h.holds[b] = h.holds[b], h.holds[a]
+    h.safe = h.safe and not h.file_scope
 
 
-SAFE = [_exchange, _memcpy, _memset, _check, _print, _copy_out, _reallocate, _read_in_lambda, _user_reader, _allocation_helper]
+def _shadowing_parameter(h, a, b, k):
+    """A function's parameter named like a buffer is another variable: assigning it leaves the buffer."""
+    h.define(f"void touch_{b}_{k}(float *{b}) {{ {b} = {a if h.file_scope else 'NULL'}; (void){b}; }}")
+    h.body.append(f"touch_{b}_{k}(NULL);")
+
+
+def _shadowing_local(h, a, b, k):
+    h.define(f"void local_{b}_{k}(void) {{ float *{b} = NULL; cudaMalloc((void **)&{b}, 4); {b} = "
+             f"{a if h.file_scope else 'NULL'}; (void){b}; }}")
+    h.body.append(f"local_{b}_{k}();")
+
+
+SAFE = [_shadowing_parameter, _shadowing_local, _exchange, _memcpy, _memset, _check, _print, _copy_out, _reallocate, _read_in_lambda, _user_reader, _allocation_helper]
 
 
 # Statements after which `b` may hold what `a` holds (each an aliasing spelling), or that the proof cannot
@@ -230,7 +247,32 @@ def _wrong_exchange(h, a, b, k):
     h.copy(a, b)
 
 
-ALIASING = [_half_exchange, _wrong_exchange, _returning_helper, _pool_helper, _assign, _reference, _auto_reference, _macro, _helper, _swap, _pointer_to_pointer, _comma,
+def _elsewhere(h, a, b, k):
+    """Another function assigns the buffer (a file-scope one: for locals, that function names another
+    variable, which the ground truth says too)."""
+    h.define(f"void share_{b}_{a}_{k}(float *{a}) {{ {b} = {a}; }}")
+    h.body.append(f"share_{b}_{a}_{k}({a});")
+    if h.file_scope:
+        h.copy(b, a)
+
+
+def _block_extern(h, a, b, k):
+    """`extern` in a block names the file-scope variable itself."""
+    h.define(f"void extern_{b}_{k}(float *p) {{ extern float *{b}; {b} = p; }}")
+    h.body.append(f"extern_{b}_{k}({a});")
+    if h.file_scope:
+        h.copy(b, a)
+
+
+def _shadow_then_global(h, a, b, k):
+    """A function declares its own variable of the name in a block, then assigns the file-scope one."""
+    h.define(f"void after_{b}_{k}(float *p) {{ {{ float *{b} = NULL; (void){b}; }} {b} = p; }}")
+    h.body.append(f"after_{b}_{k}({a});")
+    if h.file_scope:
+        h.copy(b, a)
+
+
+ALIASING = [_elsewhere, _block_extern, _shadow_then_global, _half_exchange, _wrong_exchange, _returning_helper, _pool_helper, _assign, _reference, _auto_reference, _macro, _helper, _swap, _pointer_to_pointer, _comma,
             _comma_lvalue, _lambda, _ternary_lvalue, _conditional, _through_copy, _ifdef, _helper_allocation,
             _vexing_reference, _struct, _host_only, _operator]
 
@@ -250,7 +292,7 @@ def _spell(draw, h: Host, v: str) -> tuple[str, set[int]]:
 @st.composite
 def hosts(draw):
     names = ["dA", "dB", "dC"][:draw(st.integers(2, 3))]
-    h = Host(names)
+    h = Host(names, file_scope=draw(st.booleans()))
     for v in names:
         h.allocate(v)
     for k in range(draw(st.integers(0, 5))):
@@ -264,8 +306,11 @@ def hosts(draw):
         y = x  # one buffer for both: the plain case of aliasing
     h.safe = h.safe and x != y
     (x_text, x_holds), (y_text, y_holds) = _spell(draw, h, x), _spell(draw, h, y)
-    declarations = ", ".join(f"*{v} = NULL" for v in names)
+    declarations = "float " + ", ".join(f"*{v} = NULL" for v in names) + ";"
     allocations = "\n    ".join(f"cudaMalloc((void **)&{v}, bytes);" for v in names)
+    if h.file_scope:  # kmeans' style: file-scope buffers, allocated by a function of their own
+        h.top.insert(0, f"{declarations}\n\nvoid allocate(size_t bytes)\n{{\n    {allocations}\n}}")
+        declarations, allocations = "", "allocate(bytes);"
     body = "\n    ".join(h.body)
     launch = f"k<<<1, 64>>>({x_text}, {y_text}, n);"
     how = draw(st.sampled_from(["direct", "helper", "aliasing helper"]))
@@ -285,7 +330,7 @@ int main(void)
     int n = 64;
     size_t bytes = n * sizeof(float);
     float host[64] = {{0}};
-    float {declarations};
+    {declarations}
     {allocations}
     {body}
     {launch}
