@@ -2,6 +2,8 @@
 under thread-dependent control flow, and no barrier directly follows another."""
 from __future__ import annotations
 
+import functools
+
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import ids_in, is_call_to, walk
@@ -48,11 +50,19 @@ def check_kernel(func: c_ast.FuncDef, struct_names=()) -> None:
     text = CudaGenerator(cuda_spellings=False).visit(func)
     declared = "".join(f"typedef struct {n} {n};\n" for n in struct_names if n.isidentifier())
     try:
-        parse_c(declared + text, "<check>")
+        _parses(declared + text)
     except Exception as err:  # noqa: BLE001 - any failure means the pass broke the kernel
         raise SanityError(f"the kernel no longer parses: {err}") from None
     thread_vars = _thread_variables(func)
     _check_barriers(func.body, thread_vars, divergent=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parses(text: str) -> None:
+    """Raise if `text` does not parse. Only success is remembered (an exception is not cached, so a failing
+    text fails again with its own message): every pass's check of an unchanged kernel prints the same text,
+    and parsing it again was most of the check's time."""
+    parse_c(text, "<check>")
 
 
 def _check_barriers(node, thread_vars, divergent: bool) -> None:
