@@ -50,7 +50,7 @@ def tokenize(text: str) -> list[Token]:
     return list(_scanned(text))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def _scanned(text: str) -> tuple[Token, ...]:
     """The tokens of `text` (a function of the text alone; `Token` is frozen, so results are shared)."""
     tokens: list[Token] = []
