@@ -24,18 +24,26 @@ def _thread_dependent(cond: c_ast.Node, thread_vars: set[str]) -> bool:
 
 
 def _thread_variables(func: c_ast.FuncDef) -> set[str]:
-    """Locals whose value may differ between the threads of a block (a conservative closure)."""
+    """Locals whose value may differ between the threads of a block (a conservative closure). The closure
+    is the least fixed point of a monotone rule (a target joins once its value reads a dependent name or
+    memory), so it does not depend on the order the definitions are visited in: each definition is read
+    from the tree once, then the rule is applied to the list until nothing changes."""
+    definitions = []
+    for n in walk(func.body):
+        if isinstance(n, c_ast.Decl) and n.init is not None:
+            target, value = n.name, n.init
+        elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
+            target, value = n.lvalue.name, n.rvalue
+        else:
+            continue
+        if target:
+            definitions.append((target, ids_in(value), _reads_memory(value)))
     dependent = {"threadIdx"}
     changed = True
     while changed:
         changed = False
-        for n in walk(func.body):
-            target, value = None, None
-            if isinstance(n, c_ast.Decl) and n.init is not None:
-                target, value = n.name, n.init
-            elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
-                target, value = n.lvalue.name, n.rvalue
-            if target and target not in dependent and (ids_in(value) & dependent or _reads_memory(value)):
+        for target, reads, loads in definitions:
+            if target not in dependent and (reads & dependent or loads):
                 dependent.add(target)
                 changed = True
     return dependent
