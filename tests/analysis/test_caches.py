@@ -122,3 +122,13 @@ def test_a_text_that_does_not_parse_fails_every_time_and_a_good_kernel_passes_ev
         checks.check_kernel(k.funcdef)
         with pytest.raises(Exception, match="before"):           # failures are never cached
             checks._parses("int f(void) { int x = ; }")
+
+
+def test_stencil_offsets_cached_equal_computed():
+    from gpgpu_opt.analysis.footprint import _offsets
+    j, i = iterator_symbol("j"), iterator_symbol("i")
+    args = (j - 1, i - 2, ("j", "i"), ((0, 1, 2), (0, 1, 2, 3, 4)))
+    expected = {(dy - 1, dx - 2) for dy in range(3) for dx in range(5)}
+    assert _offsets(*args) == _offsets.__wrapped__(*args) == expected
+    assert _offsets(*args) == expected                            # from the cache
+    assert _offsets(j - 1, i - 2, ("j", "i"), ((0, 1), (0, 1, 2, 3, 4))) != expected   # other loop values
