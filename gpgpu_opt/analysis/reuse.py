@@ -25,7 +25,7 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
                           None if threads is None else tuple(tuple(t) for t in threads), tuple(block_id))
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=128)
 def _elements_read(index: sympy.Expr, loop_fields: tuple, subs_items: frozenset, block: tuple[int, int],
                    threads: tuple | None, block_id: tuple[int, int]) -> frozenset[int]:
     """`_footprint` of the values it reads, and of nothing else: the subscript, each enclosing loop's
