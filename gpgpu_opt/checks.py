@@ -2,6 +2,8 @@
 under thread-dependent control flow, and no barrier directly follows another."""
 from __future__ import annotations
 
+import functools
+
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import ids_in, is_call_to, walk
@@ -22,18 +24,26 @@ def _thread_dependent(cond: c_ast.Node, thread_vars: set[str]) -> bool:
 
 
 def _thread_variables(func: c_ast.FuncDef) -> set[str]:
-    """Locals whose value may differ between the threads of a block (a conservative closure)."""
+    """Locals whose value may differ between the threads of a block (a conservative closure). The closure
+    is the least fixed point of a monotone rule (a target joins once its value reads a dependent name or
+    memory), so it does not depend on the order the definitions are visited in: each definition is read
+    from the tree once, then the rule is applied to the list until nothing changes."""
+    definitions = []
+    for n in walk(func.body):
+        if isinstance(n, c_ast.Decl) and n.init is not None:
+            target, value = n.name, n.init
+        elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
+            target, value = n.lvalue.name, n.rvalue
+        else:
+            continue
+        if target:
+            definitions.append((target, ids_in(value), _reads_memory(value)))
     dependent = {"threadIdx"}
     changed = True
     while changed:
         changed = False
-        for n in walk(func.body):
-            target, value = None, None
-            if isinstance(n, c_ast.Decl) and n.init is not None:
-                target, value = n.name, n.init
-            elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
-                target, value = n.lvalue.name, n.rvalue
-            if target and target not in dependent and (ids_in(value) & dependent or _reads_memory(value)):
+        for target, reads, loads in definitions:
+            if target not in dependent and (reads & dependent or loads):
                 dependent.add(target)
                 changed = True
     return dependent
@@ -48,11 +58,19 @@ def check_kernel(func: c_ast.FuncDef, struct_names=()) -> None:
     text = CudaGenerator(cuda_spellings=False).visit(func)
     declared = "".join(f"typedef struct {n} {n};\n" for n in struct_names if n.isidentifier())
     try:
-        parse_c(declared + text, "<check>")
+        _parses(declared + text)
     except Exception as err:  # noqa: BLE001 - any failure means the pass broke the kernel
         raise SanityError(f"the kernel no longer parses: {err}") from None
     thread_vars = _thread_variables(func)
     _check_barriers(func.body, thread_vars, divergent=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parses(text: str) -> None:
+    """Raise if `text` does not parse. Only success is remembered (an exception is not cached, so a failing
+    text fails again with its own message): every pass's check of an unchanged kernel prints the same text,
+    and parsing it again was most of the check's time."""
+    parse_c(text, "<check>")
 
 
 def _check_barriers(node, thread_vars, divergent: bool) -> None:

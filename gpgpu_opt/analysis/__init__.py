@@ -1,6 +1,7 @@
 """Analyses of a kernel's global accesses: kind, coalescing, reuse, sharing between blocks, partition camping."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from gpgpu_opt.analysis.accesses import Access, collect_accesses
@@ -92,8 +93,7 @@ def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None
                             file_scope_reads=collect_file_scope_reads(kernel) if kernel.file_variables else [])
     shared_footprint = {id(a.node): fp for fp in footprints(accesses, bindings) for a in fp.reads}
     for a in accesses:
-        coalescing = analyse_request(a, target, block, bindings)
-        reuse = analyse_reuse(a, target, block, bindings, axes)
+        coalescing, reuse, partition = _access_facts(a, target, block, bindings, axes)
         if id(a.node) in shared_footprint:
             reuse.append(footprint_reuse(shared_footprint[id(a.node)], block))
         path = None
@@ -101,9 +101,37 @@ def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None
             needs_staging = coalescing is not None and not coalescing.coalesced and bool(reuse)
             path = "G2S" if needs_staging else "G2R"
         sharing = analyse_sharing(a, path, block, bindings, axes, accesses) if path else None
-        result.reports.append(AccessReport(a, coalescing, reuse, partition_camping(a, target, block, bindings), path,
-                                           sharing))
+        result.reports.append(AccessReport(a, coalescing, reuse, partition, path, sharing))
     return result
+
+
+#: `_access_facts` already computed, by `_facts_key`. Bounded: cleared when full.
+_FACTS: dict[tuple, tuple] = {}
+_MAX_FACTS = 4096
+
+
+def _facts_key(a: Access, target: Target, block: tuple[int, int], bindings: dict[str, int],
+               axes: tuple[str, ...]) -> tuple:
+    """Everything the request, reuse and partition analyses read of an access: its subscript (`index`,
+    `analysis_index`), kind, element size and mode, and each enclosing loop's fields; never its node, text
+    or position. With the target, block, bindings and axes, this determines their results."""
+    loops = tuple((l.var, l.start, l.bound, l.comparison, l.step, l.multiplicative) for l in a.loops)
+    return (a.index, a.analysis_index, a.kind, a.element_bytes, a.mode, loops, target, tuple(block),
+            frozenset(bindings.items()), tuple(axes))
+
+
+def _access_facts(a: Access, target: Target, block: tuple[int, int], bindings: dict[str, int],
+                  axes: tuple[str, ...]) -> tuple:
+    """(coalescing, reuse, partition camping) of one access, computed once per `_facts_key`: a kernel is
+    analysed by each pass and for each candidate block, and compiled again by many commands, and its
+    accesses are the same values each time. Copies are handed out (analyze_kernel extends the reuse list)."""
+    key = _facts_key(a, target, block, bindings, axes)
+    if key not in _FACTS:
+        if len(_FACTS) >= _MAX_FACTS:
+            _FACTS.clear()
+        _FACTS[key] = (analyse_request(a, target, block, bindings), analyse_reuse(a, target, block, bindings, axes),
+                       partition_camping(a, target, block, bindings))
+    return copy.deepcopy(_FACTS[key])
 
 
 __all__ = ["analyze_kernel", "KernelAnalysis", "AccessReport", "BDIM"]

@@ -19,6 +19,7 @@ Real kernels assign such locals all the time; this module splits them in two, as
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import sympy
@@ -46,29 +47,34 @@ class Definitions:
 
 
 def definitions(body: c_ast.Node) -> Definitions:
+    # One walk of the body for every question below (the body is not changed meanwhile): each access
+    # collection asks, and walking the tree once per question was most of the time.
+    nodes = list(walk(body))
     found = Definitions()
-    for parent in walk(body):
+    for parent in nodes:
         for stmt in _statements_of(parent):
             if _update_target(stmt) is not None:
                 found.statements.add(id(stmt))
-    assigned = assigned_names(body)
+    assigned: set[str] = set()      # what assigned_names(body) gives: the same test, node by node
     counts: dict[str, int] = {}
-    for n in walk(body):
+    for n in nodes:
         name = _assigned_name(n)
         if name is None:
             continue
+        assigned.add(name)
         counts[name] = counts.get(name, 0) + 1
         if id(n) not in found.statements or (isinstance(n, c_ast.UnaryOp) and n.op == "&"):
             found.untracked.add(name)
-    if any(isinstance(n, (c_ast.Goto, c_ast.Label)) for n in walk(body)):
+    if any(isinstance(n, (c_ast.Goto, c_ast.Label)) for n in nodes):
         found.untracked |= assigned
-    for n in walk(body):
+    for n in nodes:
         if isinstance(n, c_ast.Switch):
             found.untracked |= assigned_names(n)
     # A name declared twice (a block shadowing it): the values are kept by name, not by scope.
-    declared = [n.name for n in walk(body) if isinstance(n, c_ast.Decl) and n.name]
-    found.untracked |= {name for name in assigned if declared.count(name) > 1}
-    found.single = {name for name in _declared_then_assigned(body) if counts.get(name) == 1} - found.untracked
+    declared = Counter(n.name for n in nodes if isinstance(n, c_ast.Decl) and n.name)
+    found.untracked |= {name for name in assigned if declared[name] > 1}
+    single = {name for name in single_definition_sites(body) if declared[name] == 1}
+    found.single = {name for name in single if counts.get(name) == 1} - found.untracked
     found.redefined = assigned - found.single - found.untracked
     return found
 
@@ -128,14 +134,6 @@ def single_definition_sites(body: c_ast.Node) -> dict[str, tuple[c_ast.Compound,
                 if decl.name in ids_in(later) or isinstance(later, c_ast.Decl) and later.name == decl.name:
                     break
     return sites
-
-
-def _declared_then_assigned(body: c_ast.Node) -> set[str]:
-    declared: dict[str, int] = {}
-    for n in walk(body):
-        if isinstance(n, c_ast.Decl) and n.name:
-            declared[n.name] = declared.get(n.name, 0) + 1
-    return {name for name in single_definition_sites(body) if declared[name] == 1}
 
 
 def inductions(loop: Loop, defs: Definitions) -> dict[str, tuple[str, c_ast.Node]]:

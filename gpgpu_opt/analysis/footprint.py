@@ -13,6 +13,7 @@ block's distinct elements against its reads follow from them.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
@@ -162,10 +163,7 @@ def footprints(accesses: list[Access], bindings: dict[str, int] | None = None) -
         names = list(values)
         if len(list(itertools.product(*values.values()))) > MAX_OFFSETS:
             continue
-        offsets = set()
-        for combo in itertools.product(*values.values()):
-            point = {iterator_symbol(n): v for n, v in zip(names, combo)}
-            offsets.add((int(dy.subs(point)), int(dx.subs(point))))
+        offsets = set(_offsets(dy, dx, tuple(names), tuple(tuple(v) for v in values.values())))
         key = (a.array, pitch)
         fp = groups.setdefault(key, Footprint(a.array, pitch))
         fp.reads.append(a)
@@ -173,6 +171,17 @@ def footprints(accesses: list[Access], bindings: dict[str, int] | None = None) -
         fp.offsets |= offsets
         fp.loops.update(values)
     return [fp for fp in groups.values() if len(fp.offsets) > 1]
+
+
+@functools.lru_cache(maxsize=1024)
+def _offsets(dy: sympy.Expr, dx: sympy.Expr, names: tuple[str, ...], values: tuple[tuple[int, ...], ...]) -> frozenset:
+    """Every (dy, dx) over the loops' values (`names[k]` takes `values[k]`), once per these values: each
+    pass and each compile of a stencil enumerates the same filter offsets again."""
+    offsets = set()
+    for combo in itertools.product(*values):
+        point = {iterator_symbol(n): v for n, v in zip(names, combo)}
+        offsets.add((int(dy.subs(point)), int(dx.subs(point))))
+    return frozenset(offsets)
 
 
 __all__ = ["Footprint", "footprints", "split_offset", "loop_values"]

@@ -1,6 +1,7 @@
 """Data reuse and sharing (paper §3.4): across loop iterations, neighbouring threads and blocks."""
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -9,20 +10,34 @@ import sympy
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.coalescing import substitutions
 from gpgpu_opt.analysis.footprint import Footprint
-from gpgpu_opt.analysis.loops import in_trip_index, iterator_values, moves_with_thread
+from gpgpu_opt.analysis.loops import Loop, in_trip_index, iterator_values, moves_with_thread
 from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine, coefficient, iterator_symbol, lambdified
 from gpgpu_opt.targets import Target
 
 _MAX_ITERATIONS = 48
 
 
-def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None, block_id=(1, 1)) -> set[int]:
+def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
+               block_id=(1, 1)) -> frozenset[int]:
     """The elements the given threads (default: the whole block) read over the enclosing loops."""
-    loops = access.loops
+    loops = tuple((l.var, l.start, l.bound, l.comparison, l.step, l.multiplicative) for l in access.loops)
+    return _elements_read(access.evaluable_index, loops, frozenset(subs.items()), tuple(block),
+                          None if threads is None else tuple(tuple(t) for t in threads), tuple(block_id))
+
+
+@functools.lru_cache(maxsize=128)
+def _elements_read(index: sympy.Expr, loop_fields: tuple, subs_items: frozenset, block: tuple[int, int],
+                   threads: tuple | None, block_id: tuple[int, int]) -> frozenset[int]:
+    """`_footprint` of the values it reads, and of nothing else: the subscript, each enclosing loop's
+    fields (rebuilt as a `Loop` without its node, which no step here reads), the substitutions (a dict's
+    order does not matter to `subs`) and the threads. The analyses ask for the same footprint again and
+    again (each pass, each candidate block, each kernel compiled again), so it is enumerated once."""
+    loops = [Loop(None, *fields) for fields in loop_fields]
+    subs = dict(subs_items)
     syms = [iterator_symbol(l.var) for l in loops]
-    expr = in_trip_index(access.evaluable_index, loops)
+    expr = in_trip_index(index, loops)
     if expr is None:
-        return set()
+        return frozenset()
     expr = expr.subs({k: v for k, v in subs.items() if k not in (BID["x"], BID["y"])})
     expr = expr.subs({TID["z"]: 0, BID["z"]: 0})  # z is one plane per block: the footprint's shape is x/y
     fn = lambdified([TID["x"], TID["y"], BID["x"], BID["y"], *syms], expr, "numpy")
@@ -47,14 +62,14 @@ def _footprint(access: Access, subs: dict, block: tuple[int, int], threads=None,
             columns = [np.array([c[j] for c in combos], dtype=np.int64)[None, :] for j in range(len(ranges))]
             idx = np.broadcast_to(np.asarray(fn(tx[:, None], ty[:, None], block_id[0], block_id[1], *columns),
                                              dtype=np.int64), (tx.shape[0], len(combos)))
-            return set(idx.ravel().tolist())
+            return frozenset(idx.ravel().tolist())
         except (ValueError, TypeError):
             pass  # a function numpy does not broadcast: one iteration at a time
     out: set[int] = set()
     for values in combos:
         idx = np.broadcast_to(np.asarray(fn(tx, ty, block_id[0], block_id[1], *values), dtype=np.int64), tx.shape)
         out.update(idx.tolist())
-    return out
+    return frozenset(out)
 
 
 def analyse_reuse(access: Access, target: Target, block: tuple[int, int], bindings: dict[str, int],

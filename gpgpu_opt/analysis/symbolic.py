@@ -50,6 +50,13 @@ def to_sympy(node: c_ast.Node, env: dict[str, sympy.Expr], types: Mapping[str, s
 
 def is_affine(expr: sympy.Expr, variables) -> bool:
     """Affine in `variables` (coefficients may be other symbols, e.g. `row*n` is affine in row)."""
+    return _is_affine(expr, tuple(variables))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_affine(expr: sympy.Expr, variables: tuple) -> bool:
+    """`is_affine`, once per (expression, variables in their order): expanding and building a polynomial is
+    most of classifying an access, and every access is collected again by each pass and each candidate."""
     if any(is_opaque(s) for s in expr.free_symbols):
         return False
     if expr.has(*QUASI_FUNCTIONS):

@@ -7,6 +7,7 @@ qualifiers (their exact spans, so the output can replace them byte for byte), ke
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -39,15 +40,26 @@ class Token:
     column: int
 
 
+_DIRECTIVE = re.compile(r"[ \t]*#")
+
+
 def tokenize(text: str) -> list[Token]:
-    """Tokens of `text`; comments and whitespace dropped, preprocessor lines kept whole as `pp` tokens."""
+    """Tokens of `text`; comments and whitespace dropped, preprocessor lines kept whole as `pp` tokens.
+    A new list each call (callers may edit it) of tokens scanned once per text: a compile scans the same
+    file text for many questions (launch sites, typedefs, declarations, templates, prototypes...)."""
+    return list(_scanned(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _scanned(text: str) -> tuple[Token, ...]:
+    """The tokens of `text` (a function of the text alone; `Token` is frozen, so results are shared)."""
     tokens: list[Token] = []
     pos, line, line_start = 0, 1, 0
     at_line_start = True
     n = len(text)
     while pos < n:
         if at_line_start:
-            m = re.compile(r"[ \t]*#").match(text, pos)
+            m = _DIRECTIVE.match(text, pos)
             if m:
                 end = pos
                 while True:  # a directive runs to the first newline not escaped by a backslash
@@ -93,7 +105,7 @@ def tokenize(text: str) -> list[Token]:
             if kind == "comment":
                 at_line_start = False
         pos = m.end()
-    return tokens
+    return tuple(tokens)
 
 
 def _inside_block_comment(text: str, start: int, pos: int) -> bool:

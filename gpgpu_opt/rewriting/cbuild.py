@@ -4,6 +4,9 @@ parsing the generated CUDA snippets that templates render (`parse_statements`, `
 """
 from __future__ import annotations
 
+import copy
+import functools
+
 from pycparser import c_ast, c_parser
 
 from gpgpu_opt.ast_util import is_call_to, member_of
@@ -61,14 +64,22 @@ def text(node: c_ast.Node) -> str:
 # -- parsing generated snippets -------------------------------------------------------------------------
 def parse_statements(source: str) -> list[c_ast.Node]:
     """Statements of a generated CUDA snippet, parsed as the body of a dummy function (without the CUDA
-    prelude: snippets only use the builtin scalar types and the index builtins)."""
+    prelude: snippets only use the builtin scalar types and the index builtins). New nodes each call (the
+    callers insert and edit them), deep copies of the snippet's one parse: the rewritings render the same
+    loader and guard snippets for each candidate block and each compile of a kernel."""
+    return copy.deepcopy(list(_parsed_snippet(source)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_snippet(source: str) -> tuple[c_ast.Node, ...]:
+    """The parse `parse_statements` copies; nothing may change these nodes (a failure is not cached)."""
     c_text, _, _ = cuda_to_c("void __coalesce_snippet(void)\n{\n" + source + "\n}\n")
     try:
         func = c_parser.CParser().parse(_SNIPPET_PRELUDE + c_text, "<coalesce>").ext[-1]
     except c_parser.ParseError as err:
         raise Unsupported(f"internal: generated code does not parse ({err})") from None
     restore_cuda_storage(func)
-    return list(func.body.block_items or [])
+    return tuple(func.body.block_items or [])
 
 
 # Vector types name CUDA builtins; the parser only needs to know they are types.
