@@ -22,8 +22,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 
 from gpgpu_opt import nvcc_includes
@@ -192,18 +194,50 @@ def _demangle(name: str) -> str:
 
 def program_resource_usage(result, target: Target, include_dirs: list[str]) -> dict[str, dict] | None:
     """resource_usage of a compiled program's main file, its user files as the compilation left them: the
-    files are copied in their own tree, so that its quoted includes find the edited ones."""
-    from gpgpu_opt.cli_output import mirrored
-
+    files are copied in their own tree, so that its quoted includes find the edited ones. Where builds are
+    kept on disk, that tree is too, named by its content: the same program is then the same -I build in
+    another process."""
     program = result.program
     main_dir = os.path.dirname(os.path.abspath(program.main_file))
     if not program.is_multi_file:
         return resource_usage(result.output, target, [main_dir, *include_dirs])
+    cache = os.environ.get(CACHE_ENV)
+    if cache and os.path.isdir(cache):
+        return resource_usage(result.output, target, [_kept_mirror(cache, result), *include_dirs])
     with tempfile.TemporaryDirectory() as tmp:
-        destinations = mirrored(tmp, [f.path for f in program.source_files()])
-        for path, destination in destinations.items():
-            os.makedirs(os.path.dirname(destination), exist_ok=True)
-            with open(destination, "w", errors="surrogateescape") as fh:
-                fh.write(result.outputs[path])
-        main_dir = os.path.dirname(destinations[program.main_file])
-        return resource_usage(result.output, target, [main_dir, *include_dirs])
+        return resource_usage(result.output, target, [_mirror(tmp, result), *include_dirs])
+
+
+def _mirror(root: str, result) -> str:
+    """The program's files as compiled, in their own tree under root; the main file's directory there."""
+    from gpgpu_opt.cli_output import mirrored
+
+    program = result.program
+    destinations = mirrored(root, [f.path for f in program.source_files()])
+    for path, destination in destinations.items():
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        with open(destination, "w", errors="surrogateescape") as fh:
+            fh.write(result.outputs[path])
+    return os.path.dirname(destinations[program.main_file])
+
+
+def _kept_mirror(cache: str, result) -> str:
+    """_mirror under cache/mirrors/<sha256 of the tree>: written once, under a temporary name then renamed
+    (a process that loses the race uses the winner's, the same text), then left SETTLE_SECONDS before its first
+    build, whose record would otherwise not trust files written as it began (gpgpu_opt.nvcc_includes)."""
+    from gpgpu_opt.cli_output import mirrored
+
+    program = result.program
+    relatives = mirrored("", [f.path for f in program.source_files()])
+    tree = json.dumps(sorted((relative, result.outputs[path]) for path, relative in relatives.items()))
+    root = os.path.join(cache, "mirrors", hashlib.sha256(tree.encode("utf-8", "surrogateescape")).hexdigest())
+    if not os.path.isdir(root):
+        os.makedirs(os.path.dirname(root), exist_ok=True)
+        partial = tempfile.mkdtemp(dir=os.path.dirname(root), suffix=".partial")
+        _mirror(partial, result)
+        try:
+            os.rename(partial, root)
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
+        time.sleep(nvcc_includes.SETTLE_SECONDS)
+    return os.path.dirname(os.path.join(root, relatives[program.main_file]))

@@ -176,3 +176,28 @@ def test_without_the_variable_nothing_is_written(builds, monkeypatch, tmp_path):
     monkeypatch.delenv(nvcc.CACHE_ENV)
     nvcc.compile_cubin(KERNEL, "sm_90")
     assert not list(tmp_path.iterdir())
+
+
+@requires_nvcc
+def test_a_program_of_several_files_is_built_once_across_processes(builds, monkeypatch, tmp_path):
+    """Its files are mirrored for the build in a tree named by their content (not a fresh temporary one, whose
+    name in -I would make every process's key another)."""
+    from gpgpu_opt.diagnostics import Diagnostics
+    from gpgpu_opt.frontend import load_program
+    from gpgpu_opt.passes import parse_pass_list
+    from gpgpu_opt.pipeline import compile_with
+
+    program_dir = tmp_path / "program"
+    program_dir.mkdir()
+    (program_dir / "scale.cuh").write_text(KERNEL)
+    (program_dir / "main.cu").write_text('#include "scale.cuh"\n')
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(program_dir / "main.cu"), diagnostics=diagnostics)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list("none"), diagnostics)
+    assert program.is_multi_file
+    usages = []
+    for _ in range(2):
+        forget(monkeypatch)
+        usages.append(nvcc.program_resource_usage(result, get_target("sm_90"), []))
+    assert usages[0] == usages[1] and usages[0]["scale"]["registers"] > 0
+    assert len(builds) == 1
