@@ -15,14 +15,17 @@ build is kept with an `IncludeRecord`, and a kept build is used again only while
   directory of the file that names it. The candidates that were not files at build time are recorded, and
   must still not be files. This over-approximates the preprocessor's search (a directive in a branch not
   taken, a directory after the one that had the file: more candidates), never under-approximates it. The
-  system's and the toolkit's own directories are not candidates: they are the installation, as for a build
-  without `-I` (gpgpu_opt.nvcc), whose nvcc identity stands for them.
+  toolkit's and the system's include directories, searched after or without the user's, are not candidates
+  (except as the directory of a quoted spelling's file): they are the installation, as for a build without
+  `-I` (gpgpu_opt.nvcc), whose nvcc identity stands for them.
 - **What cannot be read exactly is not kept** (`record_build` returns None): a computed include
   (`#include MACRO`, a directive continued over a line or with a comment before its operand), a quoted
   spelling with `..` in the source (its directory is a fresh temporary one: the candidate would be outside
   it and vanish with it), a dependency list that does not parse into existing files, and a file changed
-  since the build began (its ctime or mtime later than the build's start less `SETTLE_SECONDS`, the kernel's
-  coarse file clock: the file may have been read before the change and hashed after it).
+  since the build began (its ctime or mtime later than the build's start less `SETTLE_SECONDS`: the file may
+  have been read before the change and hashed after it). The margin covers the lag of the kernel's coarse
+  file clock (milliseconds on a local disk); a file system whose clock lags ours by more (NFS with a skewed
+  server) could let a change made during the build pass, as it can in ccache.
 
 The source's own directory is a fresh temporary one holding only the source, so its candidates depend on the
 text alone; the build's outputs are written beside it, not in it.
