@@ -1,6 +1,7 @@
 """nvcc builds are kept by content: the same kernel text is built once per process, and once per machine
 where GPGPU_OPT_NVCC_CACHE names a directory; a build that reads include directories is kept with the files
 it read and the paths that would shadow them, and built again when either changes."""
+import dataclasses
 import json
 import os
 
@@ -200,4 +201,13 @@ def test_a_program_of_several_files_is_built_once_across_processes(builds, monke
         forget(monkeypatch)
         usages.append(nvcc.program_resource_usage(result, get_target("sm_90"), []))
     assert usages[0] == usages[1] and usages[0]["scale"]["registers"] > 0
+    assert len(builds) == 1
+
+
+@requires_nvcc
+def test_an_architecture_this_nvcc_does_not_build_for_is_not_built(builds):
+    """It would fail whatever the text, before reading a file: no usage, and no build to keep."""
+    unknown = dataclasses.replace(get_target("sm_90"), nvcc_arch="sm_10")
+    assert nvcc.resource_usage(KERNEL, unknown, ["/nonexistent"]) is None
+    assert nvcc.resource_usage(KERNEL, get_target("sm_90"), ["/nonexistent"])["scale"]["registers"] > 0
     assert len(builds) == 1
