@@ -3,7 +3,6 @@ where GPGPU_OPT_NVCC_CACHE names a directory; a build that reads include directo
 it read and the paths that would shadow them, and built again when either changes."""
 import dataclasses
 import json
-import os
 
 import pytest
 
