@@ -21,7 +21,7 @@ def pytest_configure(config):
     os.environ["GPGPU_OPT_STRICT"] = "1"
     if "PYTEST_XDIST_WORKER" not in os.environ and NVCC_CACHE_ENV not in os.environ:
         # One nvcc cache for the session, inherited by the workers and the CLI subprocesses: the same kernel
-        # text is built once (gpgpu_opt/nvcc.py keeps only builds that read no include directory).
+        # text is built once (gpgpu_opt/nvcc.py: with -I, while the files it read are the same).
         config.nvcc_cache = os.environ[NVCC_CACHE_ENV] = tempfile.mkdtemp(prefix="gpgpu-opt-nvcc-")
 
 

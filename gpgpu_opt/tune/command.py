@@ -100,13 +100,13 @@ def _agreement(rows: list[dict]) -> float | None:
 
 def tune(program, target, kernel: str, sizes: dict, bindings: dict, passes: list[str], runs: int, flops: float,
          db: TuningDB, model_only: bool, build_only: bool, emit_dir: str | None, include_dirs, echo) -> int:
+    if model_only and not rank.model_available():
+        raise ModelMissing("tune --model-only needs the offline model (gpgpu_opt.model), which this version "
+                           "does not have yet; run `tune` on a GPU machine instead")
     found = variants_for(program, target, kernel, bindings, passes, include_dirs)
     describe_set(found, echo)
     predicted = rank.model_predictions(found.unique, target, sizes)
     if model_only:
-        if predicted is None:
-            raise ModelMissing("tune --model-only needs the offline model (gpgpu_opt.model), which this version "
-                               "does not have yet; run `tune` on a GPU machine instead")
         report(None, found, predicted, echo)
         return 0
     text = harness_text(program, target, found, sizes, flops, runs)

@@ -8,13 +8,24 @@ from gpgpu_opt.gpu.results import HarnessRun
 from gpgpu_opt.tune.variants import Variant
 
 
+def model_available() -> bool:
+    """Whether gpgpu_opt.model, which model_predictions needs, is installed: asked before the variants are
+    compiled, so that `tune --model-only` without it stops at once."""
+    try:
+        from gpgpu_opt import model  # noqa: F401
+        from gpgpu_opt.harness import renamed_source  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def model_predictions(variants: list[Variant], target, sizes: dict) -> dict[str, float] | None:
     """Predicted seconds per variant from gpgpu_opt.model, or None where the model is not installed."""
-    try:
-        from gpgpu_opt import model
-        from gpgpu_opt.harness import renamed_source
-    except ImportError:
+    if not model_available():
         return None
+    from gpgpu_opt import model
+    from gpgpu_opt.harness import renamed_source
+
     predicted = {}
     for v in variants:
         resources = model.resources(renamed_source(v.kernel, v.kernel.name), target)

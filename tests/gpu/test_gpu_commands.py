@@ -15,7 +15,7 @@ from gpgpu_opt.gpu import report, script
 from gpgpu_opt.gpu.results import GpuUnavailable, parse_output
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.tune import rank, variants
+from gpgpu_opt.tune import command, rank, variants
 from gpgpu_opt.tune.db import Choice, Entry, TuningDB, source_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,8 +146,13 @@ def test_tuning_db_and_compile_uses_it(tmp_path):
 
 
 def test_tune_model_only_without_the_model_says_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(variants, "nvcc_available", lambda: False)
-    monkeypatch.setattr(rank, "model_predictions", lambda *a: None)
+    """At once: the variants (each planned and checked, some 20 s) are not compiled for a ranking that cannot
+    be made."""
+    def planned(*args):
+        raise AssertionError("the variants were compiled before the model was looked for")
+
+    monkeypatch.setattr(rank, "model_available", lambda: False)
+    monkeypatch.setattr(command, "variants_for", planned)
     result = runner.invoke(app, ["tune", str(ROOT / "inputs" / "vv.cu"), "--model-only", "--db",
                                  str(tmp_path / "db.json")])
     assert result.exit_code == 2 and "needs the offline model" in result.output
