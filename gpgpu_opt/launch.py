@@ -302,6 +302,20 @@ def pragma_launches(text: str) -> list[tuple[int, str, str]]:
     return [(m.start(), m.group(1), m.group(2)) for m in _LAUNCH_PRAGMA.finditer(text)]
 
 
+def naive_name(kernel_name: str) -> str:
+    """The kernel as written, kept beside its optimized version for the launches too small to gain
+    (launch_dispatch)."""
+    return f"{kernel_name}_naive"
+
+
+def naive_launch_name(kernel: Kernel) -> str:
+    """The naive kernel as a launch names it: `k_naive`, or `k_naive<float, 256>` for a template instance (the
+    instance of the template's naive copy, launch_dispatch.naive_template_copies)."""
+    if kernel.instance is None:
+        return naive_name(kernel.name)
+    return f"{naive_name(kernel.instance.template_name)}<{', '.join(kernel.instance.args)}>"
+
+
 def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None) -> str:
     """The `k_block`/`k_grid` helpers; with `assumptions` (a kernel the file does not launch) they first check
     the naive launch they are given against them (gpgpu_opt/launch_contract.py)."""
@@ -322,8 +336,7 @@ def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None
                   axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
                   message=helper_message(assumptions) if requirements else "",
                   gains_from=kernel.size_dispatch if kernel.launch is not None else None,
-                  naive=f"{kernel.instance.template_name}_naive<{', '.join(kernel.instance.args)}>"
-                  if kernel.instance is not None else f"{kernel.name}_naive")   # launch_dispatch.naive_name
+                  naive=naive_launch_name(kernel))
 
 
 def rewrite_launch(site: LaunchSite, text: str) -> str:

@@ -35,6 +35,7 @@ from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite
 from gpgpu_opt.host_expr import parse_host_expression
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.launch import naive_launch_name, naive_name
 
 #: Calls a launch's grid or block may make and still be read twice: they have no side effects.
 _PURE_CALLS = frozenset({"dim3", "min", "max", "ceil", "ceilf", "floor", "floorf"})
@@ -122,10 +123,6 @@ def min_threads_widened(target, slow_chain: bool) -> int:
       524288 (1.06x); widened by 2 it still lost at 524288 (0.95x) and gained from 1048576 (1.05x, about 4
       GPU-fulls)."""
     return (SLOW_CHAIN_FILLS if slow_chain else STREAMING_FILLS) * target.resident_threads
-
-
-def naive_name(kernel_name: str) -> str:
-    return f"{kernel_name}_naive"
 
 
 def _launched_name(kernel: Kernel) -> str:
@@ -343,7 +340,7 @@ def naive_template_copies(program: Program, results) -> list[tuple[int, int, str
         template = instances[0].naive.instance.template_name
         text = program.text_of(instances[0].naive.source_file)[start:end]
         renamed = re.sub(rf"\b{re.escape(template)}(\s*\()", rf"{naive_name(template)}\1", text, count=1)
-        which = "; ".join(f"{naive_name(template)}<{', '.join(r.naive.instance.args)}> where the launch has fewer "
+        which = "; ".join(f"{naive_launch_name(r.naive)} where the launch has fewer "
                           f"than {r.optimized.size_dispatch} threads ({r.naive.name}_gains)" for r in instances)
         edits.append((end, end, f"\n\n// gpgpu-opt: '{template}' as written, launched as {which}\n{renamed}"))
     return edits

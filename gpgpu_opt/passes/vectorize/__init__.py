@@ -86,8 +86,8 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         ctx.log.skip("kernel", f"not widened: {slow or fewer_threads(width)}; {unsized}", where)
         return None
     if sized:                   # it gains only where the widened launch still fills the GPU
-        verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, launch_dispatch.min_threads_widened(ctx.options.target, slow is not None),
-                                               slow or fewer_threads(width))
+        min_threads = launch_dispatch.min_threads_widened(ctx.options.target, slow_chain=slow is not None)
+        verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, min_threads, slow or fewer_threads(width))
         if not verdict.keep:
             ctx.log.skip("kernel", f"not widened: {verdict.reason}", where)
             return None
