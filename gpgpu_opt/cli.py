@@ -197,6 +197,16 @@ def _reuse_label(entry: dict) -> str:
     return f"{entry['kind']}:{entry['scope']}({where})"
 
 
+def _add_resource_usage(rep: dict, result, tgt, include_dirs: list[str]) -> None:
+    """Each kernel's registers, shared memory and spills from nvcc's build of the output (none without nvcc)."""
+    from gpgpu_opt.nvcc import program_resource_usage
+
+    usage = program_resource_usage(result, tgt, include_dirs)
+    if usage is not None:
+        for k in rep["kernels"]:
+            k["resources"] = usage.get(k["name"])
+
+
 @app.command("compile")
 @_no_traceback
 def compile_(file: str = typer.Argument(..., help="the .cu file"),
@@ -211,6 +221,9 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
                                            help="kernel pointer parameters never alias (as nvcc --restrict)"),
              no_validate: bool = typer.Option(False, "--no-validate",
                                               help="write rewritten kernels without emulating them first"),
+             no_resource_usage: bool = typer.Option(False, "--no-resource-usage",
+                                                    help="leave nvcc's registers/shared/spills out of the report "
+                                                         "(no nvcc build of the output)"),
              merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
              define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
              bind: Optional[List[str]] = BindOpt,
@@ -253,12 +266,8 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
             rep["tuned"] = tuned.as_dict()
         rep["notes"] = [str(n) for n in diagnostics.notes]
         _check_single_output(result, output, destinations)
-        from gpgpu_opt.nvcc import program_resource_usage
-
-        usage = program_resource_usage(result, tgt, include or [])
-        if usage is not None:
-            for k in rep["kernels"]:
-                k["resources"] = usage.get(k["name"])
+        if report and not no_resource_usage:   # they go only into the report: no report, no nvcc build
+            _add_resource_usage(rep, result, tgt, include or [])
         writes = PendingWrites()
         if destinations is None:
             writes.add_file(output, program.source_files()[0].as_written(result.output))

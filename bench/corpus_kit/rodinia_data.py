@@ -7,9 +7,9 @@ GENERATED maps a main file (its path inside the suite's cuda/ directory) to its 
 files to write, each at a path relative to the directory the program runs in ('@DATA@/NAME' is a shared
 file at the bundle's data/ directory, so that several programs and both builds read one copy).
 
-LARGE maps a main file to a second run at a large input, timed beside the first as NAME_large: cfd's kernels
-are chosen by the launch's size (gpgpu_opt/launch_dispatch.py), and the suite's 97K elements do not reach the
-size from which the optimized ones run. Its domain (hundreds of MB) is generated on the GPU machine: this file
+LARGE maps a main file to a second run at a large input, timed beside the first as NAME_large: cfd's and
+srad's kernels are chosen by the launch's size (gpgpu_opt/launch_dispatch.py), and the suite's 97K elements (a
+1024 x 1024 image for srad's gather kernels) do not reach the size from which the optimized ones run. Its domain (hundreds of MB) is generated on the GPU machine: this file
 runs there with python3 alone (`python3 rodinia_data.py cfd_domain PATH ELEMENTS`, from data/generate.sh). A
 run may also set the program's own macros (GeneratedRun.macros: cfd's iteration count, for NAME_large)."""
 from __future__ import annotations
@@ -128,6 +128,12 @@ _CFD_LARGE = GeneratedRun(("@DATA@/cfd_domain_2M.txt",), (),
                           macros=(("iterations", str(LARGE_CFD_ITERATIONS)),), run_timeout=LARGE_CFD_RUN_TIMEOUT)
 LARGE: dict[str, GeneratedRun] = {name: _CFD_LARGE for name in ("cfd/euler3d.cu", "cfd/euler3d_double.cu",
                                                                  "cfd/pre_euler3d.cu", "cfd/pre_euler3d_double.cu")}
+#: srad_v1's second run: a 2048 x 2048 image (4M threads a launch), past the 1.08M threads from which its
+#: gather kernels (srad, srad2: the slow bodies' threshold) run widened; the first run's 1024 x 1024 stays below.
+SRAD_LARGE_SIDE = 2048
+LARGE["srad/srad_v1/main.cu"] = GeneratedRun(
+    ("100", "0.5", str(SRAD_LARGE_SIDE), str(SRAD_LARGE_SIDE)),
+    (("../../../data/srad/image.pgm", lambda p: pgm_image(p, SRAD_ROWS, SRAD_COLS)),))
 #: What `python3 rodinia_data.py WHAT PATH ARGS...` writes on the GPU machine.
 ON_DEVICE = {"cfd_domain": lambda path, elements: cfd_domain(path, int(elements), digits=3)}
 

@@ -51,7 +51,8 @@ class CompiledPrograms(dict):
     def __missing__(self, name):
         target = self.out / name
         report = self.out / f"{name}.json"
-        proc = _cli("compile", name, "-o", str(target), "--report", str(report), *_defines(name))
+        proc = _cli("compile", name, "-o", str(target), "--report", str(report), "--no-resource-usage",
+                    *_defines(name))
         assert proc.returncode == 0, proc.stderr
         self[name] = (target, json.loads(report.read_text()), proc.stderr)
         return self[name]
