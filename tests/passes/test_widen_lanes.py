@@ -207,6 +207,39 @@ def test_a_store_under_a_lanes_condition_is_that_lanes_scalar_store(split_signs,
     _nvcc(split_signs, tmp_path_factory)
 
 
+UNROLLED_ROWS = """
+#define NV 3
+__global__ void scale_rows(int n, const float *a, float *b)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        #pragma unroll
+        for (int j = 0; j < NV; j++)
+            b[i + j * n] = 2.0f * a[i + j * n];
+    }
+}
+
+void run(int n)
+{
+    float *a, *b;
+    cudaMalloc(&a, NV * n * sizeof(float));
+    cudaMalloc(&b, NV * n * sizeof(float));
+    scale_rows<<<(n + 127) / 128, 128>>>(n, a, b);
+}
+"""
+
+
+def test_a_pragma_stays_with_its_loop_in_both_paths(tmp_path_factory):
+    """Before: "a Pragma statement at line 6" (Rodinia cfd's flux loop starts with `#pragma unroll`)."""
+    result = _compile(tmp_path_factory, "unrolled_rows", UNROLLED_ROWS)
+    (k,) = result.kernels
+    text = kernel_source(k.optimized.funcdef)
+    assert "if (i + 3 < n && n % 4 == 0) {\n            #pragma unroll\n            for (int j = 0; j < 3; j++) {" in text
+    assert "#pragma unroll\n                    for (int j = 0; j < 3; j++) {" in text     # the scalar copy's
+    assert k.validation.status == "passed"
+    _nvcc(result, tmp_path_factory)
+
+
 # -- every refusal is a note --------------------------------------------------------------------------------
 NOT_WIDENED = {
     "gather_from_written": ("""

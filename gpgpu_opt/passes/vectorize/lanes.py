@@ -132,6 +132,10 @@ def moved_prefix(prefix: list, lanes: set[str], idx: str) -> tuple[list, list]:
         return prefix, []
     for s in moved:
         _check_pure(s, lanes)
+    for before, s in zip(prefix, prefix[1:]):
+        if isinstance(before, c_ast.Pragma) and any(s is m for m in moved):
+            raise Unsupported(f"the statement at line {_line(s)} before the guard depends on x and follows a "
+                              "#pragma, which would lose it")
     read: set[str] = set()
     for s in prefix[next(k for k, s in enumerate(prefix) if s is moved[0]):]:
         if any(s is m for m in moved):

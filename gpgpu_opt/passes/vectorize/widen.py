@@ -65,7 +65,8 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     local_types = {s.name: " ".join(s.type.type.names) for s in lanes.flat(moved + stmts)
                    if isinstance(s, c_ast.Decl) and s.name in vectors}
     lead = 0
-    while lead < len(stmts) and not (_names(stmts[lead]) & (vectors | {idx})):
+    while lead < len(stmts) and not (_names(stmts[lead]) & (vectors | {idx})) \
+            and not isinstance(stmts[lead], c_ast.Pragma):     # a pragma stays with the loop it is about
         lead += 1
     if lanes.written(stmts[:lead]) & set().union(*(ids_in(s) for s in moved)):
         lead = 0        # they would run before the statements moved from before the guard, which read them
@@ -203,7 +204,7 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
     iteration's accesses along x become vectors) of such statements are there."""
     names: set[str] = set()
     for s in stmts:
-        if isinstance(s, (c_ast.Decl, c_ast.Assignment)):
+        if isinstance(s, (c_ast.Decl, c_ast.Assignment, c_ast.Pragma)):    # `#pragma unroll`: kept where it is
             continue
         if isinstance(s, c_ast.If):
             names |= set().union(*(_loop_vars(info, b, idx) for b in lanes.branches(s)))
