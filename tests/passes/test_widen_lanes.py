@@ -310,6 +310,24 @@ __global__ void pairs_sum(const float *a, float *b, int n)
 }
 """, "not widened: 'buf[0]' depends on x and is an element of a local array, one for the V lanes, which is not "
      "widened"),
+    "helper_writes_a_local": ("""
+__device__ float split(float x, float *hi)
+{
+    *hi = x * 2.0f;
+    return x - 1.0f;
+}
+
+__global__ void halves(const float *a, float *lo, float *up, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float h;
+    if (i < n) {
+        float l = split(a[i], &h);
+        lo[i] = l;
+        up[i] = h;
+    }
+}
+""", "not widened: the call to split at line 13 is not pure (it may write through its arguments)"),
     "neighbours_apart": ("""
 __global__ void pair_sum(const float *a, float *b, int n)
 {
@@ -324,8 +342,9 @@ __global__ void pair_sum(const float *a, float *b, int n)
 @pytest.mark.parametrize("name", sorted(NOT_WIDENED))
 def test_a_kernel_not_widened_says_why(name, tmp_path_factory):
     """Each note names what stops the kernel now that `if`s, statements before the guard and gathers are
-    widened. Before, the local array was widened wrong (every lane wrote the one `buf`; the emulated check
-    caught it and dropped the whole rewrite) and the neighbours got a vector path no address could take."""
+    widened. Before, the local array and the helper's `h` were widened wrong (every lane wrote the one `buf`,
+    the one `h`; the emulated check caught the first, could not run on the second, and dropped the whole
+    rewrite) and the neighbours got a vector path no address could take."""
     source, why = NOT_WIDENED[name]
     (k,) = _compile(tmp_path_factory, name, source, validate=False).kernels
     assert "4 *" not in kernel_source(k.optimized.funcdef)

@@ -338,3 +338,32 @@ def loop_header_problem(stmts: list, lanes: set[str]) -> str | None:
             if isinstance(n, c_ast.For) and any(ids_in(p) & lanes for p in (n.init, n.cond, n.next) if p is not None):
                 return f"the loop at line {_line(n)} depends on x in its header"
     return None
+
+
+def effect_problem(stmts: list, info) -> str | None:
+    """A write the lanes could not each make to their own copy, or None: an assignment or increment inside
+    an expression, the address of a local (`sincosf(v, &s, &c)` writes s and c), a call to one of the
+    program's functions that is not pure (it may write through a reference)."""
+    helpers = info.ctx.facts.device_functions
+    for s in stmts:
+        roots, nested = [], []
+        if isinstance(s, c_ast.Decl):
+            roots = [s.init]
+        elif isinstance(s, c_ast.Assignment):
+            roots = [s.lvalue, s.rvalue]
+        elif isinstance(s, c_ast.If):
+            roots, nested = [s.cond], [t for b in branches(s) for t in b]
+        elif isinstance(s, c_ast.For):
+            roots, nested = [s.cond], g.items(s.stmt)
+        for n in (n for r in roots if r is not None for n in walk(r)):
+            if isinstance(n, c_ast.Assignment) or (isinstance(n, c_ast.UnaryOp) and n.op in _STEPS):
+                return f"an assignment inside an expression at line {_line(s)}"
+            if isinstance(n, c_ast.UnaryOp) and n.op == "&" and isinstance(n.expr, c_ast.ID):
+                return f"the address of '{n.expr.name}' is taken at line {_line(s)}"
+            name = n.name.name if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) else None
+            if name in helpers and name not in info.pure_calls:
+                return f"the call to {name} at line {_line(s)} is not pure (it may write through its arguments)"
+        why = effect_problem(nested, info) if nested else None
+        if why:
+            return why
+    return None

@@ -59,7 +59,8 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
         raise Unsupported(f"the guard '{text(guard.cond)}' depends on x through "
                           f"'{sorted(ids_in(guard.cond) & vectors)[0]}', a local computed before it")
     prefix, moved = lanes.moved_prefix(prefix, vectors, idx)
-    why = lanes.lane_branch_problem(stmts, vectors, idx, info) or lanes.loop_header_problem(stmts, vectors)
+    why = lanes.lane_branch_problem(stmts, vectors, idx, info) or lanes.loop_header_problem(stmts, vectors) \
+        or lanes.effect_problem(moved + stmts, info)
     if why:
         raise Unsupported(why)
     local_types = {s.name: " ".join(s.type.type.names) for s in lanes.flat(moved + stmts)
