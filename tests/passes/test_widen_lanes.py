@@ -234,7 +234,8 @@ def test_a_pragma_stays_with_its_loop_in_both_paths(tmp_path_factory):
     result = _compile(tmp_path_factory, "unrolled_rows", UNROLLED_ROWS)
     (k,) = result.kernels
     text = kernel_source(k.optimized.funcdef)
-    assert "if (i + 3 < n && n % 4 == 0) {\n            #pragma unroll\n            for (int j = 0; j < 3; j++) {" in text
+    assert "if (i + 3 < n && n % 4 == 0) {\n            #pragma unroll\n" \
+           "            for (int j = 0; j < 3; j++) {" in text
     assert "#pragma unroll\n                    for (int j = 0; j < 3; j++) {" in text     # the scalar copy's
     assert k.validation.status == "passed"
     _nvcc(result, tmp_path_factory)

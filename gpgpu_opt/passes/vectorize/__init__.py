@@ -6,11 +6,13 @@
 - `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
   V-element vector: V = 16 bytes over the element size (float4, double2; `__half2` for halves, the widest
-  vector of the CUDA type table), or `--vector-width V` (1 turns widening off). Why a kernel is not widened
-  is a note. Widening gains only where the widened launch still fills the GPU (launch_dispatch.py's fill rule:
-  a size known when compiling decides then, a run-time size keeps the naive kernel beside it for small
-  launches, a launch that can do neither is not widened); `latency` says why for long chains of slow
-  arithmetic. A width asked for (`--vector-width`) widens whatever the size.
+  vector of the CUDA type table), or `--vector-width V` (1 turns widening off); `if`s on x run lane by lane,
+  gathers read per lane (lanes.py). Why a kernel is not widened is a note. Widening gains only where the
+  widened launch still fills the GPU (launch_dispatch.py's fill rule: a size known when compiling decides
+  then, a run-time size keeps the naive kernel beside it for small launches, a launch that can do neither is
+  not widened); `latency` says why for long chains of slow arithmetic, and a body with gathers, for which no
+  threshold was measured, takes the slow bodies' one. A width asked for (`--vector-width`) widens whatever
+  the size.
 Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
 """
 from __future__ import annotations

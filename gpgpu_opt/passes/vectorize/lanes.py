@@ -263,8 +263,9 @@ class Lowering:
             vtype = vector_type(self.types[target.name], self.width)     # its own type (a double stays double)
             read = s.rvalue
             if s.op == "=" and id(read) in self.along_x and self.types[read.name.name] == self.types[target.name]:
+                array = read.name.name      # `c = img[e];`: one vector load, as a declaration's
                 return [c_ast.Assignment("=", c_ast.ID(target.name),
-                                         self.vector_ref(read.name.name, read, True, row(read.name.name, read.subscript)))]
+                                         self.vector_ref(array, read, True, row(array, read.subscript)))]
             return [c_ast.Assignment("=", c_ast.ID(target.name), self.make(vtype, s.rvalue if s.op == "=" else
                                      c_ast.BinaryOp(s.op[:-1], c_ast.ID(target.name), s.rvalue)))]
         return [c_ast.Assignment(s.op, self.component(s.lvalue, c), self.component(s.rvalue, c))
@@ -286,7 +287,7 @@ class Lowering:
                 elif isinstance(t, c_ast.If):
                     out.append(self.lane_if(t, c, frozenset(own)))
                 else:
-                    raise Unsupported(f"{_statement(t)} at line {_line(t)} in a branch on x (its branches are "
+                    raise Unsupported(f"{statement_kind(t)} at line {_line(t)} in a branch on x (its branches are "
                                       "widened lane by lane: declarations, assignments and 'if's only)")
             return c_ast.Compound(out)
 
@@ -305,13 +306,13 @@ def lane_branch_problem(stmts: list, lanes: set[str], idx: str, info) -> str | N
         if isinstance(s, c_ast.If) and depends(s.cond, lanes, idx):
             for t in flat([s]):
                 if not isinstance(t, (c_ast.Decl, c_ast.Assignment)):
-                    return (f"{_statement(t)} at line {_line(t)} in a branch on x (its branches are widened lane "
+                    return (f"{statement_kind(t)} at line {_line(t)} in a branch on x (its branches are widened lane "
                             "by lane: declarations, assignments and 'if's only)")
                 if isinstance(t, c_ast.Decl) and info.decl_counts[t.name] != 1:
                     return f"'{t.name}', declared in a branch on x, is declared more than once"
             loops = [t for t in walk(s) if isinstance(t, (c_ast.For, c_ast.While, c_ast.DoWhile))]
             if loops:
-                return f"{_statement(loops[0])} at line {_line(loops[0])} in a branch on x"
+                return f"{statement_kind(loops[0])} at line {_line(loops[0])} in a branch on x"
         elif isinstance(s, c_ast.If):
             why = next((w for b in branches(s) for w in [lane_branch_problem(b, lanes, idx, info)] if w), None)
             if why:
@@ -323,7 +324,8 @@ def lane_branch_problem(stmts: list, lanes: set[str], idx: str, info) -> str | N
     return None
 
 
-def _statement(s: c_ast.Node) -> str:
+def statement_kind(s: c_ast.Node) -> str:
+    """"an 'if'", "a 'return'", ... for a note."""
     kinds = {c_ast.If: "an 'if'", c_ast.While: "a 'while' loop", c_ast.DoWhile: "a 'do' loop",
              c_ast.For: "a 'for' loop", c_ast.Return: "a 'return'", c_ast.Break: "a 'break'",
              c_ast.Continue: "a 'continue'", c_ast.FuncCall: "a call statement", c_ast.Switch: "a 'switch'",

@@ -13,9 +13,11 @@ places them), so that the V elements of a copy group are one aligned vector:
   original statements for idx, idx + 1, ..., idx + V - 1, each under the original guard (the ragged tail);
 - the launch covers V times as many x per block (unguarded kernels: a block V times narrower, so that it
   still covers whole naive blocks, unless the stated thread space is tiled by the wider one).
-Only declarations, assignments and loops with a constant trip count, optionally under one guard, are widened
-(`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses along x are
-vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time), and loops only where they
+Only declarations, assignments, `if`s and loops with a constant trip count, optionally under one final guard,
+are widened (`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses
+along x are vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time). An `if` on x
+runs once per lane, x-dependent statements before the guard move into it, and a read that is not affine (a
+gather) is read per lane from an array the kernel never writes (lanes.py). Loops are widened only where they
 stream: an element read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge
 and prefetch, which reuse it. V fills the target's preferred access (16 bytes: float4, double2) with the
 widest element, lowered to a vector every element type has in the CUDA type table (`__half2` for halves).
@@ -211,8 +213,8 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
             names |= set().union(*(_loop_vars(info, b, idx) for b in lanes.branches(s)))
             continue
         if not isinstance(s, c_ast.For):
-            raise NotWidenable(f"{_what(s)} at line {_line(s)} (only declarations, assignments, 'if's and loops "
-                               "with a constant trip count are widened)")
+            raise NotWidenable(f"{lanes.statement_kind(s)} at line {_line(s)} (only declarations, assignments, "
+                               "'if's and loops with a constant trip count are widened)")
         loop = canonical_loop(s, info._flat_env())
         if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
             raise NotWidenable(f"the loop at line {_line(s)} is not 'for (int j = a; j < b; j += c)' with "
@@ -252,14 +254,6 @@ def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
 
 def _line(stmt: c_ast.Node) -> str:
     return str(stmt.coord.line) if stmt.coord else "?"
-
-
-def _what(stmt: c_ast.Node) -> str:
-    kinds = {c_ast.If: "an 'if'", c_ast.While: "a 'while' loop", c_ast.DoWhile: "a 'do' loop",
-             c_ast.Return: "a 'return'", c_ast.Break: "a 'break'", c_ast.Continue: "a 'continue'",
-             c_ast.FuncCall: "a call statement", c_ast.Switch: "a 'switch'", c_ast.Goto: "a 'goto'",
-             c_ast.UnaryOp: "an increment statement", c_ast.Compound: "a nested block"}
-    return kinds.get(type(stmt), f"a {type(stmt).__name__} statement")
 
 
 def _loop_strides(f: sympy.Expr, loops: set[str], node: c_ast.Node, info: KernelInfo):
@@ -346,8 +340,9 @@ def _vector_locals(info: KernelInfo, stmts: list, idx: str) -> set[str]:
 
 def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set[int]) -> tuple[list, list]:
     """(array, ArrayRef, along x?) of each global access, and the gathers (`A[e]` read per lane, e not affine;
-    A never written by the kernel, so the lanes may read it in any order; what e reads joins `per_lane`); raises for an access that is none
-    of these, or along x not one element per thread (`in[x * cols + y]`, left to coalesce, which stages it)."""
+    A never written by the kernel, so the lanes may read it in any order; what e reads joins `per_lane`);
+    raises for an access that is none of these, or along x not one element per thread (`in[x * cols + y]`,
+    left to coalesce, which stages it)."""
     params = {p.name: p for p in info.kernel.arrays}
     out, gathers = [], []
     for s in stmts:
