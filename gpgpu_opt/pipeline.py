@@ -52,7 +52,12 @@ class KernelResult:
     @property
     def transformed(self) -> bool:
         """Did a pass transform the kernel? Pointer qualifiers alone, or normalize's temporaries alone (a
-        form for the later passes), are not a transformation: such a kernel is written as the user wrote it."""
+        form for the later passes), are not a transformation: such a kernel is written as the user wrote it; so
+        is one whose check rolled back every pass but those (their decisions are in the log all the same)."""
+        kept = self.validation.kept_after if self.validation is not None else None
+        if self.validation is not None and self.validation.status == "rolled back" \
+                and (kept or "naive") in {"naive", "restrict", "normalize"}:
+            return False
         return self.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
                                      for d in self.context.log.decisions)
 

@@ -239,19 +239,19 @@ __global__ void extract(long d_Ne, float *d_I)
 }
 """, "not widened: 'ei' is 512*blockIdx.x + threadIdx.x, not the global x index blockIdx.x * blockDim.x + "
      "threadIdx.x that widening starts from"),
-    "nested_if": ("""
-__global__ void clamp_low(const float *a, float *b, int n)
+    "while_loop": ("""
+__global__ void halve_down(const float *a, float *b, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         float v = a[i];
-        if (v < 0.0f)
-            v = 0.0f;
+        while (v > 1.0f)
+            v = v * 0.5f;
         b[i] = v;
     }
 }
-""", "not widened: an 'if' at line 7 (only declarations, assignments and loops with a constant trip count are "
-     "widened)"),
+""", "not widened: a 'while' loop at line 7 (only declarations, assignments, 'if's and loops with a constant trip "
+     "count are widened)"),
     "misaligned_stride": ("""
 __global__ void odd_rows(const float *a, float *b, int n)
 {
@@ -292,7 +292,7 @@ __global__ void column_sum(const float *in, float *out, int w)
 
 @pytest.mark.parametrize("name", sorted(NOT_WIDENED))
 def test_a_kernel_not_widened_says_why(name, tmp_path_factory):
-    """Before: srad's index and the nested `if` raised NotWidenable, which was dropped with no note (the
+    """Before: srad's index and a nested `if` (widened now, test_widen_lanes.py) raised NotWidenable, which was dropped with no note (the
     corpus run listed such kernels as 'no pass applied (no note)')."""
     source, why = NOT_WIDENED[name]
     (k,) = _compile(tmp_path_factory, name, source, validate=False).kernels

@@ -6,11 +6,13 @@
 - `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
   V-element vector: V = 16 bytes over the element size (float4, double2; `__half2` for halves, the widest
-  vector of the CUDA type table), or `--vector-width V` (1 turns widening off). Why a kernel is not widened
-  is a note. Widening gains only where the widened launch still fills the GPU (launch_dispatch.py's fill rule:
-  a size known when compiling decides then, a run-time size keeps the naive kernel beside it for small
-  launches, a launch that can do neither is not widened); `latency` says why for long chains of slow
-  arithmetic. A width asked for (`--vector-width`) widens whatever the size.
+  vector of the CUDA type table), or `--vector-width V` (1 turns widening off); `if`s on x run lane by lane,
+  gathers read per lane (lanes.py). Why a kernel is not widened is a note. Widening gains only where the
+  widened launch still fills the GPU (launch_dispatch.py's fill rule: a size known when compiling decides
+  then, a run-time size keeps the naive kernel beside it for small launches, a launch that can do neither is
+  not widened); `latency` says why for long chains of slow arithmetic, and a body with gathers, for which no
+  threshold was measured, takes the slow bodies' one. A width asked for (`--vector-width`) widens whatever
+  the size.
 Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
 """
 from __future__ import annotations
@@ -61,6 +63,15 @@ def fewer_threads(width: int) -> str:
             f"where it does not fill the GPU")
 
 
+def gather_body(gathers: list[str]) -> str | None:
+    """Why a widened body that reads per lane (widen's gathers) takes the slow bodies' fill threshold: none was
+    measured for such bodies (launch_dispatch.min_threads_widened)."""
+    if not gathers:
+        return None
+    shown = ", ".join(gathers[:2]) + (", ..." if len(gathers) > 2 else "")
+    return f"a gather body ({shown} read lane by lane): the slow bodies' threshold, none measured for gathers yet"
+
+
 def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     """The kernel widened by `--vector-width` or the target's preferred access (16 bytes: 4 floats, 2 doubles), where
     warps are served by sectors (on the paper's GPUs a half-warp's 4-byte accesses already fill a segment)."""
@@ -81,6 +92,8 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
     width = work.launch.outputs_per_block[0] // work.launch.block[0]
+    gathers = gather_body(getattr(info, "gathers", []))
+    slow = slow or gathers      # no threshold measured for gathers: the slow bodies' one, the higher
     unsized = launch_dispatch.unsized(ctx.facts.dispatch) if sized else None
     if unsized is not None:     # the gain depends on the launch's size, which nothing here can choose by
         ctx.log.skip("kernel", f"not widened: {slow or fewer_threads(width)}; {unsized}", where)
@@ -93,7 +106,7 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
             return None
         work.size_dispatch = verdict.dispatch_threads
         if slow is not None or verdict.dispatch_threads is not None:   # else widening is as it always was
-            what = f"{what}; {verdict.reason}"
+            what = f"{what}; {verdict.reason}" + (f"; {gathers}" if gathers else "")
     ctx.log.applied("kernel", f"widened: {what}", where)
     ctx.log.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
                           "per thread in x", where)

@@ -13,9 +13,11 @@ places them), so that the V elements of a copy group are one aligned vector:
   original statements for idx, idx + 1, ..., idx + V - 1, each under the original guard (the ragged tail);
 - the launch covers V times as many x per block (unguarded kernels: a block V times narrower, so that it
   still covers whole naive blocks, unless the stated thread space is tiled by the wider one).
-Only declarations, assignments and loops with a constant trip count, optionally under one guard, are widened
-(`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses along x are
-vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time), and loops only where they
+Only declarations, assignments, `if`s and loops with a constant trip count, optionally under one final guard,
+are widened (`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses
+along x are vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time). An `if` on x
+runs once per lane, x-dependent statements before the guard move into it, and a read that is not affine (a
+gather) is read per lane from an array the kernel never writes (lanes.py). Loops are widened only where they
 stream: an element read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge
 and prefetch, which reuse it. V fills the target's preferred access (16 bytes: float4, double2) with the
 widest element, lowered to a vector every element type has in the CUDA type table (`__half2` for halves).
@@ -23,22 +25,21 @@ Every refusal is a note.
 """
 from __future__ import annotations
 
-import copy
-
 import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import AS_WRITTEN
 from gpgpu_opt.analysis.loops import canonical_loop
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
-from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
+from gpgpu_opt.ast_util import ids_in, substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
+from gpgpu_opt.passes.vectorize import lanes
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, text
-from gpgpu_opt.rewriting.vector import COMPONENTS, constructor, parse_vector_statements, vector_type
+from gpgpu_opt.rewriting.vector import parse_vector_statements, vector_type
 
 _X_BUILTINS = {("threadIdx", "x"), ("blockIdx", "x"), ("blockDim", "x"), ("gridDim", "x")}
 
@@ -53,33 +54,42 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     body = kernel.body.block_items or []
     idx_pos, idx_decl = _index_local(info, body)
     idx = idx_decl.name
-    rest = body[idx_pos + 1:]
-    guard, stmts, prefix = None, rest, []
-    ifs = [k for k, s in enumerate(rest) if isinstance(s, c_ast.If)]
-    if ifs:
-        if len(ifs) > 1 or rest[ifs[0]].iffalse is not None or ifs[0] != len(rest) - 1:
-            raise NotWidenable("more control flow than one guard around straight-line statements")
-        prefix, guard = rest[:ifs[0]], rest[ifs[0]]
-        stmts = g.items(guard.iftrue)
+    prefix, guard, stmts = lanes.split_guard(body[idx_pos + 1:])
     loops = _loop_vars(info, prefix + stmts, idx)
-    vectors = _vector_locals(info, _flat(prefix + stmts), idx)
-    local_types = {s.name: " ".join(s.type.type.names) for s in _flat(prefix + stmts)
+    vectors = _vector_locals(info, prefix + stmts, idx)
+    if guard is not None and ids_in(guard.cond) & vectors:
+        raise Unsupported(f"the guard '{text(guard.cond)}' depends on x through "
+                          f"'{sorted(ids_in(guard.cond) & vectors)[0]}', a local computed before it")
+    prefix, moved = lanes.moved_prefix(prefix, vectors, idx)
+    why = lanes.lane_branch_problem(stmts, vectors, idx, info) or lanes.loop_header_problem(stmts, vectors) \
+        or lanes.effect_problem(moved + stmts, info)
+    if why:
+        raise Unsupported(why)
+    local_types = {s.name: " ".join(s.type.type.names) for s in lanes.flat(moved + stmts)
                    if isinstance(s, c_ast.Decl) and s.name in vectors}
     lead = 0
-    while lead < len(stmts) and not (_names(stmts[lead]) & (vectors | {idx})):
+    while lead < len(stmts) and not (_names(stmts[lead]) & (vectors | {idx})) \
+            and not isinstance(stmts[lead], c_ast.Pragma):     # a pragma stays with the loop it is about
         lead += 1
+    if lanes.written(stmts[:lead]) & set().union(*(ids_in(s) for s in moved)):
+        lead = 0        # they would run before the statements moved from before the guard, which read them
     ahead, stmts = stmts[:lead], stmts[lead:]
-    if any(_names(s) & (vectors | {idx}) for s in prefix):
-        raise Unsupported("a statement before the guard depends on x")
     elem: dict[str, str] = {}
-    accesses = _accesses(info, stmts, idx, elem)
-    widened = [a for a in accesses if a[2]]
+    per_lane = lanes.per_lane_nodes(stmts, vectors, idx)
+    accesses, gathers = _accesses(info, stmts, idx, elem, per_lane)
+    widened = [a for a in accesses if a[2] and id(a[1]) not in per_lane]
     if not widened:
         raise NotWidenable("no access runs along x one element per thread")
+    for array, node, _ in widened:
+        if ids_in(node.subscript) & vectors:
+            raise Unsupported(f"'{sorted(ids_in(node.subscript) & vectors)[0]}' depends on x and is used in the "
+                              f"subscript of {array}[{text(node.subscript)}], read or written as a vector")
     if loops:
         _no_reuse_in_loops(info, stmts, loops)
+    info.gathers = gathers
     width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx)
     checks: list[str] = []
+    starts: dict[str, list] = {}
     for array, node, _ in widened:
         need = width * element_size(elem[array])
         offset = info.by_node[(id(node), "read")] if (id(node), "read") in info.by_node else \
@@ -91,6 +101,7 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
             plural = "" if fixed[0] in ("1", "-1") else "s"
             raise Unsupported(f"{array}[{text(node.subscript)}]: a loop iteration moves it by {fixed[0]} "
                               f"element{plural}, so its {width}-element vectors are never aligned")
+        _one_alignment(array, node, f, starts.setdefault(array, []), width)
         strides = [t for t in strides if not t.lstrip("-").isdigit()]
         for stride in strides:      # every iteration's row start is aligned when the first one's is
             check = f"{stride} % {width} == 0"
@@ -122,14 +133,16 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     first = f"{width} * ({text(idx_decl.init)})"
     idx_decl.init = parse_expr(first)
     along_x = {id(node) for _, node, _ in widened}
-    vector_body = _vector_statements(info, stmts, idx, vectors, {**elem, **local_types}, width, along_x)
+    lowering = lanes.Lowering(info, idx, vectors, {**elem, **local_types}, width, along_x)
+    vector_body = lowering.statements(moved + stmts, lambda array, subscript: _row(array, subscript, idx))
     scalar_guard = conj([clause for clause, _ in x_clauses])
-    if checks:
+    if checks:     # the scalar path: the original statements (those moved from before the guard first) per copy
         k = info.fresh("k")
-        copy_body = [substitute(s, {idx: parse_expr(f"{idx} + {k}")}) for s in stmts]
-        inner = c_ast.Compound(copy_body)
+        copy_of = {idx: parse_expr(f"{idx} + {k}")}
+        inner = c_ast.Compound([substitute(s, copy_of) for s in stmts])
         if scalar_guard is not None:
-            inner = c_ast.Compound([c_ast.If(substitute(scalar_guard, {idx: parse_expr(f"{idx} + {k}")}), inner, None)])
+            inner = c_ast.Compound([c_ast.If(substitute(scalar_guard, copy_of), inner, None)])
+        inner.block_items[:0] = [substitute(s, copy_of) for s in moved]
         loop = parse_vector_statements(f"for (int {k} = 0; {k} < {width}; {k}++) {{}}", set())[0]
         loop.stmt = inner
         split = c_ast.If(parse_expr(" && ".join(f"({c})" if "&" in c else c for c in checks)),
@@ -151,6 +164,19 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     return (f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
             + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
                "; alignment and the thread space's edge proved, no scalar path"))
+
+
+def _one_alignment(array: str, node: c_ast.ArrayRef, f: sympy.Expr, others: list, width: int) -> None:
+    """Refuses two vector accesses of one array a constant number of elements apart that V does not divide
+    (a stencil's `in[x]`, `in[x + 1]`): no address passes both alignment tests, so every group would take the
+    scalar path."""
+    for node2, f2 in others:
+        apart = sympy.expand(f - f2)
+        if apart.is_Integer and int(apart) % width:
+            raise Unsupported(f"{array}[{text(node2.subscript)}] and {array}[{text(node.subscript)}] are "
+                              f"{abs(int(apart))} element{'s' if abs(int(apart)) != 1 else ''} apart: their "
+                              f"{width}-element vectors are never both aligned")
+    others.append((node, f))
 
 
 def _width(requested: int | None, element_types: list[str], ctx) -> int:
@@ -175,25 +201,20 @@ def _width(requested: int | None, element_types: list[str], ctx) -> int:
     return width
 
 
-def _flat(stmts: list) -> list:
-    """The statements and, in place of each loop, the statements of its body (recursively)."""
-    out = []
-    for s in stmts:
-        out.extend(_flat(g.items(s.stmt)) if isinstance(s, c_ast.For) else [s])
-    return out
-
-
 def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
-    """The iterators of the loops among `stmts`, after checking that only declarations, assignments and
-    loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`, kept as loops: each iteration's
-    accesses along x become vectors) of such statements are there."""
+    """The iterators of the loops among `stmts`, after checking that only declarations, assignments, `if`s
+    (lanes.py) and loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`, kept as loops: each
+    iteration's accesses along x become vectors) of such statements are there."""
     names: set[str] = set()
     for s in stmts:
-        if isinstance(s, (c_ast.Decl, c_ast.Assignment)):
+        if isinstance(s, (c_ast.Decl, c_ast.Assignment, c_ast.Pragma)):    # `#pragma unroll`: kept where it is
+            continue
+        if isinstance(s, c_ast.If):
+            names |= set().union(*(_loop_vars(info, b, idx) for b in lanes.branches(s)))
             continue
         if not isinstance(s, c_ast.For):
-            raise NotWidenable(f"{_what(s)} at line {_line(s)} (only declarations, "
-                               "assignments and loops with a constant trip count are widened)")
+            raise NotWidenable(f"{lanes.statement_kind(s)} at line {_line(s)} (only declarations, assignments, "
+                               "'if's and loops with a constant trip count are widened)")
         loop = canonical_loop(s, info._flat_env())
         if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
             raise NotWidenable(f"the loop at line {_line(s)} is not 'for (int j = a; j < b; j += c)' with "
@@ -215,7 +236,7 @@ def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
     iterators = {sympy.Symbol(v, integer=True) for v in loops}
     across = {TID["y"], BID["y"], TID["z"], BID["z"]}
     params = {p.name for p in info.kernel.arrays}
-    for loop in (s for s in stmts if isinstance(s, c_ast.For)):
+    for loop in (n for s in stmts for n in walk(s) if isinstance(n, c_ast.For)):
         for n in walk(loop.stmt):
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
                 continue
@@ -233,14 +254,6 @@ def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
 
 def _line(stmt: c_ast.Node) -> str:
     return str(stmt.coord.line) if stmt.coord else "?"
-
-
-def _what(stmt: c_ast.Node) -> str:
-    kinds = {c_ast.If: "an 'if'", c_ast.While: "a 'while' loop", c_ast.DoWhile: "a 'do' loop",
-             c_ast.Return: "a 'return'", c_ast.Break: "a 'break'", c_ast.Continue: "a 'continue'",
-             c_ast.FuncCall: "a call statement", c_ast.Switch: "a 'switch'", c_ast.Goto: "a 'goto'",
-             c_ast.UnaryOp: "an increment statement", c_ast.Compound: "a nested block"}
-    return kinds.get(type(stmt), f"a {type(stmt).__name__} statement")
 
 
 def _loop_strides(f: sympy.Expr, loops: set[str], node: c_ast.Node, info: KernelInfo):
@@ -302,50 +315,53 @@ def _no_index(info: KernelInfo, body: list, env: dict) -> str:
 
 
 def _vector_locals(info: KernelInfo, stmts: list, idx: str) -> set[str]:
-    vectors: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            name, value = (s.name, s.init) if isinstance(s, c_ast.Decl) else \
-                (s.lvalue.name if isinstance(s.lvalue, c_ast.ID) else None, s.rvalue)
-            if name and name not in vectors and value is not None and (ids_in(value) & (vectors | {idx})
-                                                                       or any(isinstance(n, c_ast.ArrayRef) and idx in ids_in(n) for n in walk(value))):
-                vectors.add(name)
-                changed = True
-    for s in stmts:
+    """The lane locals (lanes.lane_locals), after checking that each is a scalar of a vector type's element
+    and that nothing x-dependent is written where one place would stand for the V lanes."""
+    vectors = lanes.lane_locals(stmts, idx)
+    params = {p.name for p in info.kernel.arrays}
+    for s in lanes.flat(stmts):
         # `v.x = f(x)`: one member for the V lanes (the per-lane copies would all write it)
         if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.StructRef) and \
                 (ids_in(s.rvalue) & (vectors | {idx}) or ids_in(s.lvalue) & vectors):
             owner = "a local" if isinstance(s.lvalue.name, c_ast.ID) else "an array element (an array of structs)"
             raise Unsupported(f"'{text(s.lvalue)}' depends on x and is a member of {owner}, which is not widened")
+        if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.ArrayRef) and \
+                not (isinstance(s.lvalue.name, c_ast.ID) and s.lvalue.name.name in params) and \
+                lanes.depends(s, vectors, idx):
+            raise Unsupported(f"'{text(s.lvalue)}' depends on x and is an element of a local array, one for the "
+                              "V lanes, which is not widened")
         if isinstance(s, c_ast.Decl) and s.name in vectors:
             t = s.type
             if not (isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType)
                     and vector_type(" ".join(n for n in t.type.names), 2)):
                 raise Unsupported(f"'{s.name}' depends on x and is not a scalar of a vector type's element")
-            if " ".join(t.type.names) not in ("float", "double") and any(
-                    isinstance(n, c_ast.ArrayRef) and s.name in ids_in(n.subscript) for t2 in stmts for n in walk(t2)):
-                raise Unsupported(f"'{s.name}' depends on x and is used in a subscript")
     return vectors
 
 
-def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict) -> list:
-    """(array, ArrayRef, widened?) of each global access; raises for one that is neither x-invariant nor one
-    element per thread along x."""
+def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set[int]) -> tuple[list, list]:
+    """(array, ArrayRef, along x?) of each global access, and the gathers (`A[e]` read per lane, e not affine;
+    A never written by the kernel, so the lanes may read it in any order; what e reads joins `per_lane`);
+    raises for an access that is none of these, or along x not one element per thread (`in[x * cols + y]`,
+    left to coalesce, which stages it)."""
     params = {p.name: p for p in info.kernel.arrays}
-    out = []
+    out, gathers = [], []
     for s in stmts:
         for n in walk(s):
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID)):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
+            if a is not None and a.kind in _READ_PER_LANE and n.name.name in params:
+                gathers.append(_gather(info, n, f"is left as written ({a.why_unresolved})"))
+                per_lane |= {id(m) for m in walk(n.subscript)}      # what its subscript reads, per lane too
+                continue
             if a is not None and a.kind in AS_WRITTEN:  # a volatile local pointer too
                 raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is left as written ({a.why_unresolved})")
             if n.name.name not in params:
                 continue
             if a is None or a.index is None:
-                raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
+                gathers.append(_gather(info, n, "is not affine"))
+                per_lane |= {id(m) for m in walk(n.subscript)}
+                continue
             elem[a.array] = params[a.array].base_type
             f = sympy.expand(a.index - (BID["x"] * BDIM["x"] + TID["x"]))
             if not ({TID["x"], BID["x"]} & a.index.free_symbols):
@@ -354,7 +370,24 @@ def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict) -> list:
                 out.append((a.array, n, True))
             else:
                 raise Unsupported(f"{a.array}[{a.index_text}] is not one element per thread along x")
-    return out
+    return out, gathers
+
+
+#: The kinds of access (analysis/accesses.py) whose subscript every pass leaves as written that a lane may
+#: still read as written: the subscript names a parameter's element, only its step along x is not known.
+_READ_PER_LANE = ("quasi-affine", "clamped", "redefined")
+
+
+def _gather(info: KernelInfo, node: c_ast.ArrayRef, why: str) -> str:
+    """`A[e]`, a read per lane; raises where the kernel writes A (or this is a write)."""
+    array = node.name.name
+    what = f"{array}[{text(node.subscript)}]"
+    if (id(node), "write") in info.by_node or (id(node), "read") not in info.by_node:
+        raise Unsupported(f"{what} {why} and is written")
+    if array in info.written:
+        raise Unsupported(f"{what} {why}, and the kernel writes {array}: its lanes could not be read in "
+                          "any order")
+    return what
 
 
 def _row(array: str, subscript: c_ast.Node, idx: str) -> str:
@@ -403,77 +436,3 @@ def _launch(info: KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
     if bx % width or (bx // width) * by < ctx.options.target.warp_size:
         raise Unsupported(f"the kernel has no guard and a {bx}x{by} block cannot be cut {width} times in x")
     return LaunchConfig(block=(bx // width, by), outputs_per_block=(bx, by))
-
-
-def _vector_statements(info: KernelInfo, stmts: list, idx: str, vectors: set[str], elem: dict,
-                       width: int, along_x: set[int]) -> list:
-    """The statements of the vector path. `along_x`: the ids of the accesses that run along x one element per
-    thread, the only ones read or written as vectors (`A[0 * x]` names x but reads one element for all)."""
-    out = []
-    def component(expr: c_ast.Node, c: int) -> c_ast.Node:
-        e = substitute(expr, {idx: parse_expr(f"{idx} + {c}")} if c else {})
-
-        def per_lane(n: c_ast.Node):
-            if isinstance(n, c_ast.ID) and n.name in vectors:
-                return c_ast.StructRef(c_ast.ID(n.name), ".", c_ast.ID(COMPONENTS[c]))
-            return None
-
-        return transform(e, per_lane, skip_member_names=True)
-
-    def make(vtype: str, expr: c_ast.Node) -> c_ast.Node:
-        call = parse_expr(f"{constructor(vtype)}(0)")
-        call.args.exprs = [component(expr, c) for c in range(width)]
-        return call
-
-    def vector_ref(array: str, node: c_ast.ArrayRef, const: bool) -> c_ast.Node:
-        vtype = vector_type(elem[array], width)
-        return parse_vector_statements(f"__v((({'const ' if const else ''}{vtype} *) {_row(array, node.subscript, idx)})"
-                                       f"[{idx} / {width}]);", {vtype})[0].args.exprs[0]
-
-    for s in stmts:
-        depends = bool(_names(s) & (vectors | {idx}))
-        if not depends:
-            out.append(s)
-            continue
-        if isinstance(s, c_ast.For):    # the loop stays; its body's accesses along x are vectors
-            body = c_ast.Compound(_vector_statements(info, g.items(s.stmt), idx, vectors, elem, width, along_x))
-            out.append(c_ast.For(copy.deepcopy(s.init), copy.deepcopy(s.cond), copy.deepcopy(s.next), body, s.coord))
-            continue
-        if isinstance(s, c_ast.Decl):
-            base = " ".join(s.type.type.names)
-            vtype = vector_type(base, width)
-            init = s.init
-            if init is None:      # `float v;`, assigned later: a vector declared the same way
-                value = None
-            elif id(init) in along_x:
-                value = vector_ref(init.name.name, init, True)
-            else:
-                value = make(vtype, init)
-            decl = parse_vector_statements(f"const {vtype} {s.name} = 0;", {vtype})[0]
-            if "const" not in (s.quals or []):
-                decl.quals = [q for q in decl.quals if q != "const"]
-                decl.type.quals = [q for q in decl.type.quals if q != "const"]
-            decl.init = value
-            out.append(decl)
-            continue
-        target = s.lvalue
-        if id(target) in along_x:
-            array = target.name.name
-            vtype = vector_type(elem[array], width)
-            value = s.rvalue if s.op == "=" else c_ast.BinaryOp(s.op[:-1], copy.deepcopy(target), s.rvalue)
-            if s.op != "=":
-                old = info.fresh(f"{array}_old")
-                load = parse_vector_statements(f"const {vtype} {old} = 0;", {vtype})[0]
-                load.init = vector_ref(array, target, False)
-                out.append(load)
-                vectors.add(old)
-                value = c_ast.BinaryOp(s.op[:-1], c_ast.ID(old), s.rvalue)
-            out.append(c_ast.Assignment("=", vector_ref(array, target, False), make(vtype, value)))
-            continue
-        if isinstance(target, c_ast.ID) and target.name in vectors:
-            vtype = vector_type(elem[target.name], width)     # its own type (a double stays double)
-            out.append(c_ast.Assignment("=", c_ast.ID(target.name), make(vtype, s.rvalue if s.op == "=" else
-                                                                          c_ast.BinaryOp(s.op[:-1], c_ast.ID(target.name), s.rvalue))))
-            continue
-        out.extend(c_ast.Assignment(s.op, component(s.lvalue, c), component(s.rvalue, c)) for c in range(width))
-    return out
