@@ -182,13 +182,19 @@ def all_accesses(kernel: Kernel) -> list:
 
 
 def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...], global_space: tuple[int, int],
-                  grid: tuple[int, ...] | None = None, given: dict[str, int] | None = None) -> dict[str, int]:
+                  grid: tuple[int, ...] | None = None, given: dict[str, int] | None = None,
+                  unsized: set[str] | None = None) -> dict[str, int]:
     """Elements each array needs: the largest subscript over the naive thread space and loop ranges + 1.
     Subscripts are bounded in terms of the global thread coordinates where they only use those, so the
     arrays are no larger than what the naive kernel can touch (an optimized kernel reading past that is
     caught as out of bounds). `grid` is the naive launch's grid when known (else the block is narrowed to
-    divide the space); `given` (--extent) sizes arrays outright, gathered ones (`src[perm[i]]`) included."""
+    divide the space); `given` (--extent) sizes arrays outright, gathered ones (`src[perm[i]]`) included.
+    `unsized`: where given, an array the kernel only reads whose subscript cannot be bounded here
+    (`img[up[row] + rows * col]`, `up[(e + 1) % rows]`) is added to it rather than refused, for run_case to
+    size by what the naive kernel reads (naive_reach)."""
     given = given or {}
+    read_only = {p.name for p in kernel.arrays if p.base_type not in kernel.struct_layouts} - written_arrays(kernel) \
+        if unsized is not None else set()
     if grid is None:
         block = (_largest_divisor(global_space[0], block[0]), _largest_divisor(global_space[1], block[1]))
         grid = (global_space[0] // block[0], global_space[1] // block[1])
@@ -214,6 +220,9 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
         if access.array in given:
             continue
         if access.evaluable_index is None:
+            if gather_index_array(kernel, access) is None and access.array in read_only:
+                unsized.add(access.array)
+                continue
             if gather_index_array(kernel, access) is None:
                 raise CompileError(f"cannot size array '{access.array}' for emulation: its subscript "
                                    f"'{access.index_text}' is not affine (give its size with --extent "
@@ -221,10 +230,16 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
             # A gather: the index array gets values inside whatever size the target has.
             extents[access.array] = max(extents.get(access.array, 1), global_space[0] * global_space[1])
             continue
-        local = dict(ranges)
-        for loop in access.loops:
-            local[iterator_symbol(loop.var)] = _iterator_range(loop, access, local, in_global_terms)
-        top = _bound(in_global_terms(access.evaluable_index), local, max_=True)
+        try:
+            local = dict(ranges)
+            for loop in access.loops:
+                local[iterator_symbol(loop.var)] = _iterator_range(loop, access, local, in_global_terms)
+            top = _bound(in_global_terms(access.evaluable_index), local, max_=True)
+        except CompileError:
+            if access.array not in read_only:
+                raise
+            unsized.add(access.array)   # `up[r]`, r a local assigned twice: no bound here, the run's instead
+            continue
         extents[access.array] = max(extents.get(access.array, 1), top + 1)
     extents.update(given)
     for p in kernel.arrays:
@@ -446,9 +461,17 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
     rng = np.random.default_rng(seed)
     block, grid = naive_geometry(naive_block, case)
     accesses = all_accesses(naive)
+    unsized: set[str] = set()
     extents = array_extents(naive, case.sizes, block, case.global_space, grid if case.grid else None,
-                            case.extents)
-    inputs = make_arguments(naive, case.sizes, extents, rng, gather_bounds(naive, extents))
+                            case.extents, unsized)
+    naive_sample = None if regions is None else blocks_covering(regions, block[:2], grid)
+    if unsized:
+        inputs, error = naive_reach(naive, case, extents, unsized, rng, (block, grid), naive_sample,
+                                    device_functions)
+        if error:
+            return _finish(result, start, error=error)
+    else:
+        inputs = make_arguments(naive, case.sizes, extents, rng, gather_bounds(naive, extents))
     inputs.update({name: None for name in null_pointers})
     outputs = written_arrays(naive) | device_variables(naive)
     for name in outputs - device_variables(naive) - null_pointers:
@@ -486,6 +509,38 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
         tolerance = TOLERANCE + (ATOMIC_TOLERANCE * math.sqrt(atomics) if name in atomic_arrays else 0.0)
         _compare(result, name, runs["naive"][name], runs["optimized"][name], tolerance)
     return _finish(result, start)
+
+
+#: How much larger than the largest array the subscripts size, and than the thread space, an array sized by
+#: what the naive kernel reads may be while it is measured (an index computed from loaded integers, which are
+#: small: make_arguments draws them from 1 to 15).
+REACH_ROOM = 4
+
+
+def naive_reach(naive: Kernel, case: Case, extents: dict[str, int], unsized: set[str], rng, launch, sample,
+                device_functions: dict) -> tuple[dict, str | None]:
+    """Inputs where each array of `unsized` (read-only arrays no subscript bounds) holds exactly the elements
+    the naive kernel reads on these inputs: the naive kernel is run once with those arrays at a provisional
+    size, the words it reads are measured, and each array is cut after the last, or after what its bounded
+    subscripts reach if that is further (its values, and so every index computed from them, unchanged).
+    Both kernels then run on those inputs: the naive one reads what it read, an optimized one reading past it
+    is out of bounds. (inputs, None), or (None, why not)."""
+    from gpgpu_opt.emulator import EmulationError, run_kernel
+
+    room = REACH_ROOM * (max(extents.values(), default=1) + math.prod(case.global_space))
+    provisional = {**extents, **{name: room for name in unsized}}
+    inputs = make_arguments(naive, case.sizes, provisional, rng, gather_bounds(naive, provisional))
+    trial = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+    try:
+        stats = run_kernel(naive, launch[1], launch[0], trial, device_functions=device_functions,
+                           check_races=False, blocks=sample, measure_reach=frozenset(unsized))
+    except EmulationError as err:
+        return None, f"cannot size {', '.join(sorted(unsized))} by what the naive kernel reads: {err}"
+    for name in sorted(unsized):
+        words = _words(next(p.base_type for p in naive.arrays if p.name == name))
+        end = max(stats.reach[name][1], extents.get(name, 1) * words)
+        inputs[name] = inputs[name][:-(-end // words) * words]
+    return inputs, None
 
 
 def null_tested_pointers(kernel: Kernel) -> frozenset[str]:

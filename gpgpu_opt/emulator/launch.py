@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from pycparser import c_ast
@@ -31,6 +31,8 @@ class EmulationStats:
     atomics: int = 0
     barriers: int = 0           # __syncthreads() executions, counted once per block
     seconds: float = 0.0
+    #: per array run_kernel was asked to measure: (lowest, highest + 1) scalar word accessed; (0, 0) if none
+    reach: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bool, written: set[str]):
@@ -138,11 +140,12 @@ def _scalar_arg(kernel: str, pname: str, ctype: CType, value):
 
 def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: dict | None = None,
                check_races: bool = True, max_threads_per_batch: int = 1 << 16,
-               blocks: list[int] | None = None) -> EmulationStats:
+               blocks: list[int] | None = None, measure_reach: frozenset[str] = frozenset()) -> EmulationStats:
     """Emulate `kernel<<<grid, block>>>(args...)` on the CPU; pointer arguments (numpy arrays) are
     updated in place. A Kernel's file-scope variables take their contents from `args` too, by name. Raises an EmulationError subclass for out-of-bounds or misaligned accesses, races,
     divergent barriers, undefined behaviour and unsupported constructs. `blocks`: run only these blocks
-    (linear ids, x fastest) of the grid, a sample of a launch too large to emulate whole."""
+    (linear ids, x fastest) of the grid, a sample of a launch too large to emulate whole. `measure_reach`:
+    pointer arguments whose lowest and highest word accessed go to the stats' `reach`."""
     t0 = time.perf_counter()
     funcdef = getattr(kernel_or_funcdef, "funcdef", kernel_or_funcdef)
     if not isinstance(funcdef, c_ast.FuncDef):
@@ -157,6 +160,9 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
     file_variables = getattr(kernel_or_funcdef, "file_variables", {})
     params = _bind_args(funcdef, {k: v for k, v in args.items() if k not in file_variables}, mem, geom,
                         check_races, written)
+    measured = {n: params[n].value.buffer for n in measure_reach}
+    for buffer in measured.values():
+        buffer.reach = [buffer.extent, 0]
     interp = Interpreter(funcdef, device_functions, geom, mem, stats, params)
     interp.file_scope = bind_file_variables(name, file_variables, args, mem, check_races,
                                             np.int32 if geom.total_threads < 2**31 else np.int64)
@@ -165,6 +171,7 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
         for first, count in _batches(sorted(set(blocks)) if blocks is not None else None, geom.nblocks, per_batch):
             interp.run_batch(Batch(geom, first, count))
             stats.batches += 1
+    stats.reach = {n: ((b.reach[0], b.reach[1]) if b.reach[1] else (0, 0)) for n, b in measured.items()}
     stats.blocks = geom.nblocks if blocks is None else len(set(blocks))
     stats.threads = stats.blocks * geom.tpb
     stats.seconds = time.perf_counter() - t0

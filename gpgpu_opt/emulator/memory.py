@@ -27,6 +27,7 @@ class Buffer:
         self.read_only = False
         self.null = False               # a null pointer argument: no element, compares equal to 0
         self.lane_base: np.ndarray | None = None   # per lane of the batch: the copy's first word
+        self.reach: list[int] | None = None   # [lowest word, highest word + 1] accessed, where it is measured
 
     @property
     def label(self) -> str:
@@ -124,6 +125,8 @@ class Memory:
             lo, hi = o.min(), o.max()
         else:
             lo = hi = o
+        if buf.reach is not None:
+            buf.reach[0], buf.reach[1] = min(buf.reach[0], int(lo)), max(buf.reach[1], int(hi) + k)
         if lo < 0 or hi + k > buf.extent:
             bad = (np.asarray(o) < 0) | (np.asarray(o) + k > buf.extent)
             j = int(np.argmax(bad)) if isinstance(o, np.ndarray) else 0

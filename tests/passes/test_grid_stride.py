@@ -231,10 +231,13 @@ def test_saxpy_is_canonicalized_widened_and_its_fixed_grid_resized(tmp_path):
 
 
 def test_a_canonical_form_no_pass_builds_on_is_not_kept(tmp_path):
-    # A body with a branch is not widened: one thread per element alone only adds blocks (1-3 % slower
-    # than 32 blocks per SM on an H100), so the loop and the launch stay as the user wrote them.
+    # A body with a `while` loop is not widened (a branch is now, lane by lane): one thread per element alone
+    # only adds blocks (1-3 % slower than 32 blocks per SM on an H100), so the loop and the launch stay as the
+    # user wrote them.
     kernel, launch = SPELLINGS["declared_before_unsigned"]
-    text = program_text(kernel, launch)
+    branch = "        if (v > 0.5f)\n            v = v * v;\n"
+    assert branch in kernel
+    text = program_text(kernel.replace(branch, "        while (v > 1.0f)\n            v = v * 0.5f;\n"), launch)
     _, result, diagnostics = compile_text(tmp_path, text)
     assert "no other pass transformed its one-thread-per-element form" in notes(diagnostics)
     assert "grid-stride loop canonicalized" not in notes(diagnostics)

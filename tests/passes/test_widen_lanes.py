@@ -242,38 +242,38 @@ def test_a_pragma_stays_with_its_loop_in_both_paths(tmp_path_factory):
 
 
 PAIR_GATHER = """
-__global__ void pair_gather(int n, int w, const int *col, const float *a, const float *g, float *out)
+__global__ void pair_gather(int n, int w, const int *col, const float *a, float *out)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        /* the pair at 2i and one neighbour through the column table */
-        out[i] = a[2 * i] + a[2 * i + 1] + g[col[i] + w * 2];
+        /* the pair at 2i and one neighbour past the outputs, through the column table */
+        out[i] = a[2 * i] + a[2 * i + 1] + out[n + col[i] + w * 2];
     }
 }
 
 void run(int n, int w)
 {
     int *col;
-    float *a, *g, *out;
+    float *a, *out;
     cudaMalloc(&col, n * sizeof(int));
     cudaMalloc(&a, 2 * n * sizeof(float));
-    cudaMalloc(&g, 4 * n * sizeof(float));
-    cudaMalloc(&out, n * sizeof(float));
-    pair_gather<<<(n + 127) / 128, 128>>>(n, w, col, a, g, out);
+    cudaMalloc(&out, 4 * n * sizeof(float));
+    pair_gather<<<(n + 127) / 128, 128>>>(n, w, col, a, out);
 }
 """
 
 
 def test_a_kernel_whose_check_rolls_every_pass_back_keeps_the_users_text(tmp_path_factory):
-    """The emulator cannot size `g` (a subscript of a loaded index plus a term, as srad's gathers are), so the
-    check cannot run and every pass after restrict is dropped. Before, the pairs' applied decision still
+    """The emulator cannot size `out` (a subscript of a loaded index plus a term, in an array the kernel also
+    writes, so that what it reads is no run's to measure), so the check cannot run and every pass after
+    restrict is dropped. Before, the pairs' applied decision still
     counted as a transformation, and the kernel was printed from the syntax tree (its comment lost); as with
     no pass applied, it keeps the user's text, only its parameters requalified."""
     result = _compile(tmp_path_factory, "pair_gather", PAIR_GATHER, passes=None)
     (k,) = result.kernels
     assert k.validation.status == "rolled back" and "the check could not run" in k.validation.detail
-    assert "/* the pair at 2i and one neighbour through the column table */" in result.output
-    assert "const float *__restrict__ g, float *__restrict__ out)\n{" in result.output
+    assert "/* the pair at 2i and one neighbour past the outputs, through the column table */" in result.output
+    assert "const float *__restrict__ a, float *__restrict__ out)\n{" in result.output
 
 
 # -- every refusal is a note --------------------------------------------------------------------------------

@@ -192,10 +192,16 @@ def test_a_gather_on_the_command_line(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_an_unresolved_subscript_says_how_to_size_it(tmp_path, capsys):
-    path = write(tmp_path, "gather2.cu", GATHER.replace("src[perm[i]]", "src[perm[i] * 2]"))
-    with pytest.raises(CompileError, match="--extent src=N"):
+def test_an_unresolved_subscript_of_a_written_array_says_how_to_size_it(tmp_path, capsys):
+    path = write(tmp_path, "scatter.cu", GATHER.replace("out[i] = src[perm[i]]", "out[perm[i] * 2] = src[i]"))
+    with pytest.raises(CompileError, match="--extent out=N"):
         api(path, capsys)
+
+
+def test_an_unresolved_subscript_of_an_array_only_read_is_sized_by_the_naive_run(tmp_path, capsys):
+    path = write(tmp_path, "gather2.cu", GATHER.replace("src[perm[i]]", "src[perm[i] * 2]"))
+    ok, out = api(path, capsys)
+    assert ok, out
 
 
 def test_a_down_counting_loop_verifies(tmp_path, capsys):
