@@ -8,8 +8,8 @@ files to write, each at a path relative to the directory the program runs in ('@
 file at the bundle's data/ directory, so that several programs and both builds read one copy).
 
 LARGE maps a main file to a second run at a large input, timed beside the first as NAME_large: cfd's and
-srad's kernels are chosen by the launch's size (gpgpu_opt/launch_dispatch.py), and the suite's 97K elements (a
-1024 x 1024 image for srad's gather kernels) do not reach the size from which the optimized ones run. Its domain (hundreds of MB) is generated on the GPU machine: this file
+srad's kernels are chosen by the launch's size (gpgpu_opt/launch_dispatch.py), and the suite's inputs (97K
+elements for cfd) do not reach the size from which all the optimized ones run. Its domain (hundreds of MB) is generated on the GPU machine: this file
 runs there with python3 alone (`python3 rodinia_data.py cfd_domain PATH ELEMENTS`, from data/generate.sh). A
 run may also set the program's own macros (GeneratedRun.macros: cfd's iteration count, for NAME_large)."""
 from __future__ import annotations
@@ -128,8 +128,9 @@ _CFD_LARGE = GeneratedRun(("@DATA@/cfd_domain_2M.txt",), (),
                           macros=(("iterations", str(LARGE_CFD_ITERATIONS)),), run_timeout=LARGE_CFD_RUN_TIMEOUT)
 LARGE: dict[str, GeneratedRun] = {name: _CFD_LARGE for name in ("cfd/euler3d.cu", "cfd/euler3d_double.cu",
                                                                  "cfd/pre_euler3d.cu", "cfd/pre_euler3d_double.cu")}
-#: srad_v1's second run: a 2048 x 2048 image (4M threads a launch), past the 1.08M threads from which its
-#: gather kernels (srad, srad2: the slow bodies' threshold) run widened; the first run's 1024 x 1024 stays below.
+#: srad_v1's second run: a 2048 x 2048 image (4M threads a launch), far past the thresholds of its widened
+#: kernels (extract, prepare, compress). It measured its gather kernels (srad, srad2) widened: slower than the
+#: naive ones at this size (gpgpu_opt/passes/vectorize: gather_body), so they are no longer widened.
 SRAD_LARGE_SIDE = 2048
 LARGE["srad/srad_v1/main.cu"] = GeneratedRun(
     ("100", "0.5", str(SRAD_LARGE_SIDE), str(SRAD_LARGE_SIDE)),
