@@ -87,7 +87,7 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     g.normalize_early_returns(work.body)
     info = KernelInfo(work, ctx)
     try:
-        what = widen.widen(work, ctx, info, ctx.options.vector_width)
+        what, gathers = widen.widen(work, ctx, info, ctx.options.vector_width)
     except widen.NotWidenable as why:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
@@ -95,9 +95,9 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
     width = work.launch.outputs_per_block[0] // work.launch.block[0]
-    gathers = gather_body(getattr(info, "gathers", [])) if sized else None
-    if gathers is not None:     # measured: no size at which it gains
-        ctx.log.skip("kernel", f"not widened: {gathers}", where)
+    why_not = gather_body(gathers) if sized else None
+    if why_not is not None:     # measured: no size at which it gains
+        ctx.log.skip("kernel", f"not widened: {why_not}", where)
         return None
     unsized = launch_dispatch.unsized(ctx.facts.dispatch) if sized else None
     if unsized is not None:     # the gain depends on the launch's size, which nothing here can choose by

@@ -25,6 +25,8 @@ Every refusal is a note.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import sympy
 from pycparser import c_ast
 
@@ -48,7 +50,13 @@ class NotWidenable(Exception):
     """No access to widen, or widening switched off (no note needed beyond the caller's)."""
 
 
-def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -> str:
+class Widened(NamedTuple):
+    """What widen did (for the decision log), and the gathers it reads lane by lane (`img[up[e]]`)."""
+    what: str
+    gathers: list[str]
+
+
+def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -> Widened:
     """Rewrite `kernel` in place; returns what was done, or raises NotWidenable/Unsupported. V is `requested`
     (`--vector-width`), else the target's preferred access over the element size (`_width`)."""
     body = kernel.body.block_items or []
@@ -86,7 +94,6 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
                               f"subscript of {array}[{text(node.subscript)}], read or written as a vector")
     if loops:
         _no_reuse_in_loops(info, stmts, loops)
-    info.gathers = gathers
     width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx)
     checks: list[str] = []
     starts: dict[str, list] = {}
@@ -153,7 +160,7 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     note = Comment(f"vectorize: each thread handles {width} consecutive x, one {width}-wide vector access per "
                    f"array{'; unaligned or ragged groups take the scalar path' if checks else ''}")
     if guard is not None:
-        guard.cond = conj(kept_clauses + [c for c, _ in x_clauses]) if checks else conj(kept_clauses + [c for c, _ in x_clauses])
+        guard.cond = conj(kept_clauses + [c for c, _ in x_clauses])
         guard.iftrue = c_ast.Compound(ahead + inner_items)
         kernel.body.block_items = body[:idx_pos] + [note, idx_decl] + prefix + [guard]
     else:
@@ -161,9 +168,9 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     kernel.launch = launch
     names = ", ".join(sorted({f"{a}[{text(n.subscript)}]" for a, n, _ in widened}))
     vtypes = ", ".join(sorted({vector_type(elem[a], width) for a, _, _ in widened}))
-    return (f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
-            + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
-               "; alignment and the thread space's edge proved, no scalar path"))
+    return Widened(f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
+                   + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
+                      "; alignment and the thread space's edge proved, no scalar path"), gathers)
 
 
 def _one_alignment(array: str, node: c_ast.ArrayRef, f: sympy.Expr, others: list, width: int) -> None:
