@@ -4,19 +4,11 @@ not widen. Each rewrite is emulated against the naive kernel at sizes no vector 
 tails), with the race check, and built with nvcc."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-import textwrap
 
 import pytest
 
 from gpgpu_opt.codegen import kernel_source
-from gpgpu_opt.diagnostics import Diagnostics
-from gpgpu_opt.frontend import load_program
-from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_with
-from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import Case, run_case
+from tests.passes.vectorize_kit import assert_builds, assert_equivalent, compile_source, vectorize_notes
 
 DOUBLE_STEP = """
 #define RK 3
@@ -58,43 +50,14 @@ void run(int n, const __half *x, __half *y, float *r)
 """
 
 
-def _compile(tmp_path_factory, name: str, source: str, passes: str | None = "vectorize", validate: bool = True):
-    path = tmp_path_factory.mktemp(name) / f"{name}.cu"
-    path.write_text(textwrap.dedent(source))
-    diagnostics = Diagnostics(quiet=True)
-    program = load_program(str(path), diagnostics=diagnostics)
-    return compile_with(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=validate)
-
-
-def _notes(kernel, action: str) -> list[str]:
-    return [f"{d.subject}: {d.reason}" for d in kernel.context.log.decisions
-            if d.pass_name == "vectorize" and d.action == action]
-
-
-def _equivalent(kernel, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block, Case(sizes=sizes, global_space=space),
-                      seed=5, device_functions={}, check_races=True)
-    assert result.ok, result.error or result.mismatches
-
-
-def _nvcc(result, tmp_path_factory) -> None:
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc not on PATH")
-    out = tmp_path_factory.mktemp("nvcc") / "out.cu"
-    out.write_text(result.output)
-    proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", "/dev/null", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-
-
 @pytest.fixture(scope="module")
 def double_step(tmp_path_factory):
-    return _compile(tmp_path_factory, "double_step", DOUBLE_STEP)
+    return compile_source(tmp_path_factory, "double_step", DOUBLE_STEP)
 
 
 @pytest.fixture(scope="module")
 def half_axpy(tmp_path_factory):
-    return _compile(tmp_path_factory, "half_axpy", HALF_AXPY)
+    return compile_source(tmp_path_factory, "half_axpy", HALF_AXPY)
 
 
 # -- the width by element size ------------------------------------------------------------------------------
@@ -107,11 +70,11 @@ def test_doubles_are_widened_by_double2(double_step, tmp_path_factory):
     assert "double2 factor = make_double2(factors_val.x / ((double) (4 - j)), " in text
     assert "((double2 *) (v + 2 * n))[i / 2] = make_double2(" in text
     assert "double4" not in text
-    assert any("(double2)" in n for n in _notes(k, "applied"))
+    assert any("(double2)" in n for n in vectorize_notes(k, "applied"))
     assert k.validation.status == "passed"
     for n in (37, 5, 64):
-        _equivalent(k, {"n": n, "j": 1}, (n, 1))
-    _nvcc(double_step, tmp_path_factory)
+        assert_equivalent(k, {"n": n, "j": 1}, (n, 1), seed=5)
+    assert_builds(double_step, tmp_path_factory)
 
 
 def test_halves_are_widened_by_half2_with_exact_half_arithmetic(half_axpy, tmp_path_factory):
@@ -127,8 +90,8 @@ def test_halves_are_widened_by_half2_with_exact_half_arithmetic(half_axpy, tmp_p
     assert "((float2 *) r)[i / 2] = make_float2(" in text
     assert k.validation.status == "passed"
     for n in (37, 3, 64):
-        _equivalent(k, {"n": n, "alpha": 0.75}, (n, 1))
-    _nvcc(half_axpy, tmp_path_factory)
+        assert_equivalent(k, {"n": n, "alpha": 0.75}, (n, 1), seed=5)
+    assert_builds(half_axpy, tmp_path_factory)
 
 
 # -- loops with a constant trip count -----------------------------------------------------------------------
@@ -184,12 +147,12 @@ void run(int n, const double *a, double *s, double *t)
 def init_variables(tmp_path_factory):
     # not validated in the pipeline: the check's sizes (nelr = 37) start no block of `nelr / 128` blocks
     # (choosing the sizes from the launch is another piece of work); emulated below at sizes that do
-    return _compile(tmp_path_factory, "init_variables", INIT_VARIABLES, validate=False)
+    return compile_source(tmp_path_factory, "init_variables", INIT_VARIABLES, validate=False)
 
 
 @pytest.fixture(scope="module")
 def rows_sum(tmp_path_factory):
-    return _compile(tmp_path_factory, "rows_sum", ROWS_SUM)
+    return compile_source(tmp_path_factory, "rows_sum", ROWS_SUM)
 
 
 def test_a_constant_trip_loop_stays_and_its_stores_along_x_become_vectors(init_variables, tmp_path_factory):
@@ -203,8 +166,8 @@ def test_a_constant_trip_loop_stays_and_its_stores_along_x_become_vectors(init_v
     assert "((float4 *) (variables + j * nelr))[i / 4] = make_float4(ff_variable[j], ff_variable[j], " in text
     assert k.optimized.launch.block == (32, 1)
     for nelr in (256, 130, 388):   # 130: rows that do not start aligned, the scalar path
-        _equivalent(k, {"nelr": nelr}, (nelr // 128 * 128, 1))    # the launch's threads
-    _nvcc(init_variables, tmp_path_factory)
+        assert_equivalent(k, {"nelr": nelr}, (nelr // 128 * 128, 1), seed=5)    # the launch's threads
+    assert_builds(init_variables, tmp_path_factory)
 
 
 def test_a_loop_accumulating_loads_along_x_is_widened_by_double2(rows_sum, tmp_path_factory):
@@ -215,14 +178,14 @@ def test_a_loop_accumulating_loads_along_x_is_widened_by_double2(rows_sum, tmp_p
     assert "if (i + 1 < n && n % 2 == 0 && " in text
     assert k.validation.status == "passed"
     for n in (37, 5, 64):
-        _equivalent(k, {"n": n, "m": 2}, (n, 1))
-    _nvcc(rows_sum, tmp_path_factory)
+        assert_equivalent(k, {"n": n, "m": 2}, (n, 1), seed=5)
+    assert_builds(rows_sum, tmp_path_factory)
 
 
 def test_a_loop_without_a_constant_trip_count_is_not_widened_with_a_note(tmp_path_factory):
-    (k,) = _compile(tmp_path_factory, "sum_rows", SUM_ROWS).kernels
+    (k,) = compile_source(tmp_path_factory, "sum_rows", SUM_ROWS).kernels
     assert "double2" not in kernel_source(k.optimized.funcdef)
-    assert any("not widened: the loop at line 12 has no constant trip count" in n for n in _notes(k, "skipped"))
+    assert any("not widened: the loop at line 12 has no constant trip count" in n for n in vectorize_notes(k, "skipped"))
 
 
 # -- every refusal is a note --------------------------------------------------------------------------------
@@ -295,9 +258,9 @@ def test_a_kernel_not_widened_says_why(name, tmp_path_factory):
     """Before: srad's index and a nested `if` (widened now, test_widen_lanes.py) raised NotWidenable, which was dropped with no note (the
     corpus run listed such kernels as 'no pass applied (no note)')."""
     source, why = NOT_WIDENED[name]
-    (k,) = _compile(tmp_path_factory, name, source, validate=False).kernels
+    (k,) = compile_source(tmp_path_factory, name, source, validate=False).kernels
     assert "4 *" not in kernel_source(k.optimized.funcdef)
-    assert f"kernel: {why}" in _notes(k, "skipped")
+    assert f"kernel: {why}" in vectorize_notes(k, "skipped")
 
 
 HALF_PAIRS = """
@@ -326,11 +289,11 @@ void run(int n)
 def test_half_pairs_are_one_half2_access(tmp_path_factory):
     """The paper's pair rule on `__half` (before: "no two-element vector of __half"): loads and stores of
     two adjacent halves are one `__half2`, built by `__halves2half2`, `.x` the lower address."""
-    result = _compile(tmp_path_factory, "half_pairs", HALF_PAIRS)
+    result = compile_source(tmp_path_factory, "half_pairs", HALF_PAIRS)
     (k,) = result.kernels
     text = kernel_source(k.optimized.funcdef)
     assert "const __half2 a2 = ((const __half2 *) a)[i];" in text
     assert "((__half2 *) c)[i] = __halves2half2(hi, lo);" in text
     assert k.validation.status == "passed"
-    _equivalent(k, {"n": 37}, (37, 1))
-    _nvcc(result, tmp_path_factory)
+    assert_equivalent(k, {"n": 37}, (37, 1), seed=5)
+    assert_builds(result, tmp_path_factory)

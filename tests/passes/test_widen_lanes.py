@@ -4,19 +4,11 @@ for each kernel it still refuses. Every rewrite goes through compile's emulated 
 validation, at sizes no tile divides), is emulated again here at more sizes, and is built with nvcc."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-import textwrap
 
 import pytest
 
 from gpgpu_opt.codegen import kernel_source
-from gpgpu_opt.diagnostics import Diagnostics
-from gpgpu_opt.frontend import load_program
-from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_with
-from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import Case, run_case
+from tests.passes.vectorize_kit import assert_builds, assert_equivalent, compile_source, vectorize_notes
 
 #: An image relaxation in the style of an anisotropic diffusion step: a row and column from the linear index
 #: (% and /, patched at the column edge by an `if`), neighbours gathered through index arrays nothing writes,
@@ -103,46 +95,15 @@ void run(int n, float scale)
 """
 
 
-def _compile(tmp_path_factory, name: str, source: str, passes: str | None = "vectorize", validate: bool = True,
-             **options):
-    path = tmp_path_factory.mktemp(name) / f"{name}.cu"
-    path.write_text(textwrap.dedent(source))
-    diagnostics = Diagnostics(quiet=True)
-    program = load_program(str(path), diagnostics=diagnostics)
-    return compile_with(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=validate,
-                        **options)
-
-
-def _notes(kernel, action: str) -> list[str]:
-    return [f"{d.subject}: {d.reason}" for d in kernel.context.log.decisions
-            if d.pass_name == "vectorize" and d.action == action]
-
-
-def _equivalent(kernel, sizes: dict, space: tuple[int, int]) -> None:
-    result = run_case(kernel.naive, kernel.optimized, kernel.context.facts.naive_block,
-                      Case(sizes=sizes, global_space=space), seed=11, device_functions={}, check_races=True)
-    assert result.ok, result.error or result.mismatches
-
-
-def _nvcc(result, tmp_path_factory) -> None:
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc not on PATH")
-    out = tmp_path_factory.mktemp("nvcc") / "out.cu"
-    out.write_text(result.output)
-    proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", "/dev/null", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-
-
 @pytest.fixture(scope="module")
 def relax(tmp_path_factory):
     """Widened at the width asked for: a gather body is not widened otherwise (measured slower on an H100)."""
-    return _compile(tmp_path_factory, "relax", RELAX, vector_width=4)
+    return compile_source(tmp_path_factory, "relax", RELAX, vector_width=4)
 
 
 @pytest.fixture(scope="module")
 def split_signs(tmp_path_factory):
-    return _compile(tmp_path_factory, "split_signs", SPLIT_SIGNS)
+    return compile_source(tmp_path_factory, "split_signs", SPLIT_SIGNS)
 
 
 # -- what is widened ----------------------------------------------------------------------------------------
@@ -166,7 +127,7 @@ def test_a_diffusion_step_with_a_prefix_clamps_and_gathers_is_widened(relax):
     assert "((float4 *) coef)[e / 4] = make_float4(k.x * lambda, " in text
     # the scalar path runs the statements before the guard as written, per copy, ahead of the copy's guard
     assert "r = (e + k2 + 1) % rows - 1;" in text and "if (e + k2 < total) {" in text
-    (applied,) = [n for n in _notes(k, "applied") if n.startswith("kernel: widened")]
+    (applied,) = [n for n in vectorize_notes(k, "applied") if n.startswith("kernel: widened")]
     assert "coef[e], gn[e], gs[e], img[e] as 4-element vectors (float4)" in applied
     assert k.validation.status == "passed"
 
@@ -175,21 +136,21 @@ def test_the_widened_diffusion_step_matches_the_naive_one_at_ragged_sizes(relax)
     (k,) = relax.kernels
     assert "int4 r;" in kernel_source(k.optimized.funcdef)
     for rows, total in ((7, 45), (5, 130), (13, 13), (4, 64)):
-        _equivalent(k, {"rows": rows, "total": total, "lambda": 0.5}, (total, 1))
+        assert_equivalent(k, {"rows": rows, "total": total, "lambda": 0.5}, (total, 1), seed=11)
 
 
 def test_the_widened_diffusion_step_builds(relax, tmp_path_factory):
     assert "int4 r;" in relax.output
-    _nvcc(relax, tmp_path_factory)
+    assert_builds(relax, tmp_path_factory)
 
 
 def test_a_gather_body_is_widened_only_at_a_width_asked_for(tmp_path_factory):
     """Measured on an H100 (srad_v1's srad and srad2 at 4M and 16M threads), widened gathers ran at 0.92x to
     1.01x of the naive kernels: at no size a gain, so without --vector-width the kernel stays as written."""
-    (k,) = _compile(tmp_path_factory, "relax_unasked", RELAX).kernels
+    (k,) = compile_source(tmp_path_factory, "relax_unasked", RELAX).kernels
     assert k.optimized.launch is None and not any(d.pass_name == "vectorize" and d.action == "applied"
                                                   for d in k.context.log.decisions)
-    (why,) = _notes(k, "skipped")
+    (why,) = vectorize_notes(k, "skipped")
     assert why == ("kernel: not widened: a gather body (img[above[e]], img[below[e]], ... read lane by lane): "
                    "widened gathers ran at 0.92x to 1.01x of the naive kernel on an H100, even at 16M threads "
                    "(srad); --vector-width widens it")
@@ -206,8 +167,8 @@ def test_a_store_under_a_lanes_condition_is_that_lanes_scalar_store(split_signs,
     assert "((float4 *) pos)[i / 4] = make_float4(pos_val.x * scale, " in text
     assert k.validation.status == "passed"
     for n in (37, 6, 64):
-        _equivalent(k, {"n": n, "scale": 1.5}, (n, 1))
-    _nvcc(split_signs, tmp_path_factory)
+        assert_equivalent(k, {"n": n, "scale": 1.5}, (n, 1), seed=11)
+    assert_builds(split_signs, tmp_path_factory)
 
 
 UNROLLED_ROWS = """
@@ -234,14 +195,14 @@ void run(int n)
 
 def test_a_pragma_stays_with_its_loop_in_both_paths(tmp_path_factory):
     """Before: "a Pragma statement at line 6" (Rodinia cfd's flux loop starts with `#pragma unroll`)."""
-    result = _compile(tmp_path_factory, "unrolled_rows", UNROLLED_ROWS)
+    result = compile_source(tmp_path_factory, "unrolled_rows", UNROLLED_ROWS)
     (k,) = result.kernels
     text = kernel_source(k.optimized.funcdef)
     assert "if (i + 3 < n && n % 4 == 0) {\n            #pragma unroll\n" \
            "            for (int j = 0; j < 3; j++) {" in text
     assert "#pragma unroll\n                    for (int j = 0; j < 3; j++) {" in text     # the scalar copy's
     assert k.validation.status == "passed"
-    _nvcc(result, tmp_path_factory)
+    assert_builds(result, tmp_path_factory)
 
 
 PAIR_GATHER = """
@@ -272,7 +233,7 @@ def test_a_kernel_whose_check_rolls_every_pass_back_keeps_the_users_text(tmp_pat
     restrict is dropped. Before, the pairs' applied decision still
     counted as a transformation, and the kernel was printed from the syntax tree (its comment lost); as with
     no pass applied, it keeps the user's text, only its parameters requalified."""
-    result = _compile(tmp_path_factory, "pair_gather", PAIR_GATHER, passes=None)
+    result = compile_source(tmp_path_factory, "pair_gather", PAIR_GATHER, passes=None)
     (k,) = result.kernels
     assert k.validation.status == "rolled back" and "the check could not run" in k.validation.detail
     assert "/* the pair at 2i and one neighbour past the outputs, through the column table */" in result.output
@@ -385,6 +346,6 @@ def test_a_kernel_not_widened_says_why(name, tmp_path_factory):
     the one `h`; the emulated check caught the first, could not run on the second, and dropped the whole
     rewrite) and the neighbours got a vector path no address could take."""
     source, why = NOT_WIDENED[name]
-    (k,) = _compile(tmp_path_factory, name, source, validate=False).kernels
+    (k,) = compile_source(tmp_path_factory, name, source, validate=False).kernels
     assert "4 *" not in kernel_source(k.optimized.funcdef)
-    assert f"kernel: {why}" in _notes(k, "skipped")
+    assert f"kernel: {why}" in vectorize_notes(k, "skipped")
