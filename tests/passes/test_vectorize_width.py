@@ -185,7 +185,8 @@ def test_a_loop_accumulating_loads_along_x_is_widened_by_double2(rows_sum, tmp_p
 def test_a_loop_without_a_constant_trip_count_is_not_widened_with_a_note(tmp_path_factory):
     (k,) = compile_source(tmp_path_factory, "sum_rows", SUM_ROWS).kernels
     assert "double2" not in kernel_source(k.optimized.funcdef)
-    assert any("not widened: the loop at line 12 has no constant trip count" in n for n in vectorize_notes(k, "skipped"))
+    assert any("not widened: the loop at line 12 has no constant trip count" in n
+               for n in vectorize_notes(k, "skipped"))
 
 
 # -- every refusal is a note --------------------------------------------------------------------------------
@@ -255,8 +256,8 @@ __global__ void column_sum(const float *in, float *out, int w)
 
 @pytest.mark.parametrize("name", sorted(NOT_WIDENED))
 def test_a_kernel_not_widened_says_why(name, tmp_path_factory):
-    """Before: srad's index and a nested `if` (widened now, test_widen_lanes.py) raised NotWidenable, which was dropped with no note (the
-    corpus run listed such kernels as 'no pass applied (no note)')."""
+    """Before: srad's index and a nested `if` (widened now, test_widen_lanes.py) raised NotWidenable, which
+    was dropped with no note (the corpus run listed such kernels as 'no pass applied (no note)')."""
     source, why = NOT_WIDENED[name]
     (k,) = compile_source(tmp_path_factory, name, source, validate=False).kernels
     assert "4 *" not in kernel_source(k.optimized.funcdef)

@@ -134,7 +134,7 @@ def moved_prefix(prefix: list, lanes: set[str], idx: str) -> tuple[list, list]:
         _check_pure(s, lanes)
     for before, s in zip(prefix, prefix[1:]):
         if isinstance(before, c_ast.Pragma) and any(s is m for m in moved):
-            raise Unsupported(f"the statement at line {_line(s)} before the guard depends on x and follows a "
+            raise Unsupported(f"the statement at line {line_of(s)} before the guard depends on x and follows a "
                               "#pragma, which would lose it")
     read: set[str] = set()
     for s in prefix[next(k for k, s in enumerate(prefix) if s is moved[0]):]:
@@ -143,7 +143,7 @@ def moved_prefix(prefix: list, lanes: set[str], idx: str) -> tuple[list, list]:
             continue
         clash = written([s]) & read
         if clash:
-            raise Unsupported(f"the statement at line {_line(s)} before the guard writes '{sorted(clash)[0]}', "
+            raise Unsupported(f"the statement at line {line_of(s)} before the guard writes '{sorted(clash)[0]}', "
                               "which a statement before it that depends on x reads, so that one cannot move "
                               "into the guard")
     return [s for s in prefix if not any(s is m for m in moved)], moved
@@ -153,10 +153,10 @@ def _check_pure(s: c_ast.Node, lanes: set[str]) -> None:
     for n in walk(s):
         pure = isinstance(n, _PURE) or (isinstance(n, c_ast.UnaryOp) and n.op in _PURE_UNARY)
         if not pure:
-            raise Unsupported(f"the statement at line {_line(s)} before the guard depends on x and is not "
+            raise Unsupported(f"the statement at line {line_of(s)} before the guard depends on x and is not "
                               f"local arithmetic ({_kind(n)})")
         if isinstance(n, c_ast.Assignment) and not (isinstance(n.lvalue, c_ast.ID) and n.lvalue.name in lanes):
-            raise Unsupported(f"the statement at line {_line(s)} before the guard depends on x and assigns "
+            raise Unsupported(f"the statement at line {line_of(s)} before the guard depends on x and assigns "
                               f"'{text(n.lvalue)}', which is not a local of x")
 
 
@@ -170,7 +170,8 @@ def _kind(n: c_ast.Node) -> str:
     return f"a {type(n).__name__}"
 
 
-def _line(stmt: c_ast.Node) -> str:
+def line_of(stmt: c_ast.Node) -> str:
+    """A statement's line for a note ('?' where it has none)."""
     return str(stmt.coord.line) if stmt.coord else "?"
 
 
@@ -287,7 +288,7 @@ class Lowering:
                 elif isinstance(t, c_ast.If):
                     out.append(self.lane_if(t, c, frozenset(own)))
                 else:
-                    raise Unsupported(f"{statement_kind(t)} at line {_line(t)} in a branch on x (its branches are "
+                    raise Unsupported(f"{statement_kind(t)} at line {line_of(t)} in a branch on x (its branches are "
                                       "widened lane by lane: declarations, assignments and 'if's only)")
             return c_ast.Compound(out)
 
@@ -306,13 +307,13 @@ def lane_branch_problem(stmts: list, lanes: set[str], idx: str, info) -> str | N
         if isinstance(s, c_ast.If) and depends(s.cond, lanes, idx):
             for t in flat([s]):
                 if not isinstance(t, (c_ast.Decl, c_ast.Assignment)):
-                    return (f"{statement_kind(t)} at line {_line(t)} in a branch on x (its branches are widened lane "
+                    return (f"{statement_kind(t)} at line {line_of(t)} in a branch on x (its branches are widened lane "
                             "by lane: declarations, assignments and 'if's only)")
                 if isinstance(t, c_ast.Decl) and info.decl_counts[t.name] != 1:
                     return f"'{t.name}', declared in a branch on x, is declared more than once"
             loops = [t for t in walk(s) if isinstance(t, (c_ast.For, c_ast.While, c_ast.DoWhile))]
             if loops:
-                return f"{statement_kind(loops[0])} at line {_line(loops[0])} in a branch on x"
+                return f"{statement_kind(loops[0])} at line {line_of(loops[0])} in a branch on x"
         elif isinstance(s, c_ast.If):
             why = next((w for b in branches(s) for w in [lane_branch_problem(b, lanes, idx, info)] if w), None)
             if why:
@@ -338,7 +339,7 @@ def loop_header_problem(stmts: list, lanes: set[str]) -> str | None:
     for s in stmts:
         for n in walk(s):
             if isinstance(n, c_ast.For) and any(ids_in(p) & lanes for p in (n.init, n.cond, n.next) if p is not None):
-                return f"the loop at line {_line(n)} depends on x in its header"
+                return f"the loop at line {line_of(n)} depends on x in its header"
     return None
 
 
@@ -359,12 +360,12 @@ def effect_problem(stmts: list, info) -> str | None:
             roots, nested = [s.cond], g.items(s.stmt)
         for n in (n for r in roots if r is not None for n in walk(r)):
             if isinstance(n, c_ast.Assignment) or (isinstance(n, c_ast.UnaryOp) and n.op in _STEPS):
-                return f"an assignment inside an expression at line {_line(s)}"
+                return f"an assignment inside an expression at line {line_of(s)}"
             if isinstance(n, c_ast.UnaryOp) and n.op == "&" and isinstance(n.expr, c_ast.ID):
-                return f"the address of '{n.expr.name}' is taken at line {_line(s)}"
+                return f"the address of '{n.expr.name}' is taken at line {line_of(s)}"
             name = n.name.name if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) else None
             if name in helpers and name not in info.pure_calls:
-                return f"the call to {name} at line {_line(s)} is not pure (it may write through its arguments)"
+                return f"the call to {name} at line {line_of(s)} is not pure (it may write through its arguments)"
         why = effect_problem(nested, info) if nested else None
         if why:
             return why

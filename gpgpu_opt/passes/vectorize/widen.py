@@ -220,17 +220,17 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
             names |= set().union(*(_loop_vars(info, b, idx) for b in lanes.branches(s)))
             continue
         if not isinstance(s, c_ast.For):
-            raise NotWidenable(f"{lanes.statement_kind(s)} at line {_line(s)} (only declarations, assignments, "
+            raise NotWidenable(f"{lanes.statement_kind(s)} at line {lanes.line_of(s)} (only declarations, assignments, "
                                "'if's and loops with a constant trip count are widened)")
         loop = canonical_loop(s, info._flat_env())
         if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
-            raise NotWidenable(f"the loop at line {_line(s)} is not 'for (int j = a; j < b; j += c)' with "
+            raise NotWidenable(f"the loop at line {lanes.line_of(s)} is not 'for (int j = a; j < b; j += c)' with "
                                "its own iterator")
         trips = loop.trip_count()
         if trips is None or not trips.is_Integer:
-            raise NotWidenable(f"the loop at line {_line(s)} has no constant trip count")
+            raise NotWidenable(f"the loop at line {lanes.line_of(s)} has no constant trip count")
         if loop.var == idx or idx in ids_in(s.init) or idx in ids_in(s.cond) or idx in ids_in(s.next):
-            raise NotWidenable(f"the loop at line {_line(s)} depends on x in its header")
+            raise NotWidenable(f"the loop at line {lanes.line_of(s)} depends on x in its header")
         names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
     return names
 
@@ -252,15 +252,11 @@ def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
                 raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
             symbols = a.index.free_symbols
             if not {TID["x"], BID["x"]} & symbols:
-                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {_line(loop)} is the same "
+                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {lanes.line_of(loop)} is the same "
                                   "element for every thread in x: reuse left to the later passes")
             if symbols & iterators and symbols & across:
-                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {_line(loop)} moves with "
+                raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {lanes.line_of(loop)} moves with "
                                   "both the loop and y: threads in y read it again, reuse left to the later passes")
-
-
-def _line(stmt: c_ast.Node) -> str:
-    return str(stmt.coord.line) if stmt.coord else "?"
 
 
 def _loop_strides(f: sympy.Expr, loops: set[str], node: c_ast.Node, info: KernelInfo):
