@@ -25,7 +25,7 @@ from gpgpu_opt.passes import grid_stride
 from gpgpu_opt.passes.context import DecisionLog, PassContext
 from gpgpu_opt.passes.facts import fallback_block, kernel_facts
 from gpgpu_opt.passes.options import CompileOptions
-from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
+from gpgpu_opt.passes.normalize.three_d import block_z
 from gpgpu_opt.passes.lowering import lower
 from gpgpu_opt.passes.schedule import Schedule
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
@@ -308,7 +308,7 @@ def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
     z = block_z(kernel, program.device_functions, None if found is None else found.block[2], found is not None)
     if z.why_not is None:
         return z.start, pass_names
-    kept = [name for name in pass_names if name in PASSES_FOR_3D_BLOCKS]
+    kept = [name for name in pass_names if name in z.passes]
     if kept != list(pass_names):
         diagnostics.note(f"{kernel.name}: not retiled: {z.why_not}", Location.of(kernel.funcdef.decl),
                          kernel=kernel.name)

@@ -16,8 +16,9 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.kernel import Kernel
 
-#: What the passes may run on a kernel whose blocks may be 3-D: none that changes the thread mapping.
-PASSES_FOR_3D_BLOCKS = ("restrict",)
+#: What the passes may run on a kernel whose blocks may be 3-D: none that retiles x and y; merge only marches
+#: such a kernel along z (passes/merge/z_march), when it reads threadIdx.z/blockDim.z itself.
+PASSES_FOR_3D_BLOCKS = ("restrict", "merge")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class BlockZ:
     replaced by 0/1 where the launch proves blocks of one z), `why_not` why the passes that retile are off."""
     start: Kernel
     why_not: str | None = None
+    #: The passes that may run where `why_not` says the others may not.
+    passes: tuple[str, ...] = PASSES_FOR_3D_BLOCKS
 
 
 def _is_thread_z(n: c_ast.Node) -> bool:
@@ -74,7 +77,8 @@ def block_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef], launch_b
     known); `has_launch`: the file launches the kernel."""
     helpers = _helpers_using_z(kernel, device_functions)
     if helpers:
-        return BlockZ(kernel, f"'{helpers[0]}', a __device__ function it calls, reads the z axis of the launch")
+        return BlockZ(kernel, f"'{helpers[0]}', a __device__ function it calls, reads the z axis of the launch",
+                      ("restrict",))
     if not uses_thread_z(kernel):
         return BlockZ(kernel)
     if not has_launch:
