@@ -97,6 +97,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
 
 
 def _merged(kernel: Kernel, ctx: PassContext, schedule: Schedule, merges) -> Kernel:
+    if merges is _MERGES and z_march.has_z_index(kernel):   # blocks of one z: marching z first
+        merges = [_Z_MARCH, *merges]
     merged = _merge_unstaged(kernel, ctx, merges)
     if merged is None:
         return kernel

@@ -28,7 +28,7 @@ import sympy
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.merge.z_march.carry import Chain, carried_chains
 from gpgpu_opt.passes.merge.z_march.rewrite import describe_code, march
-from gpgpu_opt.passes.merge.z_march.shape import Exact, Shape, recognize, z_symbol
+from gpgpu_opt.passes.merge.z_march.shape import Exact, Shape, has_z_index, recognize, z_symbol
 from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
 #: Consecutive z per thread: 4 measured best (1.13x, 1.22x, 1.12x; 8 and 16 no better).
@@ -68,7 +68,7 @@ def describe_launch(plan: ZMarch) -> str:
 def _known_block(ctx) -> tuple[int, int]:
     (bx, by), bz = ctx.facts.launch_block, ctx.facts.launch_block_z
     if bx is None or by is None or bz is None:
-        raise Unsupported(f"the block is not known when compiling at {ctx.facts.launch_block_where}")
+        raise Unsupported(f"the block's x, y and z are not known when compiling ({ctx.facts.launch_block_where})")
     return bx, by
 
 
@@ -102,4 +102,4 @@ def _check_covered(shape: Shape, ctx) -> None:
                           "(a grid `(n + B - 1) / B` of blocks of B in z is proof)")
 
 
-__all__ = ["STEPS", "ZMarch", "apply_z_march", "describe", "describe_launch", "plan_z_march"]
+__all__ = ["STEPS", "ZMarch", "apply_z_march", "describe", "describe_launch", "has_z_index", "plan_z_march"]

@@ -84,17 +84,30 @@ def _z_definition(items: list[c_ast.Node]) -> c_ast.Decl:
     for s in items:
         if isinstance(s, c_ast.Decl) and s.init is not None and _is_z_index(s.init):
             return s
-    raise Unsupported("no `z = blockIdx.z * blockDim.z + threadIdx.z` among the kernel's first declarations")
+    raise Unsupported("no `z = blockIdx.z * blockDim.z + threadIdx.z` among the kernel's declarations")
+
+
+def has_z_index(kernel: Kernel) -> bool:
+    """Does the kernel define `z = blockIdx.z * blockDim.z + threadIdx.z` (or, for blocks of one z, the
+    pipeline's `blockIdx.z * 1 + 0`)?"""
+    return any(isinstance(s, c_ast.Decl) and s.init is not None and _is_z_index(s.init)
+               for s in kernel.body.block_items or [])
 
 
 def _is_z_index(node: c_ast.Node) -> bool:
     if not (isinstance(node, c_ast.BinaryOp) and node.op == "+"):
         return False
     for product, thread in ((node.left, node.right), (node.right, node.left)):
-        if _member(thread) == ("threadIdx", "z") and isinstance(product, c_ast.BinaryOp) and product.op == "*" \
-                and {_member(product.left), _member(product.right)} == {("blockIdx", "z"), ("blockDim", "z")}:
+        if _is(thread, ("threadIdx", "z"), "0") and isinstance(product, c_ast.BinaryOp) and product.op == "*" and (
+                _is(product.left, ("blockIdx", "z"), None) and _is(product.right, ("blockDim", "z"), "1")
+                or _is(product.right, ("blockIdx", "z"), None) and _is(product.left, ("blockDim", "z"), "1")):
             return True
     return False
+
+
+def _is(node: c_ast.Node, member: tuple[str, str], flat: str | None) -> bool:
+    """`node` is the builtin `member`, or the constant it is for blocks of one z (`flat`)."""
+    return _member(node) == member or flat is not None and isinstance(node, c_ast.Constant) and node.value == flat
 
 
 def _member(node: c_ast.Node):
