@@ -101,6 +101,8 @@ def _kernel_report(result: KernelResult) -> dict:
         gx, gy = k.launch.grid_expressions()
         d["launch"] = {"block": list(k.launch.block), "outputs_per_block": list(k.launch.outputs_per_block),
                        "grid": [gx, gy]}
+        if k.launch.z_steps:                # marching z: the grid's z is the naive launch's z threads over it
+            d["launch"]["z_steps"] = k.launch.z_steps
         if launch_dispatch.dispatched(k):   # launched where the naive launch has at least this many threads
             d["launch"]["dispatch_min_threads"] = k.size_dispatch
     return d
