@@ -232,3 +232,19 @@ def test_a_grid_that_may_stop_short_of_nz_is_not_marched(tmp_path_factory):
     _, k = compiled(tmp_path_factory, SEVEN_MIN_MAX, grid_z="nz / 2")
     assert k.optimized.launch is None or k.optimized.launch.z_steps is None
     assert any("not proved to start at least `nz` threads in z" in n for n in merge_notes(k, "skipped"))
+
+
+def test_a_local_no_subscript_uses_need_not_be_affine(tmp_path_factory):
+    kernel = COEFFICIENTS.replace("    int c = x", "    int half = nx / 2;\n    int c = x") \
+        .replace("out[c] = in[c]", "out[c] = (float)half + in[c]")
+    _, k = compiled(tmp_path_factory, kernel)
+    assert k.validation.status == "passed" and k.optimized.launch.z_steps == 4, merge_notes(k, "skipped")
+    assert_same_as_naive(k, 37, 5, 9, 2)
+
+
+def test_a_subscript_through_a_division_is_not_marched(tmp_path_factory):
+    kernel = COEFFICIENTS.replace("int b = max(z - 1, 0);", "int b = max(z - 1, 0) / 1;")
+    _, k = compiled(tmp_path_factory, kernel)
+    assert k.optimized.launch is None or k.optimized.launch.z_steps is None
+    assert any("'b': `max(z - 1, 0) / 1` is not an integer expression" in n for n in merge_notes(k, "skipped")), \
+        merge_notes(k, "skipped")

@@ -45,8 +45,7 @@ class ZMarch:
 
 def plan_z_march(kernel: Kernel, ctx, info) -> ZMarch:
     block = _known_block(ctx)
-    shape = recognize(kernel)
-    translator = Exact(kernel, shape)
+    shape, translator = recognize(kernel)
     _check_store(kernel, shape, translator, ctx)
     _check_covered(shape, ctx)
     return ZMarch(shape, carried_chains(kernel, shape, translator), block)

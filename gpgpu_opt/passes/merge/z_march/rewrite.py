@@ -56,7 +56,8 @@ def _register_names(chains: list[Chain], taken: set[str]) -> dict[int, str]:
     for chain in chains:
         several = arrays.count(chain.array) > 1
         base = f"{chain.array}{arrays[:chains.index(chain)].count(chain.array) + 1}" if several else chain.array
-        words = _THREE if len(chain.groups) == 3 else [f"z{len(chain.groups) - 1 - k}" for k in range(len(chain.groups))]
+        size = len(chain.groups)
+        words = _THREE if size == 3 else [f"z{size - 1 - k}" for k in range(size)]
         for group, word in zip(chain.groups, words):
             names[id(group)] = fresh_name(f"{base}_{word}", taken)
     return names

@@ -54,7 +54,8 @@ def z_symbol() -> sympy.Symbol:
     return sympy.Symbol("z__", integer=True)
 
 
-def recognize(kernel: Kernel) -> Shape:
+def recognize(kernel: Kernel) -> tuple[Shape, "Exact"]:
+    """The kernel's shape, and the translator that read its locals (Unsupported: not the naive shape)."""
     items = list(kernel.body.block_items or [])
     z_decl = _z_definition(items)
     z = z_decl.name
@@ -77,7 +78,7 @@ def recognize(kernel: Kernel) -> Shape:
     if shape.bound_value.free_symbols - translator.parameters:
         raise Unsupported(f"the guard's bound on {z} `{text(shape.bound)}` is not made of parameters")
     _check_inside(shape, translator)
-    return shape
+    return shape, translator
 
 
 def _z_definition(items: list[c_ast.Node]) -> c_ast.Decl:
@@ -188,6 +189,8 @@ class Exact:
         self.parameters = {sympy.Symbol(name, integer=True) for name in self.ints}
         self.assigned = {n.lvalue.name for n in walk(kernel.body)
                          if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID)}
+        #: Integer locals whose value is not translated, and why.
+        self.opaque: dict[str, str] = {}
 
     def define(self, decl: c_ast.Decl, loads_allowed: bool) -> None:
         if decl.name in self.assigned:
@@ -200,7 +203,10 @@ class Exact:
         if ids_in(decl.init) & ({self.shape.z} | self.shape.z_locals):
             self.shape.z_locals.add(decl.name)
         if _type_name(decl) == "int" and not loads:
-            self.shape.values[decl.name] = self.value(decl.init)
+            try:
+                self.shape.values[decl.name] = self.value(decl.init)
+            except Unsupported as why:      # refused only where a subscript or the guard's bound needs it
+                self.opaque[decl.name] = str(why)
 
     def value(self, node: c_ast.Node) -> sympy.Expr:
         if isinstance(node, c_ast.Constant) and node.type == "int":
@@ -230,6 +236,8 @@ class Exact:
             return self.shape.values[name]
         if name in self.ints:
             return sympy.Symbol(name, integer=True)
+        if name in self.opaque:
+            raise Unsupported(f"'{name}': {self.opaque[name]}")
         raise Unsupported(f"'{name}' is not a parameter or an integer local defined once")
 
 
