@@ -5,7 +5,8 @@ The passes tile x and y. Along z they rely on one fact: every thread of a block 
 naive grid's z. `threadIdx.z` and `blockDim.z` are only uniform when the block's z is 1. Where every launch
 site of the file says so, they are that (`threadIdx.z` is 0, `blockDim.z` is 1) and the passes see a kernel
 that is 2-D per block; a kernel whose blocks may have several threads in z (a launch the file does not make,
-or a block whose z is not known to be 1) is left to the passes that do not retile (restrict), with a note.
+or a block whose z is not known to be 1) is left to the passes that do not retile x and y (restrict, and merge,
+which only marches such a kernel along z), with a note.
 """
 from __future__ import annotations
 
