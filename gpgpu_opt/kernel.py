@@ -151,6 +151,15 @@ class LaunchConfig:
     blocks_per_sm: int = 0
     #: A grid-stride kernel: the covering grid, capped at this many blocks in x (one wave of the GPU).
     max_blocks_x: int | None = None
+    #: Marching z (passes/merge/z_march): blocks of one z, each thread this many consecutive z of the naive
+    #: launch, so the grid's z is the naive launch's z threads over it (else the naive grid's z is kept).
+    z_steps: int | None = None
+
+    def grid_z(self, naive_grid_z: int, naive_block_z: int) -> int:
+        """The grid's z for a naive launch's grid and block z (what the launch helper computes)."""
+        if self.z_steps is None:
+            return naive_grid_z
+        return -(-naive_grid_z * naive_block_z // self.z_steps)
 
     @property
     def threads(self) -> int:

@@ -113,8 +113,9 @@ def proved_block(program: Program, kernel: Kernel) -> tuple[tuple[int | None, in
 _INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "size_t")
 
 
-def covered_parameters(program: Program, kernel: Kernel) -> frozenset[str]:
-    """The integer parameters n for which every launch site of the kernel starts at least n threads in x,
+def covered_parameters(program: Program, kernel: Kernel, axis: int = 0) -> frozenset[str]:
+    """The integer parameters n for which every launch site of the kernel starts at least n threads in x
+    (`axis` 0; 1 and 2 for y and z),
     whatever n is: the site passes n as a host variable v of an integer type, and the grid's x is
     `(v + C) / D` in integer arithmetic, with D the block's x and C >= D - 1 (the usual `(n + 255) / 256`).
     A float `ceil((float)n / 256)` is not proof: past 2^24 the float rounds n down."""
@@ -127,10 +128,11 @@ def covered_parameters(program: Program, kernel: Kernel) -> frozenset[str]:
         declarations = HostDeclarations.at(host, site.start)
         scope = HostScope(program.macros, {}, declarations)
         block = scope.dim3(site.config[1])
-        grid_x = _grid_x_text(site.config[0], declarations)
+        components = _grid_components(site.config[0], declarations)
+        grid_x = components[axis] if len(components) > axis else None
         here = {p.name for p, arg in zip(kernel.params, site.args)
-                if p.base_type in _INTEGER_TYPES and not p.is_pointer and block and block[0]
-                and grid_x is not None and _rounds_up(grid_x, _passed_variable(arg), block[0], scope, host)}
+                if p.base_type in _INTEGER_TYPES and not p.is_pointer and block and block[axis]
+                and grid_x is not None and _rounds_up(grid_x, _passed_variable(arg), block[axis], scope, host)}
         covered = here if covered is None else covered & here
     return frozenset(covered or ())
 
@@ -330,8 +332,11 @@ def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None
     requirements = assumptions.requirements() if assumptions is not None else []
     from gpgpu_opt.passes.normalize.three_d import uses_grid_z
 
+    # blockIdx.z: the naive grid's planes, one block each; a kernel that marches z: its z threads over the steps
+    grid_z = f"(naive_grid.z * naive_block.z + {config.z_steps - 1}) / {config.z_steps}" if config.z_steps \
+        else "naive_grid.z" if uses_grid_z(kernel.body) else None
     return render("launch_helper.cu.j2", name=kernel.name, block=config.block, outputs=per, grid=(gx, gy),
-                  keep_grid_z=uses_grid_z(kernel.body),  # blockIdx.z: the naive grid's planes, one block each
+                  grid_z=grid_z,
                   summary=summary, requirements=[r.condition for r in requirements],
                   axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
                   message=helper_message(assumptions) if requirements else "",

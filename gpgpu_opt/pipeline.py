@@ -25,7 +25,7 @@ from gpgpu_opt.passes import grid_stride
 from gpgpu_opt.passes.context import DecisionLog, PassContext
 from gpgpu_opt.passes.facts import fallback_block, kernel_facts
 from gpgpu_opt.passes.options import CompileOptions
-from gpgpu_opt.passes.normalize.three_d import PASSES_FOR_3D_BLOCKS, block_z
+from gpgpu_opt.passes.normalize.three_d import block_z
 from gpgpu_opt.passes.lowering import lower
 from gpgpu_opt.passes.schedule import Schedule
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
@@ -101,6 +101,8 @@ def _kernel_report(result: KernelResult) -> dict:
         gx, gy = k.launch.grid_expressions()
         d["launch"] = {"block": list(k.launch.block), "outputs_per_block": list(k.launch.outputs_per_block),
                        "grid": [gx, gy]}
+        if k.launch.z_steps:                # marching z: the grid's z is the naive launch's z threads over it
+            d["launch"]["z_steps"] = k.launch.z_steps
         if launch_dispatch.dispatched(k):   # launched where the naive launch has at least this many threads
             d["launch"]["dispatch_min_threads"] = k.size_dispatch
     return d
@@ -308,7 +310,7 @@ def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
     z = block_z(kernel, program.device_functions, None if found is None else found.block[2], found is not None)
     if z.why_not is None:
         return z.start, pass_names
-    kept = [name for name in pass_names if name in PASSES_FOR_3D_BLOCKS]
+    kept = [name for name in pass_names if name in z.passes]
     if kept != list(pass_names):
         diagnostics.note(f"{kernel.name}: not retiled: {z.why_not}", Location.of(kernel.funcdef.decl),
                          kernel=kernel.name)

@@ -482,7 +482,9 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
         return _finish(result, start, error=f"kernel '{naive.name}' writes no array: nothing to compare")
     if launch is None:
         launch = (block, grid) if optimized.launch is None else optimized_launch(optimized, block[:2], case)
-        launch = launch[0], (*launch[1][:2], _z_of(grid))  # the launch helpers keep the naive grid's planes
+        # the launch helpers keep the naive grid's planes, or a kernel marching z takes its z threads over the steps
+        z = _z_of(grid) if optimized.launch is None else optimized.launch.grid_z(_z_of(grid), _z_of(block))
+        launch = launch[0], (*launch[1][:2], z)
     runs, atomics = {}, 0
     for label, kernel, (b, g) in (("naive", naive, (block, grid)), ("optimized", optimized, launch)):
         args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}

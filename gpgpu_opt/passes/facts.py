@@ -51,6 +51,10 @@ class KernelFacts:
     #: a component None where it is not proved, and `launch_block_where` says where, or why not.
     launch_block: tuple[int | None, int | None] = (None, None)
     launch_block_where: str = "the launches of the kernel are not known"
+    #: The block's z every launch of the kernel in the file gives, where known (None: not known or they
+    #: disagree), and the integer parameters n every launch covers with at least n threads in z.
+    launch_block_z: int | None = None
+    launch_covers_z: frozenset[str] = frozenset()
     #: The launches' size where known when compiling, and whether they can choose a kernel by size at run
     #: time (launch_dispatch.DispatchFacts; None: not looked at).
     dispatch: launch_dispatch.DispatchFacts | None = None
@@ -75,8 +79,14 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
         launch_covers=launch.covered_parameters(program, kernel),
         grid_rounds_down=MappingProxyType(launch.truncating_grids(program, kernel)),
         alignment=MappingProxyType(base_alignment(kernel, program)),
-        launch_block=launch_block, launch_block_where=where,
+        launch_block=launch_block, launch_block_where=where, launch_block_z=_launch_block_z(program, kernel),
+        launch_covers_z=launch.covered_parameters(program, kernel, axis=2),
         dispatch=launch_dispatch.dispatch_facts(program, kernel, options.bindings, stated_space(program)))
+
+
+def _launch_block_z(program, kernel: Kernel) -> int | None:
+    found = launch.naive_launch(program, kernel, {})
+    return None if found is None or launch.proved_block(program, kernel)[0][0] is None else found.block[2]
 
 
 def fallback_block(kernel: Kernel) -> tuple[int, int]:

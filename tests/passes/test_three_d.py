@@ -100,7 +100,7 @@ def test_thread_z_without_a_launch_is_not_retiled_and_no_internal_error(tmp_path
     # Before: the reuse analysis lambdified tid.z and the coalesce pass died with a NameError (strict mode).
     result, diagnostics = compile_text(tmp_path, KERNEL_3D)
     k = result.kernels[0]
-    assert not k.rewritten and k.passes_run == ["restrict"]
+    assert not k.rewritten and k.passes_run == ["restrict", "merge"]  # merge only marches z: it declines
     assert "add3d: not retiled: the kernel uses threadIdx.z/blockDim.z and the file does not launch it" \
         in notes(diagnostics)
 
@@ -122,7 +122,8 @@ def test_blocks_that_may_be_deeper_than_one_z_are_not_retiled(tmp_path, block):
         text = text.replace("int nx = 300", "int bz = rand() % 3 + 1; int nx = 300")
     result, diagnostics = compile_text(tmp_path, text)
     k = result.kernels[0]
-    assert not k.rewritten and k.passes_run == ["restrict"]
+    assert not k.rewritten and k.passes_run == ["restrict", "merge"]
+    assert "one z per thread kept" in notes(diagnostics)  # merge only marches z, and declines it here
     shown = "2" if "bz" not in block else "not known"
     assert f"its launch's block z is {shown}" in notes(diagnostics)
     assert "add3d_grid(" not in result.output

@@ -15,6 +15,9 @@ The merges, tried in order on a kernel not yet given a new launch:
   not stage), the rows its reads share sliding through registers;
 - `thread_merge`: one thread computes several outputs in y (and/or x) of any kernel whose reads are shared
   between them (vv: `B[idx]` read once for the rows of a thread; paper §3.5 Fig. 6-7).
+A kernel whose blocks have several z (it still reads threadIdx.z: the pipeline gave it only restrict and
+merge, passes/normalize/three_d.py) is only given to `z_march`: each thread computes consecutive z, the
+planes it shares with the next z carried in registers.
 A kernel whose launch the coalesce pass set (its staged tiles) is given to `block_merge`, where neighbouring
 blocks that share a staged tile, or have too few threads, become one block, and then to
 `thread_merge_staged`, where one thread computes several rows that share a read (paper Fig. 7).
@@ -23,7 +26,10 @@ gets a note saying why.
 """
 from __future__ import annotations
 
+from pycparser import c_ast
+
 from gpgpu_opt.analysis.accesses import collect_accesses
+from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
@@ -32,7 +38,7 @@ from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.schedule import remember
 from gpgpu_opt.passes.schedule import Merge, Schedule, Staging, schedule_of
 from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_rows,
-                                    stencil_window, thread_merge)
+                                    stencil_window, thread_merge, z_march)
 from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
 from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
@@ -43,6 +49,9 @@ from gpgpu_opt.rewriting.cbuild import Unsupported
 #: describe_launch, what the kernel keeps when the merge declines).
 _CONV_TILE = (conv_tile.plan_conv_tile, conv_tile.apply_conv_tile, conv_tile.describe, conv_tile.describe_launch,
               "one output per thread kept")
+#: The one merge for a kernel whose blocks have several z.
+_Z_MARCH = (z_march.plan_z_march, z_march.apply_z_march, z_march.describe, z_march.describe_launch,
+            "one z per thread kept")
 _MERGES = [
     (reduction.plan_reduction, reduction.apply_reduction, reduction.describe, reduction.describe_launch,
      "reduction left as written"),
@@ -70,6 +79,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
                  Location.of(kernel.funcdef))
         return kernel
     schedule = schedule_of(ctx, kernel)
+    if _has_3d_blocks(kernel):
+        return _merged(kernel, ctx, schedule, [_Z_MARCH])
     if kernel.launch is not None:
         if schedule.staging is not None:
             # A convolution's register tile brings its own halo tile: it replaces coalesce's staging.
@@ -82,12 +93,24 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
                 ctx.schedule = unstaged.with_(merge=Merge("conv_tile"))
                 return remember(ctx.schedule, tiled)
         return _merge_staged(kernel, ctx, schedule)
-    merged = _merge_unstaged(kernel, ctx, _MERGES)
+    return _merged(kernel, ctx, schedule, _MERGES)
+
+
+def _merged(kernel: Kernel, ctx: PassContext, schedule: Schedule, merges) -> Kernel:
+    if merges is _MERGES and z_march.has_z_index(kernel):   # blocks of one z: marching z first
+        merges = [_Z_MARCH, *merges]
+    merged = _merge_unstaged(kernel, ctx, merges)
     if merged is None:
         return kernel
     merged, kind = merged
     ctx.schedule = schedule.with_(merge=Merge(kind))
     return remember(ctx.schedule, merged)
+
+
+def _has_3d_blocks(kernel: Kernel) -> bool:
+    """Does the kernel still read threadIdx.z or blockDim.z (the pipeline replaces them where blocks have one z)?"""
+    return any(isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and isinstance(n.field, c_ast.ID)
+               and n.name.name in ("threadIdx", "blockDim") and n.field.name == "z" for n in walk(kernel.body))
 
 
 def lower_merge(kernel: Kernel, ctx: PassContext, kind: str) -> Kernel:
@@ -96,7 +119,7 @@ def lower_merge(kernel: Kernel, ctx: PassContext, kind: str) -> Kernel:
     more to do here)."""
     if kind == "block_merge":
         return kernel
-    plan, apply, *_ = next(m for m in _MERGES if _name(m[0]) == kind)
+    plan, apply, *_ = next(m for m in [*_MERGES, _Z_MARCH] if _name(m[0]) == kind)
     g.normalize_early_returns(kernel.body)
     info = KernelInfo(kernel, ctx)
     apply(kernel, info, plan(kernel, ctx, info))

@@ -5,7 +5,8 @@ The passes tile x and y. Along z they rely on one fact: every thread of a block 
 naive grid's z. `threadIdx.z` and `blockDim.z` are only uniform when the block's z is 1. Where every launch
 site of the file says so, they are that (`threadIdx.z` is 0, `blockDim.z` is 1) and the passes see a kernel
 that is 2-D per block; a kernel whose blocks may have several threads in z (a launch the file does not make,
-or a block whose z is not known to be 1) is left to the passes that do not retile (restrict), with a note.
+or a block whose z is not known to be 1) is left to the passes that do not retile x and y (restrict, and merge,
+which only marches such a kernel along z), with a note.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.kernel import Kernel
 
-#: What the passes may run on a kernel whose blocks may be 3-D: none that changes the thread mapping.
-PASSES_FOR_3D_BLOCKS = ("restrict",)
+#: What the passes may run on a kernel whose blocks may be 3-D: none that retiles x and y; merge only marches
+#: such a kernel along z (passes/merge/z_march), when it reads threadIdx.z/blockDim.z itself.
+PASSES_FOR_3D_BLOCKS = ("restrict", "merge")
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class BlockZ:
     replaced by 0/1 where the launch proves blocks of one z), `why_not` why the passes that retile are off."""
     start: Kernel
     why_not: str | None = None
+    #: The passes that may run where `why_not` says the others may not.
+    passes: tuple[str, ...] = PASSES_FOR_3D_BLOCKS
 
 
 def _is_thread_z(n: c_ast.Node) -> bool:
@@ -74,7 +78,8 @@ def block_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef], launch_b
     known); `has_launch`: the file launches the kernel."""
     helpers = _helpers_using_z(kernel, device_functions)
     if helpers:
-        return BlockZ(kernel, f"'{helpers[0]}', a __device__ function it calls, reads the z axis of the launch")
+        return BlockZ(kernel, f"'{helpers[0]}', a __device__ function it calls, reads the z axis of the launch",
+                      ("restrict",))
     if not uses_thread_z(kernel):
         return BlockZ(kernel)
     if not has_launch:
