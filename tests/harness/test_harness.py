@@ -49,7 +49,8 @@ def _compile(name: str, passes=None):
     return program, result
 
 
-def _nvcc_compile(tmp_path: Path, text: str, name: str, extra=()):
+def _nvcc_compile(tmp_path: Path, text: str, name: str, extra=(), mode="-c"):
+    """Compile a harness: whole (`-c`), or device-only (`-cubin`: nvcc's front end still checks its host code)."""
     src = tmp_path / f"{name}.cu"
     src.write_text(text)
     include = []
@@ -61,7 +62,7 @@ def _nvcc_compile(tmp_path: Path, text: str, name: str, extra=()):
             stub.mkdir(exist_ok=True)
             (stub / "cublas_v2.h").write_text(CUBLAS_STUB)
             include = [f"-I{stub}"]
-    proc = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / f"{name}.o"),
+    proc = subprocess.run(["nvcc", "-arch=sm_90", mode, str(src), "-o", str(tmp_path / f"{name}.o"),
                            *include, *extra], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
@@ -110,9 +111,11 @@ def test_harness_compiles_without_cublas(tmp_path):
     ("mm.cu", "scale_matrix", {"count": 1000}),
 ])
 def test_other_inputs_compile(file, kernel, sizes, tmp_path):
+    """Device-only: the harness's host side is the same template as the benchmarks' above, which are built
+    whole; what differs here (the kernel's arguments, scalars, sizes) nvcc's front end type-checks."""
     program, result = _compile(file)
     text = generate_harness(program, result, kernel, sizes, runs=5)
-    _nvcc_compile(tmp_path, text, kernel)
+    _nvcc_compile(tmp_path, text, kernel, mode="-cubin")
 
 
 def test_float_scalar_and_in_out_array():

@@ -17,6 +17,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.targets import get_target
+from tests.nvcc_batch import build_device_only
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ROOT / "inputs"
@@ -662,19 +663,15 @@ def _all_outputs(tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_every_output_compiles(tmp_path):
-    from concurrent.futures import ThreadPoolExecutor
-
-    jobs = []
+    files, compiled = {}, {}
     for k, c in enumerate(_all_outputs(tmp_path)):
         if not any(r.optimized.launch for r in c.result.kernels):
             continue                      # nothing staged: the output is the naive code after normalize
         out = tmp_path / f"out{k}.cu"
         out.write_text(c.result.output)
-        jobs.append((c, ["nvcc", "-arch=sm_90", "-cubin", "-o", "/dev/null", f"-I{c.path.parent}", str(out)]))
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        results = list(pool.map(lambda j: subprocess.run(j[1], capture_output=True, text=True, timeout=300), jobs))
+        files[out], compiled[out] = [f"-I{c.path.parent}"], c
     staged = 0
-    for (c, cmd), proc in zip(jobs, results):
-        assert proc.returncode == 0, f"{c.path}: {proc.stderr}"
-        staged += "__shared__" in c.result.output
+    for out, error in build_device_only(files, tmp_path).items():
+        assert error is None, f"{compiled[out].path}: {error}"
+        staged += "__shared__" in compiled[out].result.output
     assert staged >= 16

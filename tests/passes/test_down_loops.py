@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import subprocess
 import textwrap
 
 import numpy as np
@@ -20,6 +19,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.verify_command import run_verify
+from tests.nvcc_batch import build_device_only
 
 PASSES = ["normalize", "coalesce"]
 
@@ -217,12 +217,13 @@ def test_a_down_loop_with_an_unsigned_iterator_is_left_with_a_note(tmp_path, ite
 @pytest.mark.parametrize("target", ["g80", "sm_90"])
 def test_the_staged_down_loops_compile(tmp_path, target):
     sources = [BACKSUB, WINDOW, INTERLEAVED] + [MV_REVERSED.replace("STEP", str(s)) for s in (1, 2, 3)]
+    files = {}
     for number, source in enumerate(sources):
         out = tmp_path / f"out{number}.cu"
         out.write_text(compile_source(tmp_path, source, target, output=True))
-        proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", "/dev/null", str(out)],
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr
+        files[out] = []
+    for out, error in build_device_only(files, tmp_path).items():
+        assert error is None, error
 
 
 @pytest.mark.parametrize("target", ["g80", "sm_90"])
