@@ -425,10 +425,11 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
             if file in early.get(r.naive.name, ()):
                 at = _after_preamble(program.text_of(file))
                 edits[file].append((at, at, _helpers(program, [r], headers[file], early)))
-    dispatched = {r.naive.name for r in rewritten if launch_dispatch.dispatched(r.optimized)}
+    dispatched = {r.naive.name: r.optimized for r in rewritten if launch_dispatch.dispatched(r.optimized)}
     for site in program.launch_sites:
         if site.kernel in dispatched:
-            edits[file_of(site.file)].append(launch_dispatch.dispatch_site(site, program.text_of(file_of(site.file))))
+            edits[file_of(site.file)].append(launch_dispatch.dispatch_site(
+                site, program.text_of(file_of(site.file)), launch_dispatch.streamed_at(site, dispatched[site.kernel])))
         elif site.kernel in names and len(site.config) >= 2:
             file = file_of(site.file)
             edits[file].append((site.config_start, site.config_end,

@@ -26,6 +26,7 @@ from gpgpu_opt.ast_util import fresh_name as _fresh, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.normalize.accumulators import promote_accumulators
+from gpgpu_opt.passes.normalize.chains import split_chained_assignments
 from gpgpu_opt.passes.normalize.definitions import merge_single_definitions
 from gpgpu_opt.passes.normalize.index import canonical_indices
 from gpgpu_opt.passes.normalize.induction import closed_form_inductions
@@ -40,6 +41,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     transform(kernel.body, _fold)
     drop_trailing_returns(kernel.body)
     closed_form_inductions(kernel, ctx)
+    split_chained_assignments(kernel.body, {n.name for n in walk(kernel.body) if isinstance(n, c_ast.Decl)
+                                            and "volatile" in (n.quals or [])})
     canonical_indices(kernel, ctx)
     promote_accumulators(kernel, ctx)
     _hoist_loads(kernel, ctx)

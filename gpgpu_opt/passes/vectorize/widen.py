@@ -37,7 +37,7 @@ from gpgpu_opt.ast_util import ids_in, substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes.vectorize import lanes
+from gpgpu_opt.passes.vectorize import lanes, subscripts
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, text
@@ -54,6 +54,9 @@ class Widened(NamedTuple):
     """What widen did (for the decision log), and the gathers it reads lane by lane (`img[up[e]]`)."""
     what: str
     gathers: list[str]
+    #: (constant, C text over the scalar parameters) of the trip count of the loop the widened body runs, each
+    #: None where not known; None where the body has no such loop (launch_dispatch.Streamed).
+    streamed: tuple | None = None
 
 
 def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -> Widened:
@@ -82,26 +85,38 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     if lanes.written(stmts[:lead]) & set().union(*(ids_in(s) for s in moved)):
         lead = 0        # they would run before the statements moved from before the guard, which read them
     ahead, stmts = stmts[:lead], stmts[lead:]
+    if not moved:       # `int xy = nx * ny;` after `int c = i + j * nx;`: ahead, where the alignment tests read it
+        known = {p.name for p in info.kernel.params} | {t.name for t in body[:idx_pos + 1] + prefix + ahead
+                                                        if isinstance(t, c_ast.Decl)}
+        hoisted = subscripts.hoistable_uniform(stmts, vectors, idx, info.assigned, known)
+        ahead, stmts = ahead + hoisted, [t for t in stmts if not any(t is h for h in hoisted)]
     elem: dict[str, str] = {}
     per_lane = lanes.per_lane_nodes(stmts, vectors, idx)
-    accesses, gathers = _accesses(info, stmts, idx, elem, per_lane)
+    defs = subscripts.definitions(moved + stmts, vectors, info.assigned, info.decl_counts)
+    accesses, gathers = _accesses(info, stmts, idx, elem, per_lane, (vectors, defs))
     widened = [a for a in accesses if a[2] and id(a[1]) not in per_lane]
     if not widened:
         raise NotWidenable("no access runs along x one element per thread")
+    rows: dict[int, c_ast.Node] = {}    # id(subscript) -> its lane locals written out (subscripts.py)
     for array, node, _ in widened:
-        if ids_in(node.subscript) & vectors:
+        written_out = subscripts.written_out(node.subscript, vectors, defs)
+        if written_out is None or (written_out is not node.subscript and
+                                   subscripts.without_index(written_out, idx) is None):
             raise Unsupported(f"'{sorted(ids_in(node.subscript) & vectors)[0]}' depends on x and is used in the "
                               f"subscript of {array}[{text(node.subscript)}], read or written as a vector")
+        rows[id(node.subscript)] = written_out
     if loops:
         _no_reuse_in_loops(info, stmts, loops)
     width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx)
     checks: list[str] = []
     starts: dict[str, list] = {}
+    tested: dict[str, list] = {}        # array -> (f, its clamps) of each row start tested at run time
+    stride_values = _stride_values(info, widened, loops)
     for array, node, _ in widened:
         need = width * element_size(elem[array])
         offset = info.by_node[(id(node), "read")] if (id(node), "read") in info.by_node else \
             info.by_node[(id(node), "write")]
-        f = sympy.expand(offset.index - (BID["x"] * BDIM["x"] + TID["x"]))
+        f = sympy.expand(_index(offset) - (BID["x"] * BDIM["x"] + TID["x"]))
         f, strides = _loop_strides(f, loops, node, info)
         fixed = [t for t in strides if t.lstrip("-").isdigit() and int(t) % width]
         if fixed:
@@ -117,7 +132,13 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
         proven_base = ctx.facts.alignment.get(array, 0) >= need
         if proven_base and _multiple(f, width):
             continue
-        subscript = substitute(node.subscript, {v: c_ast.Constant("int", "0") for v in loops})
+        clamps = subscripts.clamps_in(rows[id(node.subscript)])
+        if any(key == clamps and _implied(sympy.expand(f - f0), stride_values, width)
+               for f0, key in tested.get(array, [])):
+            continue    # another tested row start of the array, plus strides tested too
+        tested.setdefault(array, []).append((f, clamps))
+        subscript = subscripts.zero_folded(substitute(rows[id(node.subscript)],
+                                                      {v: c_ast.Constant("int", "0") for v in loops}))
         where = array if _multiple(f, width) else _row(array, subscript, idx)
         check = f"((size_t) {where} & {need - 1}) == 0"
         if check not in checks:
@@ -141,7 +162,8 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     idx_decl.init = parse_expr(first)
     along_x = {id(node) for _, node, _ in widened}
     lowering = lanes.Lowering(info, idx, vectors, {**elem, **local_types}, width, along_x)
-    vector_body = lowering.statements(moved + stmts, lambda array, subscript: _row(array, subscript, idx))
+    vector_body = _without_unused(lowering.statements(moved + stmts, lambda array, subscript: _row(
+        array, rows.get(id(subscript), subscript), idx)), vectors)
     scalar_guard = conj([clause for clause, _ in x_clauses])
     if checks:     # the scalar path: the original statements (those moved from before the guard first) per copy
         k = info.fresh("k")
@@ -170,7 +192,71 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     vtypes = ", ".join(sorted({vector_type(elem[a], width) for a, _, _ in widened}))
     return Widened(f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
                    + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
-                      "; alignment and the thread space's edge proved, no scalar path"), gathers)
+                      "; alignment and the thread space's edge proved, no scalar path"), gathers,
+                   _streamed(info, stmts, ctx))
+
+
+def _streamed(info: KernelInfo, stmts: list, ctx) -> tuple | None:
+    """The trip count of the one loop at the top of the widened statements, which every thread runs alike:
+    (its value where the sizes bound when compiling give one, its C text where it reads only scalar
+    parameters), for the fill rule (launch_dispatch.size_verdict); None where there is no one such loop."""
+    loops = [s for s in stmts if isinstance(s, c_ast.For)]
+    if len(loops) != 1:
+        return None
+    loop = canonical_loop(loops[0], info._flat_env())
+    trips = loop.trip_count() if loop is not None else None
+    if trips is None:
+        return None
+    trips = sympy.expand(trips)
+    params = {p.name for p in info.kernel.scalars}
+    if trips.has(sympy.ceiling, sympy.floor) or any(str(s) not in params for s in trips.free_symbols):
+        return None
+    bound = trips.subs({sympy.Symbol(n, integer=True): v for n, v in ctx.facts.bindings.items()})
+    return (int(bound) if bound.is_Integer else None, None if trips.is_Integer else cuda_text(trips))
+
+
+def _without_unused(stmts: list, vectors: set[str]) -> list:
+    """The vector path without the declarations of lane locals it no longer reads (`int4 N`, whose every use
+    became a vector's row start: subscripts.py)."""
+    while True:
+        used = set().union(*(ids_in(s) for s in stmts)) if stmts else set()
+        unused = [s for s in stmts if isinstance(s, c_ast.Decl) and s.name in vectors and s.name not in used]
+        if not unused:
+            return stmts
+        stmts = [s for s in stmts if not any(s is u for u in unused)]
+
+
+def _stride_values(info: KernelInfo, widened: list, loops: set[str]) -> list[sympy.Expr]:
+    """What each loop iteration moves the vector accesses by (`nx * ny` for `c + k * nx * ny`): each is tested
+    `% V == 0` at run time (or is a constant _loop_strides checks)."""
+    out = []
+    for _, node, _ in widened:
+        a = info.by_node.get((id(node), "read")) or info.by_node[(id(node), "write")]
+        index = sympy.expand(_index(a))
+        out += [index.coeff(sympy.Symbol(v, integer=True)) for v in sorted(loops)
+                if sympy.Symbol(v, integer=True) in index.free_symbols]
+    return out
+
+
+def _implied(apart: sympy.Expr, strides: list[sympy.Expr], width: int) -> bool:
+    """Whether two row starts `apart` elements apart are aligned together: every term of `apart` is a
+    multiple of `width`, or an integer multiple of a loop stride whose `% width == 0` is tested too
+    (`(nz - 1) * nx * ny` past `nx * ny`)."""
+    for term in sympy.Add.make_args(apart):
+        if term.is_Integer and int(term) % width == 0:
+            continue
+        if not any(_integer_polynomial(sympy.cancel(term / stride)) for stride in strides if not stride.is_Integer):
+            return False
+    return True
+
+
+def _integer_polynomial(q: sympy.Expr) -> bool:
+    if q.is_Integer:
+        return True
+    try:
+        return all(c.is_Integer for c in sympy.Poly(q, *sorted(q.free_symbols, key=str)).coeffs())
+    except sympy.PolynomialError:
+        return False
 
 
 def _one_alignment(array: str, node: c_ast.ArrayRef, f: sympy.Expr, others: list, width: int) -> None:
@@ -226,13 +312,27 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
         if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} is not 'for (int j = a; j < b; j += c)' with "
                                "its own iterator")
-        trips = loop.trip_count()
-        if trips is None or not trips.is_Integer:
-            raise NotWidenable(f"the loop at line {lanes.line_of(s)} has no constant trip count")
         if loop.var == idx or idx in ids_in(s.init) or idx in ids_in(s.cond) or idx in ids_in(s.next):
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} depends on x in its header")
+        trips = loop.trip_count()
+        if trips is None or not (trips.is_Integer or _uniform_header(info, s, idx)):
+            raise NotWidenable(f"the loop at line {lanes.line_of(s)} has no constant trip count, and its "
+                               "bounds may differ between the x a thread handles")
         names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
     return names
+
+
+def _uniform_header(info: KernelInfo, loop: c_ast.For, idx: str) -> bool:
+    """Every lane of a thread runs the loop's iterations alike: its header reads no x (the V lanes share
+    y), no memory and no call, and nothing it reads but its iterator is written in the kernel."""
+    parts = [p for p in (loop.init, loop.cond, loop.next) if p is not None]
+    var = canonical_loop(loop, info._flat_env()).var
+    names = set().union(*(ids_in(p) for p in parts)) - {var}
+    x_dependent = lanes.lane_locals(info.body.block_items or [], idx) | {idx}
+    builtins = {(n.name.name, n.field.name) for p in parts for n in walk(p)
+                if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID)}
+    return not (names & x_dependent) and not (names & info.assigned) and not (builtins & _X_BUILTINS) \
+        and not any(isinstance(n, (c_ast.ArrayRef, c_ast.FuncCall)) for p in parts for n in walk(p))
 
 
 def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
@@ -248,13 +348,13 @@ def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
-            if a is None or a.index is None:
+            if a is None or _index(a) is None:
                 raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
-            symbols = a.index.free_symbols
+            symbols = _index(a).free_symbols
             if not {TID["x"], BID["x"]} & symbols:
                 raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {lanes.line_of(loop)} is the same "
                                   "element for every thread in x: reuse left to the later passes")
-            if symbols & iterators and symbols & across:
+            if symbols & iterators and symbols & across and not _plane_stride(_index(a), iterators):
                 raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {lanes.line_of(loop)} moves with "
                                   "both the loop and y: threads in y read it again, reuse left to the later passes")
 
@@ -341,7 +441,8 @@ def _vector_locals(info: KernelInfo, stmts: list, idx: str) -> set[str]:
     return vectors
 
 
-def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set[int]) -> tuple[list, list]:
+def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set[int], lane_defs) \
+        -> tuple[list, list]:
     """(array, ArrayRef, along x?) of each global access, and the gathers (`A[e]` read per lane, e not affine;
     A never written by the kernel, so the lanes may read it in any order; what e reads joins `per_lane`);
     raises for an access that is none of these, or along x not one element per thread (`in[x * cols + y]`,
@@ -353,6 +454,15 @@ def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID)):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
+            if a is not None and a.kind == "clamped" and n.name.name in params:
+                along = _clamped(info, a, n, idx, lane_defs)
+                if along is not None:       # the same piece in every lane: one vector
+                    elem[a.array] = params[a.array].base_type
+                    out.append((a.array, n, True))
+                    continue
+                _gather(info, n, "is an edge clamp read lane by lane")      # raises where the kernel writes it
+                per_lane |= {id(m) for m in walk(n.subscript)}      # each lane its own clamped element: no gather
+                continue
             if a is not None and a.kind in _READ_PER_LANE and n.name.name in params:
                 gathers.append(_gather(info, n, f"is left as written ({a.why_unresolved})"))
                 per_lane |= {id(m) for m in walk(n.subscript)}      # what its subscript reads, per lane too
@@ -374,6 +484,41 @@ def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set
             else:
                 raise Unsupported(f"{a.array}[{a.index_text}] is not one element per thread along x")
     return out, gathers
+
+
+def _clamped(info: KernelInfo, a, node: c_ast.ArrayRef, idx: str, lane_defs) -> c_ast.Node | None:
+    """The subscript of an edge-clamped read written out (subscripts.py) where the V lanes take the same
+    piece and every piece runs along x one element per lane (a vector), else None (read lane by lane)."""
+    vectors, defs = lane_defs
+    written_out = subscripts.written_out(node.subscript, vectors, defs)
+    if written_out is None or subscripts.clamped_along_x(written_out, idx) or a.analysis_index is None \
+            or (id(node), "write") in info.by_node or subscripts.without_index(written_out, idx) is None:
+        return None
+    x = BID["x"] * BDIM["x"] + TID["x"]
+    f = sympy.expand(a.analysis_index - x)
+    return written_out if {TID["x"], BID["x"]} & a.analysis_index.free_symbols and \
+        not {TID["x"], BID["x"]} & f.free_symbols else None
+
+
+def _index(a) -> sympy.Expr | None:
+    """An access's index, or the interior piece of an edge clamp (the same step along x in every piece
+    where widen reads it as a vector: _clamped)."""
+    return a.index if a.index is not None or a.kind != "clamped" else a.analysis_index
+
+
+def _plane_stride(index: sympy.Expr, iterators: set) -> bool:
+    """Whether every loop iterator of `index` moves it by a stride that is not a constant multiple of its
+    stride in y (`k * nx * ny` against `tid.y * nx`: a loop marching z, plane by plane): the rows other
+    threads in y read are then other elements of the same plane, not this thread's later iterations'
+    (`in[(y + j) * w + x]`, j's stride w that of y, is reuse; `in[(k * ny + y) * nx + x]` is not)."""
+    y_stride = sympy.expand(index).coeff(TID["y"])
+    if y_stride == 0:
+        return True
+    for k in iterators & index.free_symbols:
+        ratio = sympy.simplify(sympy.expand(index).coeff(k) / y_stride)
+        if ratio.is_number:
+            return False
+    return True
 
 
 #: The kinds of access (analysis/accesses.py) whose subscript every pass leaves as written that a lane may
@@ -401,6 +546,10 @@ def _row(array: str, subscript: c_ast.Node, idx: str) -> str:
         for rest, last in ((subscript.left, subscript.right), (subscript.right, subscript.left)):
             if isinstance(last, c_ast.ID) and last.name == idx and idx not in ids_in(rest):
                 return f"({array} + {text(rest)})"
+    rest = subscripts.without_index(subscript, idx)
+    if rest is not None:
+        shown = f"({text(rest)})" if isinstance(rest, c_ast.TernaryOp) else text(rest)
+        return f"({array} + {shown})"
     return f"({array} + ({text(subscript)}) - {idx})"
 
 
