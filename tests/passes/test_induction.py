@@ -102,8 +102,10 @@ def test_a_plane_marching_stencil_reads_its_steps_in_closed_form(march):
     assert "src[west + z * plane]" in text and "src[south + z * plane]" in text
     assert "if (1 < nz - 1) {" in text
     assert "dst[at + (nz - 1) * plane] = " in text and "dst[at + plane] = " in text
-    # the statements after the loop that read no stepped local are written once, before the test
-    assert text.count("lo = mid;") == 2
+    # the statements after the loop that read no stepped local are written once, before the test (and the
+    # chained `lo = mid = src[at];` is two statements)
+    assert "mid = src[at];\n    lo = mid;" in text
+    assert text.count("lo = mid;") == 3 and text.count("mid = hi;") == 2
     assert sorted(_notes(k, "applied")) == [f"{v}: induction variable read in closed form (steps of plane)"
                                             for v in ("at", "east", "north", "south", "west")]
     assert k.validation.status == "passed"
@@ -190,3 +192,18 @@ def test_a_step_outside_the_whitelist_leaves_the_local_as_written(name, body, wh
     assert not [n for n in _notes(k, "applied") if n.startswith("p:")]
     text = kernel_source(k.optimized.funcdef)
     assert "p += " in text or "p++" in text
+
+
+def test_a_chained_assignment_is_split_into_statements(tmp_path_factory):
+    """`lo = mid = hi = src[p];` is three statements, the innermost first: one effect per statement, which
+    the hoisting of loads and widening read (normalize/chains.py)."""
+    body = """
+        float lo, mid;
+        int hi;
+        lo = mid = hi = src[i] * 3.0f;
+        dst[i] = lo + mid + hi;
+"""
+    (k,) = compile_source(tmp_path_factory, "chain", _kernel(body), passes="normalize").kernels
+    text = kernel_source(k.optimized.funcdef)
+    assert "hi = src_val * 3.0f;\n        mid = hi;\n        lo = mid;" in text
+    assert k.validation.status == "passed"

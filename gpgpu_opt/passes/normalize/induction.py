@@ -42,7 +42,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.loops import assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import NotAffine, cuda_text, to_sympy
-from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
+from gpgpu_opt.ast_util import ids_in, substitute, walk
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext

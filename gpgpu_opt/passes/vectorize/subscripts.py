@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import copy
 
+import sympy
 from pycparser import c_ast
+
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID
 
 from gpgpu_opt.ast_util import call_name, ids_in, transform, walk
 
@@ -124,4 +127,36 @@ def hoistable_uniform(stmts: list, lanes: set[str], idx: str, assigned: set[str]
     return out
 
 
-__all__ = ["clamped_along_x", "clamps_in", "definitions", "zero_folded", "hoistable_uniform", "without_index", "written_out"]
+def clamped(info, a, node: c_ast.ArrayRef, idx: str, lane_defs) -> c_ast.Node | None:
+    """The subscript of an edge-clamped read written out where the V lanes take the same
+    piece and every piece runs along x one element per lane (a vector), else None (read lane by lane)."""
+    vectors, defs = lane_defs
+    whole = written_out(node.subscript, vectors, defs)
+    if whole is None or clamped_along_x(whole, idx) or a.analysis_index is None \
+            or (id(node), "write") in info.by_node or without_index(whole, idx) is None:
+        return None
+    x = BID["x"] * BDIM["x"] + TID["x"]
+    f = sympy.expand(a.analysis_index - x)
+    return whole if {TID["x"], BID["x"]} & a.analysis_index.free_symbols and \
+        not {TID["x"], BID["x"]} & f.free_symbols else None
+
+
+def index_of(a) -> sympy.Expr | None:
+    """An access's index, or the interior piece of an edge clamp (the same step along x in every piece
+    where widen reads it as a vector: clamped)."""
+    return a.index if a.index is not None or a.kind != "clamped" else a.analysis_index
+
+
+def without_unused(stmts: list, vectors: set[str]) -> list:
+    """The vector path without the declarations of lane locals it no longer reads (`int4 N`, whose every use
+    became a vector's row start)."""
+    while True:
+        used = set().union(*(ids_in(s) for s in stmts)) if stmts else set()
+        unused = [s for s in stmts if isinstance(s, c_ast.Decl) and s.name in vectors and s.name not in used]
+        if not unused:
+            return stmts
+        stmts = [s for s in stmts if not any(s is u for u in unused)]
+
+
+__all__ = ["clamped", "clamped_along_x", "clamps_in", "definitions", "hoistable_uniform", "index_of", "without_index",
+           "without_unused", "written_out", "zero_folded"]

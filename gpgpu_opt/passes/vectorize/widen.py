@@ -37,7 +37,7 @@ from gpgpu_opt.ast_util import ids_in, substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes.vectorize import lanes, subscripts
+from gpgpu_opt.passes.vectorize import lanes, streams, subscripts
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, text
@@ -111,12 +111,12 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     checks: list[str] = []
     starts: dict[str, list] = {}
     tested: dict[str, list] = {}        # array -> (f, its clamps) of each row start tested at run time
-    stride_values = _stride_values(info, widened, loops)
+    stride_values = streams.stride_values(info, widened, loops)
     for array, node, _ in widened:
         need = width * element_size(elem[array])
         offset = info.by_node[(id(node), "read")] if (id(node), "read") in info.by_node else \
             info.by_node[(id(node), "write")]
-        f = sympy.expand(_index(offset) - (BID["x"] * BDIM["x"] + TID["x"]))
+        f = sympy.expand(subscripts.index_of(offset) - (BID["x"] * BDIM["x"] + TID["x"]))
         f, strides = _loop_strides(f, loops, node, info)
         fixed = [t for t in strides if t.lstrip("-").isdigit() and int(t) % width]
         if fixed:
@@ -133,7 +133,7 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
         if proven_base and _multiple(f, width):
             continue
         clamps = subscripts.clamps_in(rows[id(node.subscript)])
-        if any(key == clamps and _implied(sympy.expand(f - f0), stride_values, width)
+        if any(key == clamps and streams.implied(sympy.expand(f - f0), stride_values, width)
                for f0, key in tested.get(array, [])):
             continue    # another tested row start of the array, plus strides tested too
         tested.setdefault(array, []).append((f, clamps))
@@ -162,7 +162,7 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     idx_decl.init = parse_expr(first)
     along_x = {id(node) for _, node, _ in widened}
     lowering = lanes.Lowering(info, idx, vectors, {**elem, **local_types}, width, along_x)
-    vector_body = _without_unused(lowering.statements(moved + stmts, lambda array, subscript: _row(
+    vector_body = subscripts.without_unused(lowering.statements(moved + stmts, lambda array, subscript: _row(
         array, rows.get(id(subscript), subscript), idx)), vectors)
     scalar_guard = conj([clause for clause, _ in x_clauses])
     if checks:     # the scalar path: the original statements (those moved from before the guard first) per copy
@@ -193,70 +193,7 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     return Widened(f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
                    + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
                       "; alignment and the thread space's edge proved, no scalar path"), gathers,
-                   _streamed(info, stmts, ctx))
-
-
-def _streamed(info: KernelInfo, stmts: list, ctx) -> tuple | None:
-    """The trip count of the one loop at the top of the widened statements, which every thread runs alike:
-    (its value where the sizes bound when compiling give one, its C text where it reads only scalar
-    parameters), for the fill rule (launch_dispatch.size_verdict); None where there is no one such loop."""
-    loops = [s for s in stmts if isinstance(s, c_ast.For)]
-    if len(loops) != 1:
-        return None
-    loop = canonical_loop(loops[0], info._flat_env())
-    trips = loop.trip_count() if loop is not None else None
-    if trips is None:
-        return None
-    trips = sympy.expand(trips)
-    params = {p.name for p in info.kernel.scalars}
-    if trips.has(sympy.ceiling, sympy.floor) or any(str(s) not in params for s in trips.free_symbols):
-        return None
-    bound = trips.subs({sympy.Symbol(n, integer=True): v for n, v in ctx.facts.bindings.items()})
-    return (int(bound) if bound.is_Integer else None, None if trips.is_Integer else cuda_text(trips))
-
-
-def _without_unused(stmts: list, vectors: set[str]) -> list:
-    """The vector path without the declarations of lane locals it no longer reads (`int4 N`, whose every use
-    became a vector's row start: subscripts.py)."""
-    while True:
-        used = set().union(*(ids_in(s) for s in stmts)) if stmts else set()
-        unused = [s for s in stmts if isinstance(s, c_ast.Decl) and s.name in vectors and s.name not in used]
-        if not unused:
-            return stmts
-        stmts = [s for s in stmts if not any(s is u for u in unused)]
-
-
-def _stride_values(info: KernelInfo, widened: list, loops: set[str]) -> list[sympy.Expr]:
-    """What each loop iteration moves the vector accesses by (`nx * ny` for `c + k * nx * ny`): each is tested
-    `% V == 0` at run time (or is a constant _loop_strides checks)."""
-    out = []
-    for _, node, _ in widened:
-        a = info.by_node.get((id(node), "read")) or info.by_node[(id(node), "write")]
-        index = sympy.expand(_index(a))
-        out += [index.coeff(sympy.Symbol(v, integer=True)) for v in sorted(loops)
-                if sympy.Symbol(v, integer=True) in index.free_symbols]
-    return out
-
-
-def _implied(apart: sympy.Expr, strides: list[sympy.Expr], width: int) -> bool:
-    """Whether two row starts `apart` elements apart are aligned together: every term of `apart` is a
-    multiple of `width`, or an integer multiple of a loop stride whose `% width == 0` is tested too
-    (`(nz - 1) * nx * ny` past `nx * ny`)."""
-    for term in sympy.Add.make_args(apart):
-        if term.is_Integer and int(term) % width == 0:
-            continue
-        if not any(_integer_polynomial(sympy.cancel(term / stride)) for stride in strides if not stride.is_Integer):
-            return False
-    return True
-
-
-def _integer_polynomial(q: sympy.Expr) -> bool:
-    if q.is_Integer:
-        return True
-    try:
-        return all(c.is_Integer for c in sympy.Poly(q, *sorted(q.free_symbols, key=str)).coeffs())
-    except sympy.PolynomialError:
-        return False
+                   streams.streamed(info, stmts, ctx))
 
 
 def _one_alignment(array: str, node: c_ast.ArrayRef, f: sympy.Expr, others: list, width: int) -> None:
@@ -315,24 +252,11 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
         if loop.var == idx or idx in ids_in(s.init) or idx in ids_in(s.cond) or idx in ids_in(s.next):
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} depends on x in its header")
         trips = loop.trip_count()
-        if trips is None or not (trips.is_Integer or _uniform_header(info, s, idx)):
+        if trips is None or not (trips.is_Integer or streams.uniform_header(info, s, idx)):
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} has no constant trip count, and its "
                                "bounds may differ between the x a thread handles")
         names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
     return names
-
-
-def _uniform_header(info: KernelInfo, loop: c_ast.For, idx: str) -> bool:
-    """Every lane of a thread runs the loop's iterations alike: its header reads no x (the V lanes share
-    y), no memory and no call, and nothing it reads but its iterator is written in the kernel."""
-    parts = [p for p in (loop.init, loop.cond, loop.next) if p is not None]
-    var = canonical_loop(loop, info._flat_env()).var
-    names = set().union(*(ids_in(p) for p in parts)) - {var}
-    x_dependent = lanes.lane_locals(info.body.block_items or [], idx) | {idx}
-    builtins = {(n.name.name, n.field.name) for p in parts for n in walk(p)
-                if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID)}
-    return not (names & x_dependent) and not (names & info.assigned) and not (builtins & _X_BUILTINS) \
-        and not any(isinstance(n, (c_ast.ArrayRef, c_ast.FuncCall)) for p in parts for n in walk(p))
 
 
 def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
@@ -348,13 +272,13 @@ def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
-            if a is None or _index(a) is None:
+            if a is None or subscripts.index_of(a) is None:
                 raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
-            symbols = _index(a).free_symbols
+            symbols = subscripts.index_of(a).free_symbols
             if not {TID["x"], BID["x"]} & symbols:
                 raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {lanes.line_of(loop)} is the same "
                                   "element for every thread in x: reuse left to the later passes")
-            if symbols & iterators and symbols & across and not _plane_stride(_index(a), iterators):
+            if symbols & iterators and symbols & across and not streams.plane_stride(subscripts.index_of(a), iterators):
                 raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {lanes.line_of(loop)} moves with "
                                   "both the loop and y: threads in y read it again, reuse left to the later passes")
 
@@ -455,7 +379,7 @@ def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
             if a is not None and a.kind == "clamped" and n.name.name in params:
-                along = _clamped(info, a, n, idx, lane_defs)
+                along = subscripts.clamped(info, a, n, idx, lane_defs)
                 if along is not None:       # the same piece in every lane: one vector
                     elem[a.array] = params[a.array].base_type
                     out.append((a.array, n, True))
@@ -484,41 +408,6 @@ def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set
             else:
                 raise Unsupported(f"{a.array}[{a.index_text}] is not one element per thread along x")
     return out, gathers
-
-
-def _clamped(info: KernelInfo, a, node: c_ast.ArrayRef, idx: str, lane_defs) -> c_ast.Node | None:
-    """The subscript of an edge-clamped read written out (subscripts.py) where the V lanes take the same
-    piece and every piece runs along x one element per lane (a vector), else None (read lane by lane)."""
-    vectors, defs = lane_defs
-    written_out = subscripts.written_out(node.subscript, vectors, defs)
-    if written_out is None or subscripts.clamped_along_x(written_out, idx) or a.analysis_index is None \
-            or (id(node), "write") in info.by_node or subscripts.without_index(written_out, idx) is None:
-        return None
-    x = BID["x"] * BDIM["x"] + TID["x"]
-    f = sympy.expand(a.analysis_index - x)
-    return written_out if {TID["x"], BID["x"]} & a.analysis_index.free_symbols and \
-        not {TID["x"], BID["x"]} & f.free_symbols else None
-
-
-def _index(a) -> sympy.Expr | None:
-    """An access's index, or the interior piece of an edge clamp (the same step along x in every piece
-    where widen reads it as a vector: _clamped)."""
-    return a.index if a.index is not None or a.kind != "clamped" else a.analysis_index
-
-
-def _plane_stride(index: sympy.Expr, iterators: set) -> bool:
-    """Whether every loop iterator of `index` moves it by a stride that is not a constant multiple of its
-    stride in y (`k * nx * ny` against `tid.y * nx`: a loop marching z, plane by plane): the rows other
-    threads in y read are then other elements of the same plane, not this thread's later iterations'
-    (`in[(y + j) * w + x]`, j's stride w that of y, is reuse; `in[(k * ny + y) * nx + x]` is not)."""
-    y_stride = sympy.expand(index).coeff(TID["y"])
-    if y_stride == 0:
-        return True
-    for k in iterators & index.free_symbols:
-        ratio = sympy.simplify(sympy.expand(index).coeff(k) / y_stride)
-        if ratio.is_number:
-            return False
-    return True
 
 
 #: The kinds of access (analysis/accesses.py) whose subscript every pass leaves as written that a lane may
