@@ -202,7 +202,8 @@ def _int_names(kernel: Kernel, block: c_ast.Compound) -> set[str]:
     decls = [n for n in walk(kernel.body) if isinstance(n, c_ast.Decl) and n.name]
     once = {d.name for d in (kernel.body.block_items or []) + (block.block_items or [])
             if _int_decl(d) and sum(e.name == d.name for e in decls) == 1}
-    return once | {p.name for p in kernel.scalars if p.base_type in ("int", "signed int")}
+    declared = {d.name for d in decls}     # a parameter no local shadows: the same value everywhere
+    return once | {p.name for p in kernel.scalars if p.base_type in ("int", "signed int") and p.name not in declared}
 
 
 def _statement_parents(body: c_ast.Compound) -> dict[int, c_ast.Node]:
