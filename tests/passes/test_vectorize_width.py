@@ -231,8 +231,8 @@ __global__ void halve_down(const float *a, float *b, int n)
         b[i] = v;
     }
 }
-""", "not widened: a 'while' loop at line 7 (only declarations, assignments, 'if's and loops with a constant trip "
-     "count are widened)"),
+""", "not widened: a 'while' loop at line 7 (only declarations, assignments, 'if's and 'for' "
+     "loops are widened)"),
     "misaligned_stride": ("""
 __global__ void odd_rows(const float *a, float *b, int n)
 {

@@ -25,17 +25,24 @@ from gpgpu_opt.rewriting.kernel_info import KernelInfo
 _X_BUILTINS = {("threadIdx", "x"), ("blockIdx", "x"), ("blockDim", "x"), ("gridDim", "x")}
 
 
-def uniform_header(info: KernelInfo, loop: c_ast.For, idx: str) -> bool:
-    """Every lane of a thread runs the loop's iterations alike: its header reads no x (the V lanes share
-    y), no memory and no call, and nothing it reads but its iterator is written in the kernel."""
+def uniform_header(info: KernelInfo, loop: c_ast.For, idx: str) -> str | None:
+    """Why the V lanes of a thread might not run the loop's iterations alike, or None: its header reads no x
+    (the V lanes share y), no memory and no call, and nothing the kernel writes but its own iterator and
+    those of the loops around it (each lane's the same: those loops' headers pass this test too)."""
     parts = [p for p in (loop.init, loop.cond, loop.next) if p is not None]
     var = canonical_loop(loop, info._flat_env()).var
     names = set().union(*(ids_in(p) for p in parts)) - {var}
+    iterators = {d.name for n in walk(info.body) if isinstance(n, c_ast.For) and isinstance(n.init, c_ast.DeclList)
+                 for d in n.init.decls if info.decl_counts[d.name] == 1}
     x_dependent = lanes.lane_locals(info.body.block_items or [], idx) | {idx}
     builtins = {(n.name.name, n.field.name) for p in parts for n in walk(p)
                 if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID)}
-    return not (names & x_dependent) and not (names & info.assigned) and not (builtins & _X_BUILTINS) \
-        and not any(isinstance(n, (c_ast.ArrayRef, c_ast.FuncCall)) for p in parts for n in walk(p))
+    if names & x_dependent or builtins & _X_BUILTINS:
+        return "its bounds depend on x"
+    if any(isinstance(n, (c_ast.ArrayRef, c_ast.FuncCall)) for p in parts for n in walk(p)):
+        return "its bounds read memory or call a function"
+    written = sorted(names & info.assigned - iterators)
+    return f"its bounds read '{written[0]}', which the kernel writes" if written else None
 
 
 def plane_stride(index: sympy.Expr, iterators: set) -> bool:

@@ -27,9 +27,12 @@ _MIN_MAX = {"min", "max", "umin", "umax"}
 
 def definitions(stmts: list, lanes: set[str], assigned: set[str], counts) -> dict[str, c_ast.Node]:
     """name -> initializer of each lane local declared once with a value at the top level of `stmts` and
-    never assigned: its value wherever it is in scope."""
+    never assigned, whose value reads no memory, no call and no name the kernel assigns: the same value
+    wherever it is in scope, which its initializer written there gives."""
     return {s.name: s.init for s in stmts if isinstance(s, c_ast.Decl) and s.name in lanes and s.init is not None
-            and s.name not in assigned and counts[s.name] == 1}
+            and s.name not in assigned and counts[s.name] == 1 and not ids_in(s.init) & assigned
+            and not any(isinstance(n, (c_ast.ArrayRef, c_ast.FuncCall, c_ast.Assignment, c_ast.UnaryOp))
+                        and not (isinstance(n, c_ast.UnaryOp) and n.op == "-") for n in walk(s.init))}
 
 
 def written_out(subscript: c_ast.Node, lanes: set[str], defs: dict[str, c_ast.Node]) -> c_ast.Node | None:

@@ -13,13 +13,16 @@ places them), so that the V elements of a copy group are one aligned vector:
   original statements for idx, idx + 1, ..., idx + V - 1, each under the original guard (the ragged tail);
 - the launch covers V times as many x per block (unguarded kernels: a block V times narrower, so that it
   still covers whole naive blocks, unless the stated thread space is tiled by the wider one).
-Only declarations, assignments, `if`s and loops with a constant trip count, optionally under one final guard,
-are widened (`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses
-along x are vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time). An `if` on x
-runs once per lane, x-dependent statements before the guard move into it, and a read that is not affine (a
-gather) is read per lane from an array the kernel never writes (lanes.py). Loops are widened only where they
-stream: an element read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge
-and prefetch, which reuse it. V fills the target's preferred access (16 bytes: float4, double2) with the
+Only declarations, assignments, `if`s and loops with a constant trip count or one every lane shares (a header
+that reads no x: a z loop's `k < nz - 1`, streams.py), optionally under one final guard, are widened
+(`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses along x are
+vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time). An `if` on x runs once
+per lane, x-dependent statements before the guard move into it, and a read that is not affine (a gather) is
+read per lane from an array the kernel never writes (lanes.py). A subscript through locals of x (`c + k * xy`,
+`int c = i + j * nx;`) is a vector access from the row its definition gives; an edge clamp on y is one
+vector, one on x is read lane by lane (subscripts.py). Loops are widened only where they stream: an element
+read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge and prefetch, which
+reuse it; a loop marching planes (`k * nx * ny`) streams (streams.py says why). V fills the target's preferred access (16 bytes: float4, double2) with the
 widest element, lowered to a vector every element type has in the CUDA type table (`__half2` for halves).
 Every refusal is a note.
 """
@@ -233,8 +236,9 @@ def _width(requested: int | None, element_types: list[str], ctx) -> int:
 
 def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
     """The iterators of the loops among `stmts`, after checking that only declarations, assignments, `if`s
-    (lanes.py) and loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`, kept as loops: each
-    iteration's accesses along x become vectors) of such statements are there."""
+    (lanes.py) and loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`) or one every lane
+    shares (streams.uniform_header), kept as loops (each iteration's accesses along x become vectors), of
+    such statements are there."""
     names: set[str] = set()
     for s in stmts:
         if isinstance(s, (c_ast.Decl, c_ast.Assignment, c_ast.Pragma)):    # `#pragma unroll`: kept where it is
@@ -244,7 +248,7 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
             continue
         if not isinstance(s, c_ast.For):
             raise NotWidenable(f"{lanes.statement_kind(s)} at line {lanes.line_of(s)} (only declarations, assignments, "
-                               "'if's and loops with a constant trip count are widened)")
+                               "'if's and 'for' loops are widened)")
         loop = canonical_loop(s, info._flat_env())
         if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} is not 'for (int j = a; j < b; j += c)' with "
@@ -252,9 +256,10 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
         if loop.var == idx or idx in ids_in(s.init) or idx in ids_in(s.cond) or idx in ids_in(s.next):
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} depends on x in its header")
         trips = loop.trip_count()
-        if trips is None or not (trips.is_Integer or streams.uniform_header(info, s, idx)):
-            raise NotWidenable(f"the loop at line {lanes.line_of(s)} has no constant trip count, and its "
-                               "bounds may differ between the x a thread handles")
+        why = None if trips is not None and trips.is_Integer else \
+            "its trip count is not known" if trips is None else streams.uniform_header(info, s, idx)
+        if why:
+            raise NotWidenable(f"the loop at line {lanes.line_of(s)} has no constant trip count, and {why}")
         names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
     return names
 
