@@ -15,19 +15,21 @@ in the thread and loop indices again (one definition, which the passes may rebui
                                                 }
 
 A whitelist. An induction variable is an `int` local declared once, with an initializer, at the top of the
-kernel body (or of the block of an `if` there: a guard's), and otherwise only stepped by statements `c += s;`, `c -= s;`, `c++;` (`--` alike), every step
-by the same `s`: an `int` expression of constants, scalar parameters and locals declared once and never
-written (so `s` is the same value wherever it is read). A step sits at the top level of that block
+kernel body (or of the block of an `if` there: a guard's), and otherwise only stepped by statements
+`c += s;`, `c -= s;`, `c++;` (`--` alike), every step by the same `s`: an `int` expression of constants,
+scalar parameters and locals declared once and never written, none shadowed (so `s` is the same value
+wherever it is read). A step sits at the top level of that block
 (straight-line steps add up), or at the end of the body of a `for (int k = a; k < b; k++)` loop (`<=`
 too) that is itself at the top level, once, after the body's other statements (only other steps may
 follow it), with `a` and `b` never written and no `break`, `continue`, `return` or `goto` in the body:
 there `c` is `c_entry + (k - a) * s` at every use. After the loop it is `c_entry + (b - a) * s`, which is
 its value only where the loop runs (b >= a): where that is not proved, the statements after the loop are
-written twice, under `if (a < b)` and in its `else` (the loop did not run, `c` is `c_entry`); and only
-where they declare nothing (a name declared in both branches would be declared twice). Every other shape
-(a step under an `if`, in a nested loop, not at the end of its loop's body, two steps of one variable in one
-body, a step by something the kernel writes, a use in a loop header) leaves that local as written, with a
-note that names it. Each local is judged alone: its closed form reads only itself, `s` and the iterator.
+written twice, under `if (a < b)` and in its `else` (the loop did not run, `c` is `c_entry`), those at
+their head that read no stepped local once before the `if`; and only where they declare nothing (a name
+declared in both branches would be declared twice). Every other shape (a step under an `if`, in a nested
+loop, not at the end of its loop's body, two steps of one variable in one body, a step by something the
+kernel writes, a use in a loop header) leaves that local as written, with a note that names it. Each local
+is judged alone: its closed form reads only itself, `s` and the iterator.
 
 The closed form computes with `int`s, as the steps do; it differs from them only where they overflow
 (undefined behaviour in C).

@@ -22,8 +22,9 @@ read per lane from an array the kernel never writes (lanes.py). A subscript thro
 `int c = i + j * nx;`) is a vector access from the row its definition gives; an edge clamp on y is one
 vector, one on x is read lane by lane (subscripts.py). Loops are widened only where they stream: an element
 read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge and prefetch, which
-reuse it; a loop marching planes (`k * nx * ny`) streams (streams.py says why). V fills the target's preferred access (16 bytes: float4, double2) with the
-widest element, lowered to a vector every element type has in the CUDA type table (`__half2` for halves).
+reuse it; a loop marching planes (`k * nx * ny`) streams (streams.py says why). V fills the target's
+preferred access (16 bytes: float4, double2) with the widest element, lowered to a vector every element type
+has in the CUDA type table (`__half2` for halves).
 Every refusal is a note.
 """
 from __future__ import annotations
