@@ -360,13 +360,14 @@ def dispatched(kernel: Kernel) -> bool:
     return kernel.launch is not None and kernel.size_dispatch is not None
 
 
-def naive_copy(program: Program, naive: Kernel, threads: int) -> str:
-    """The naive kernel as the user wrote it, renamed, to follow the optimized one."""
+def naive_copy(program: Program, naive: Kernel, threads: int, streamed: str | None = None) -> str:
+    """The naive kernel as the user wrote it, renamed, to follow the optimized one (`streamed`: Kernel.streamed)."""
     start, end = naive.source_span
     text = program.text_of(naive.source_file)[start:end]
     renamed = re.sub(rf"\b{re.escape(naive.name)}(\s*\()", rf"{naive_name(naive.name)}\1", text, count=1)
+    counted = f"threads x {streamed} trips" if streamed else "threads"
     return (f"\n\n// gpgpu-opt: '{naive.name}' as written, launched where the launch has fewer than {threads} "
-            f"threads ({naive.name}_gains)\n{renamed}")
+            f"{counted} ({naive.name}_gains)\n{renamed}")
 
 
 def naive_template_copies(program: Program, results) -> list[tuple[int, int, str]]:

@@ -407,7 +407,7 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
         if r.naive.name in declared.keep_declared:  # or, where one cannot be edited, keep their signature
             r = replace(r, optimized=with_declared_signature(r.optimized, r.naive))
         start, end = r.naive.source_span
-        naive_copy = launch_dispatch.naive_copy(program, r.naive, r.optimized.size_dispatch) \
+        naive_copy = launch_dispatch.naive_copy(program, r.naive, r.optimized.size_dispatch, r.optimized.streamed) \
             if launch_dispatch.dispatched(r.optimized) else ""   # launched where the launch is small
         edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r) + naive_copy))
     for file in edits:

@@ -109,6 +109,8 @@ def test_the_launch_counts_threads_times_the_planes_they_stream(tmp_path_factory
     assert k.optimized.streamed == "nz - 2" and k.optimized.size_dispatch is not None
     assert "if (column_gains(grid, block, nz - 2)) column<<<" in result.output
     assert "static bool column_gains(dim3 naive_grid, dim3 naive_block, long long trips)" in result.output
+    assert f"launched where the launch has fewer than {k.optimized.size_dispatch} threads x nz - 2 trips" \
+        in result.output
     assert_builds(result, tmp_path_factory)
 
 
