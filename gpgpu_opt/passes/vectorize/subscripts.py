@@ -151,11 +151,13 @@ def index_of(a) -> sympy.Expr | None:
 
 
 def without_unused(stmts: list, vectors: set[str]) -> list:
-    """The vector path without the declarations of lane locals it no longer reads (`int4 N`, whose every use
-    became a vector's row start)."""
+    """The vector path without the declarations of `vectors` (lane locals written out in a vector's row
+    start) it no longer reads (`int4 N`, whose every use became a row start)."""
     while True:
         used = set().union(*(ids_in(s) for s in stmts)) if stmts else set()
-        unused = [s for s in stmts if isinstance(s, c_ast.Decl) and s.name in vectors and s.name not in used]
+        unused = [s for s in stmts if isinstance(s, c_ast.Decl) and s.name in vectors and s.name not in used
+                  and not any(isinstance(n, c_ast.FuncCall) and not (call_name(n) or "").startswith("make_")
+                              for n in walk(s))]   # index arithmetic only (in the lanes' vector constructor)
         if not unused:
             return stmts
         stmts = [s for s in stmts if not any(s is u for u in unused)]

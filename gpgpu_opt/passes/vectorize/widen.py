@@ -166,8 +166,10 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     idx_decl.init = parse_expr(first)
     along_x = {id(node) for _, node, _ in widened}
     lowering = lanes.Lowering(info, idx, vectors, {**elem, **local_types}, width, along_x)
-    vector_body = subscripts.without_unused(lowering.statements(moved + stmts, lambda array, subscript: _row(
-        array, rows.get(id(subscript), subscript), idx)), vectors)
+    vector_body = lowering.statements(moved + stmts,
+                                      lambda array, subscript: _row(array, rows.get(id(subscript), subscript), idx))
+    written_out = {name for _, node, _ in widened for name in ids_in(node.subscript) & vectors}
+    vector_body = subscripts.without_unused(vector_body, written_out)
     scalar_guard = conj([clause for clause, _ in x_clauses])
     if checks:     # the scalar path: the original statements (those moved from before the guard first) per copy
         k = info.fresh("k")
