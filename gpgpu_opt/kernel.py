@@ -92,6 +92,9 @@ class Kernel:
     #: The naive threads from which this (optimized) kernel gains: launches with fewer run the naive kernel,
     #: kept beside it (launch_dispatch.py). None: every launch runs it.
     size_dispatch: int | None = None
+    #: With size_dispatch: the elements each thread streams, a C expression over the kernel's scalar
+    #: parameters (a z loop's trip count, `nz - 2`), which each launch multiplies its threads by. None: 1.
+    streamed: str | None = None
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(), source_file: str = "",

@@ -341,6 +341,7 @@ def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None
                   axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
                   message=helper_message(assumptions) if requirements else "",
                   gains_from=kernel.size_dispatch if kernel.launch is not None else None,
+                  streamed=kernel.streamed if kernel.launch is not None else None,
                   naive=naive_launch_name(kernel))
 
 

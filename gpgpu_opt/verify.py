@@ -16,6 +16,7 @@ from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, QUASI_FUNCTIONS, TID, 
 from gpgpu_opt.ast_util import call_args, call_name, ids_in, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.passes.normalize.induction import in_closed_form
 
 def _element(base_type: str):
     """The emulator's type of an array element (None: not one it knows), for the environment's types too
@@ -216,7 +217,7 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
         return expr
 
     extents: dict[str, int] = {}
-    for access in all_accesses(kernel):
+    for access in all_accesses(in_closed_form(kernel)):   # `c += xy;` per plane: `c + k * xy`, the same accesses
         if access.array in given:
             continue
         if access.evaluable_index is None:

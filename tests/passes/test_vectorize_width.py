@@ -182,11 +182,28 @@ def test_a_loop_accumulating_loads_along_x_is_widened_by_double2(rows_sum, tmp_p
     assert_builds(rows_sum, tmp_path_factory)
 
 
-def test_a_loop_without_a_constant_trip_count_is_not_widened_with_a_note(tmp_path_factory):
-    (k,) = compile_source(tmp_path_factory, "sum_rows", SUM_ROWS).kernels
+def test_a_loop_of_a_run_time_trip_count_every_lane_shares_is_widened(tmp_path_factory):
+    """Before: "the loop at line 12 has no constant trip count". Its header reads no x, so the lanes run the
+    same iterations: widened at a width asked for; without one, only the size rule says no (the file does
+    not launch it)."""
+    (k,) = compile_source(tmp_path_factory, "sum_rows", SUM_ROWS, vector_width=2).kernels
+    text = kernel_source(k.optimized.funcdef)
+    assert "for (int j = 1; j < m; j++)" in text and "((double2 *) t)[i / 2] = " in text
+    assert k.validation.status == "passed"
+    for n, m in ((37, 3), (6, 0), (64, 5)):
+        assert_equivalent(k, {"n": n, "m": m}, (n, 1), seed=5)
+    (k,) = compile_source(tmp_path_factory, "sum_rows_unasked", SUM_ROWS).kernels
     assert "double2" not in kernel_source(k.optimized.funcdef)
-    assert any("not widened: the loop at line 12 has no constant trip count" in n
+    assert any("not widened: widened by 2, the launch would have 2x fewer threads" in n
                for n in vectorize_notes(k, "skipped"))
+
+
+def test_a_loop_whose_trip_count_depends_on_x_is_not_widened_with_a_note(tmp_path_factory):
+    source = SUM_ROWS.replace("for (int j = 1; j < m; j++)", "for (int j = 1; j < m + i % 3; j++)")
+    (k,) = compile_source(tmp_path_factory, "sum_rows_x", source, vector_width=2).kernels
+    assert "double2" not in kernel_source(k.optimized.funcdef)
+    assert any("not widened: the loop at line 12 depends on x in its header" in n
+               for n in vectorize_notes(k, "skipped")), vectorize_notes(k, "skipped")
 
 
 # -- every refusal is a note --------------------------------------------------------------------------------
@@ -214,8 +231,8 @@ __global__ void halve_down(const float *a, float *b, int n)
         b[i] = v;
     }
 }
-""", "not widened: a 'while' loop at line 7 (only declarations, assignments, 'if's and loops with a constant trip "
-     "count are widened)"),
+""", "not widened: a 'while' loop at line 7 (only declarations, assignments, 'if's and 'for' "
+     "loops are widened)"),
     "misaligned_stride": ("""
 __global__ void odd_rows(const float *a, float *b, int n)
 {

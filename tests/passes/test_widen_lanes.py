@@ -262,8 +262,8 @@ __global__ void stop_at_negative(const float *a, float *b, int n)
         b[i] = v;
     }
 }
-""", "not widened: a 'return' at line 8 (only declarations, assignments, 'if's and loops with a constant trip "
-     "count are widened)"),
+""", "not widened: a 'return' at line 8 (only declarations, assignments, 'if's and 'for' "
+     "loops are widened)"),
     "prefix_reads_memory": ("""
 __global__ void weigh(const float *w, const float *a, float *b, int n)
 {

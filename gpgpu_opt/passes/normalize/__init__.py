@@ -7,7 +7,9 @@ with other side effects (calls, increments) whose order relative to the load cou
 
 Thread indices are made canonical (gpgpu_opt.passes.normalize.index: `int bx = blockIdx.x; ... bx *
 NUMBER_THREADS + tx` is `blockIdx.x * blockDim.x + threadIdx.x` where every launch has blocks of
-NUMBER_THREADS), and a final `return;` is dropped (gpgpu_opt.passes.normalize.returns).
+NUMBER_THREADS), and a final `return;` is dropped (gpgpu_opt.passes.normalize.returns). Induction variables
+(`int c = ...; ... c += xy;` once per iteration of a z loop) are read in closed form, `c + k * xy`
+(gpgpu_opt.passes.normalize.induction).
 
 `for (k...) C[e] += f;` becomes `float C_acc = C[e]; for (k...) C_acc += f; C[e] = C_acc;` where that is
 safe (gpgpu_opt.passes.normalize.accumulators says when).
@@ -24,8 +26,10 @@ from gpgpu_opt.ast_util import fresh_name as _fresh, transform, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.normalize.accumulators import promote_accumulators
+from gpgpu_opt.passes.normalize.chains import split_chained_assignments
 from gpgpu_opt.passes.normalize.definitions import merge_single_definitions
 from gpgpu_opt.passes.normalize.index import canonical_indices
+from gpgpu_opt.passes.normalize.induction import closed_form_inductions
 from gpgpu_opt.passes.normalize.returns import drop_trailing_returns
 from gpgpu_opt.passes.context import PassContext
 
@@ -36,6 +40,9 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     merge_single_definitions(kernel)
     transform(kernel.body, _fold)
     drop_trailing_returns(kernel.body)
+    closed_form_inductions(kernel, ctx)
+    split_chained_assignments(kernel.body, {n.name for n in walk(kernel.body) if isinstance(n, c_ast.Decl)
+                                            and "volatile" in (n.quals or [])})
     canonical_indices(kernel, ctx)
     promote_accumulators(kernel, ctx)
     _hoist_loads(kernel, ctx)

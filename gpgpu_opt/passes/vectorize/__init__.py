@@ -87,7 +87,7 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     g.normalize_early_returns(work.body)
     info = KernelInfo(work, ctx)
     try:
-        what, gathers = widen.widen(work, ctx, info, ctx.options.vector_width)
+        what, gathers, streamed = widen.widen(work, ctx, info, ctx.options.vector_width)
     except widen.NotWidenable as why:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
@@ -105,11 +105,13 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
         return None
     if sized:                   # it gains only where the widened launch still fills the GPU
         min_threads = launch_dispatch.min_threads_widened(ctx.options.target, slow_chain=slow is not None)
-        verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, min_threads, slow or fewer_threads(width))
+        verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, min_threads, slow or fewer_threads(width),
+                                               launch_dispatch.Streamed(*streamed) if streamed else None)
         if not verdict.keep:
             ctx.log.skip("kernel", f"not widened: {verdict.reason}", where)
             return None
         work.size_dispatch = verdict.dispatch_threads
+        work.streamed = verdict.streamed
         if slow is not None or verdict.dispatch_threads is not None:   # else widening is as it always was
             what = f"{what}; {verdict.reason}"
     ctx.log.applied("kernel", f"widened: {what}", where)

@@ -13,14 +13,18 @@ places them), so that the V elements of a copy group are one aligned vector:
   original statements for idx, idx + 1, ..., idx + V - 1, each under the original guard (the ragged tail);
 - the launch covers V times as many x per block (unguarded kernels: a block V times narrower, so that it
   still covers whole naive blocks, unless the stated thread space is tiled by the wider one).
-Only declarations, assignments, `if`s and loops with a constant trip count, optionally under one final guard,
-are widened (`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses
-along x are vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time). An `if` on x
-runs once per lane, x-dependent statements before the guard move into it, and a read that is not affine (a
-gather) is read per lane from an array the kernel never writes (lanes.py). Loops are widened only where they
-stream: an element read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge
-and prefetch, which reuse it. V fills the target's preferred access (16 bytes: float4, double2) with the
-widest element, lowered to a vector every element type has in the CUDA type table (`__half2` for halves).
+Only declarations, assignments, `if`s and loops with a constant trip count or one every lane shares (a header
+that reads no x: a z loop's `k < nz - 1`, streams.py), optionally under one final guard, are widened
+(`for (int j = 0; j < NVAR; j++) v[i + j * n] = c[j];`: the loop stays, each iteration's accesses along x are
+vectors; `n % V == 0` keeps every iteration's vectors aligned, tested at run time). An `if` on x runs once
+per lane, x-dependent statements before the guard move into it, and a read that is not affine (a gather) is
+read per lane from an array the kernel never writes (lanes.py). A subscript through locals of x (`c + k * xy`,
+`int c = i + j * nx;`) is a vector access from the row its definition gives; an edge clamp on y is one
+vector, one on x is read lane by lane (subscripts.py). Loops are widened only where they stream: an element
+read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge and prefetch, which
+reuse it; a loop marching planes (`k * nx * ny`) streams (streams.py says why). V fills the target's
+preferred access (16 bytes: float4, double2) with the widest element, lowered to a vector every element type
+has in the CUDA type table (`__half2` for halves).
 Every refusal is a note.
 """
 from __future__ import annotations
@@ -37,7 +41,7 @@ from gpgpu_opt.ast_util import ids_in, substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes.vectorize import lanes
+from gpgpu_opt.passes.vectorize import lanes, streams, subscripts
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, text
@@ -54,6 +58,9 @@ class Widened(NamedTuple):
     """What widen did (for the decision log), and the gathers it reads lane by lane (`img[up[e]]`)."""
     what: str
     gathers: list[str]
+    #: (constant, C text over the scalar parameters) of the trip count of the loop the widened body runs, each
+    #: None where not known; None where the body has no such loop (launch_dispatch.Streamed).
+    streamed: tuple | None = None
 
 
 def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -> Widened:
@@ -82,26 +89,38 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     if lanes.written(stmts[:lead]) & set().union(*(ids_in(s) for s in moved)):
         lead = 0        # they would run before the statements moved from before the guard, which read them
     ahead, stmts = stmts[:lead], stmts[lead:]
+    if not moved:       # `int xy = nx * ny;` after `int c = i + j * nx;`: ahead, where the alignment tests read it
+        known = {p.name for p in info.kernel.params} | {t.name for t in body[:idx_pos + 1] + prefix + ahead
+                                                        if isinstance(t, c_ast.Decl)}
+        hoisted = subscripts.hoistable_uniform(stmts, vectors, idx, info.assigned, known)
+        ahead, stmts = ahead + hoisted, [t for t in stmts if not any(t is h for h in hoisted)]
     elem: dict[str, str] = {}
     per_lane = lanes.per_lane_nodes(stmts, vectors, idx)
-    accesses, gathers = _accesses(info, stmts, idx, elem, per_lane)
+    defs = subscripts.definitions(moved + stmts, vectors, info.assigned, info.decl_counts)
+    accesses, gathers = _accesses(info, stmts, idx, elem, per_lane, (vectors, defs))
     widened = [a for a in accesses if a[2] and id(a[1]) not in per_lane]
     if not widened:
         raise NotWidenable("no access runs along x one element per thread")
+    rows: dict[int, c_ast.Node] = {}    # id(subscript) -> its lane locals written out (subscripts.py)
     for array, node, _ in widened:
-        if ids_in(node.subscript) & vectors:
+        written_out = subscripts.written_out(node.subscript, vectors, defs)
+        if written_out is None or (written_out is not node.subscript and
+                                   subscripts.without_index(written_out, idx) is None):
             raise Unsupported(f"'{sorted(ids_in(node.subscript) & vectors)[0]}' depends on x and is used in the "
                               f"subscript of {array}[{text(node.subscript)}], read or written as a vector")
+        rows[id(node.subscript)] = written_out
     if loops:
         _no_reuse_in_loops(info, stmts, loops)
     width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx)
     checks: list[str] = []
     starts: dict[str, list] = {}
+    tested: dict[str, list] = {}        # array -> (f, its clamps) of each row start tested at run time
+    stride_values = streams.stride_values(info, widened, loops)
     for array, node, _ in widened:
         need = width * element_size(elem[array])
         offset = info.by_node[(id(node), "read")] if (id(node), "read") in info.by_node else \
             info.by_node[(id(node), "write")]
-        f = sympy.expand(offset.index - (BID["x"] * BDIM["x"] + TID["x"]))
+        f = sympy.expand(subscripts.index_of(offset) - (BID["x"] * BDIM["x"] + TID["x"]))
         f, strides = _loop_strides(f, loops, node, info)
         fixed = [t for t in strides if t.lstrip("-").isdigit() and int(t) % width]
         if fixed:
@@ -117,7 +136,13 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
         proven_base = ctx.facts.alignment.get(array, 0) >= need
         if proven_base and _multiple(f, width):
             continue
-        subscript = substitute(node.subscript, {v: c_ast.Constant("int", "0") for v in loops})
+        clamps = subscripts.clamps_in(rows[id(node.subscript)])
+        if any(key == clamps and streams.implied(sympy.expand(f - f0), stride_values, width)
+               for f0, key in tested.get(array, [])):
+            continue    # another tested row start of the array, plus strides tested too
+        tested.setdefault(array, []).append((f, clamps))
+        subscript = subscripts.zero_folded(substitute(rows[id(node.subscript)],
+                                                      {v: c_ast.Constant("int", "0") for v in loops}))
         where = array if _multiple(f, width) else _row(array, subscript, idx)
         check = f"((size_t) {where} & {need - 1}) == 0"
         if check not in checks:
@@ -141,7 +166,10 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     idx_decl.init = parse_expr(first)
     along_x = {id(node) for _, node, _ in widened}
     lowering = lanes.Lowering(info, idx, vectors, {**elem, **local_types}, width, along_x)
-    vector_body = lowering.statements(moved + stmts, lambda array, subscript: _row(array, subscript, idx))
+    vector_body = lowering.statements(moved + stmts,
+                                      lambda array, subscript: _row(array, rows.get(id(subscript), subscript), idx))
+    written_out = {name for _, node, _ in widened for name in ids_in(node.subscript) & vectors}
+    vector_body = subscripts.without_unused(vector_body, written_out)
     scalar_guard = conj([clause for clause, _ in x_clauses])
     if checks:     # the scalar path: the original statements (those moved from before the guard first) per copy
         k = info.fresh("k")
@@ -170,7 +198,8 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     vtypes = ", ".join(sorted({vector_type(elem[a], width) for a, _, _ in widened}))
     return Widened(f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
                    + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
-                      "; alignment and the thread space's edge proved, no scalar path"), gathers)
+                      "; alignment and the thread space's edge proved, no scalar path"), gathers,
+                   streams.streamed(info, stmts, ctx))
 
 
 def _one_alignment(array: str, node: c_ast.ArrayRef, f: sympy.Expr, others: list, width: int) -> None:
@@ -210,8 +239,9 @@ def _width(requested: int | None, element_types: list[str], ctx) -> int:
 
 def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
     """The iterators of the loops among `stmts`, after checking that only declarations, assignments, `if`s
-    (lanes.py) and loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`, kept as loops: each
-    iteration's accesses along x become vectors) of such statements are there."""
+    (lanes.py) and loops with a constant trip count (`for (int j = 0; j < NVAR; j++)`) or one every lane
+    shares (streams.uniform_header), kept as loops (each iteration's accesses along x become vectors), of
+    such statements are there."""
     names: set[str] = set()
     for s in stmts:
         if isinstance(s, (c_ast.Decl, c_ast.Assignment, c_ast.Pragma)):    # `#pragma unroll`: kept where it is
@@ -221,16 +251,18 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
             continue
         if not isinstance(s, c_ast.For):
             raise NotWidenable(f"{lanes.statement_kind(s)} at line {lanes.line_of(s)} (only declarations, assignments, "
-                               "'if's and loops with a constant trip count are widened)")
+                               "'if's and 'for' loops are widened)")
         loop = canonical_loop(s, info._flat_env())
         if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} is not 'for (int j = a; j < b; j += c)' with "
                                "its own iterator")
-        trips = loop.trip_count()
-        if trips is None or not trips.is_Integer:
-            raise NotWidenable(f"the loop at line {lanes.line_of(s)} has no constant trip count")
         if loop.var == idx or idx in ids_in(s.init) or idx in ids_in(s.cond) or idx in ids_in(s.next):
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} depends on x in its header")
+        trips = loop.trip_count()
+        why = None if trips is not None and trips.is_Integer else \
+            "its trip count is not known" if trips is None else streams.uniform_header(info, s, idx)
+        if why:
+            raise NotWidenable(f"the loop at line {lanes.line_of(s)} has no constant trip count, and {why}")
         names |= {loop.var} | _loop_vars(info, g.items(s.stmt), idx)
     return names
 
@@ -248,13 +280,13 @@ def _no_reuse_in_loops(info: KernelInfo, stmts: list, loops: set[str]) -> None:
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and n.name.name in params):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
-            if a is None or a.index is None:
+            if a is None or subscripts.index_of(a) is None:
                 raise Unsupported(f"{n.name.name}[{text(n.subscript)}] is not affine")
-            symbols = a.index.free_symbols
+            symbols = subscripts.index_of(a).free_symbols
             if not {TID["x"], BID["x"]} & symbols:
                 raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {lanes.line_of(loop)} is the same "
                                   "element for every thread in x: reuse left to the later passes")
-            if symbols & iterators and symbols & across:
+            if symbols & iterators and symbols & across and not streams.plane_stride(subscripts.index_of(a), iterators):
                 raise Unsupported(f"{a.array}[{a.index_text}] in the loop at line {lanes.line_of(loop)} moves with "
                                   "both the loop and y: threads in y read it again, reuse left to the later passes")
 
@@ -341,7 +373,8 @@ def _vector_locals(info: KernelInfo, stmts: list, idx: str) -> set[str]:
     return vectors
 
 
-def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set[int]) -> tuple[list, list]:
+def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set[int], lane_defs) \
+        -> tuple[list, list]:
     """(array, ArrayRef, along x?) of each global access, and the gathers (`A[e]` read per lane, e not affine;
     A never written by the kernel, so the lanes may read it in any order; what e reads joins `per_lane`);
     raises for an access that is none of these, or along x not one element per thread (`in[x * cols + y]`,
@@ -353,6 +386,15 @@ def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID)):
                 continue
             a = info.by_node.get((id(n), "read")) or info.by_node.get((id(n), "write"))
+            if a is not None and a.kind == "clamped" and n.name.name in params:
+                along = subscripts.clamped(info, a, n, idx, lane_defs)
+                if along is not None:       # the same piece in every lane: one vector
+                    elem[a.array] = params[a.array].base_type
+                    out.append((a.array, n, True))
+                    continue
+                _gather(info, n, "is an edge clamp read lane by lane")      # raises where the kernel writes it
+                per_lane |= {id(m) for m in walk(n.subscript)}      # each lane its own clamped element: no gather
+                continue
             if a is not None and a.kind in _READ_PER_LANE and n.name.name in params:
                 gathers.append(_gather(info, n, f"is left as written ({a.why_unresolved})"))
                 per_lane |= {id(m) for m in walk(n.subscript)}      # what its subscript reads, per lane too
@@ -401,6 +443,10 @@ def _row(array: str, subscript: c_ast.Node, idx: str) -> str:
         for rest, last in ((subscript.left, subscript.right), (subscript.right, subscript.left)):
             if isinstance(last, c_ast.ID) and last.name == idx and idx not in ids_in(rest):
                 return f"({array} + {text(rest)})"
+    rest = subscripts.without_index(subscript, idx)
+    if rest is not None:
+        shown = f"({text(rest)})" if isinstance(rest, c_ast.TernaryOp) else text(rest)
+        return f"({array} + {shown})"
     return f"({array} + ({text(subscript)}) - {idx})"
 
 

@@ -1,0 +1,139 @@
+"""Widening a 2-D grid of threads that marches a z loop (passes/vectorize/streams.py, subscripts.py): the loop's
+trip count is a run-time size every lane shares, its center and y neighbours are float4s, its x neighbours
+(edge clamps on x) are read lane by lane, and the fill rule counts threads x trips
+(launch_dispatch.size_verdict). Every rewrite goes through compile's emulated check (at sizes no tile divides)
+and is emulated again here, on the vector path and the scalar one, with z extents where the loop runs and
+ones where it does not, and built with nvcc."""
+from __future__ import annotations
+
+import pytest
+
+from gpgpu_opt.codegen import kernel_source
+from gpgpu_opt.launch_dispatch import DispatchFacts, Streamed, size_verdict
+from tests.passes.vectorize_kit import assert_builds, assert_equivalent, compile_source, vectorize_notes
+
+#: A diffusion step on a 3-D grid in the style of a thermal simulation: one thread per (x, y) column, a
+#: rolling window of three planes, the center and its clamped neighbours stepped plane by plane, no guard.
+COLUMN = """
+__global__ void column(const float *power, const float *t_in, float *t_out, int nx, int ny, int nz,
+                       float k_c, float k_xy, float k_z)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    int here = x + y * nx;
+    int w = (x == 0) ? here : here - 1;
+    int e = (x == nx - 1) ? here : here + 1;
+    int n = (y == 0) ? here : here - nx;
+    int s = (y == ny - 1) ? here : here + nx;
+    int layer = nx * ny;
+    float down, mid, up;
+    down = mid = t_in[here];
+    up = t_in[here + layer];
+    t_out[here] = k_c * mid + k_xy * (t_in[w] + t_in[e] + t_in[n] + t_in[s]) + k_z * (down + up) + power[here];
+    here += layer;
+    w += layer;
+    e += layer;
+    n += layer;
+    s += layer;
+    for (int z = 1; z < nz - 1; ++z) {
+        down = mid;
+        mid = up;
+        up = t_in[here + layer];
+        t_out[here] = k_c * mid + k_xy * (t_in[w] + t_in[e] + t_in[n] + t_in[s]) + k_z * (down + up) + power[here];
+        here += layer;
+        w += layer;
+        e += layer;
+        n += layer;
+        s += layer;
+    }
+    down = mid;
+    mid = up;
+    t_out[here] = k_c * mid + k_xy * (t_in[w] + t_in[e] + t_in[n] + t_in[s]) + k_z * (down + up) + power[here];
+}
+
+void step(float *power, float *t_in, float *t_out, int nx, int ny, int nz)
+{
+    dim3 block(32, 4);
+    dim3 grid(nx / 32, ny / 4);
+    column<<<grid, block>>>(power, t_in, t_out, nx, ny, nz, 0.5f, 0.1f, 0.05f);
+}
+"""
+
+SIZES = {"k_c": 0.5, "k_xy": 0.1, "k_z": 0.05}
+
+
+@pytest.fixture(scope="module")
+def column(tmp_path_factory):
+    return compile_source(tmp_path_factory, "column", COLUMN, passes="normalize,vectorize", vector_width=4)
+
+
+def test_a_z_marching_stencil_is_widened(column):
+    """Before: "the loop at line 21 has no constant trip count" (and `here` was assigned more than once)."""
+    (k,) = column.kernels
+    text = kernel_source(k.optimized.funcdef)
+    assert "int x = 4 * (blockIdx.x * blockDim.x + threadIdx.x);" in text
+    # the center, the plane above, the power and the store: float4s from the row the thread's x start
+    assert "mid = ((const float4 *) (t_in + y * nx))[x / 4];" in text
+    assert "up = ((const float4 *) (t_in + y * nx + z * layer + layer))[x / 4];" in text
+    assert "((float4 *) (t_out + y * nx + z * layer))[x / 4] = make_float4(" in text
+    # a y neighbour: every lane takes the same piece of its clamp, one float4
+    assert "((const float4 *) (t_in + ((y == 0) ? (y * nx) : (y * nx - nx)) + z * layer))[x / 4]" in text
+    assert "int4 n" not in text and "int4 s" not in text
+    # an x neighbour: lane by lane, each lane its own clamped element
+    assert "make_float4(t_in[w.x + z * layer], t_in[w.y + z * layer], t_in[w.z + z * layer], " in text
+    assert "int4 w = make_int4((x == 0) ? here.x : (here.x - 1), (x + 1 == 0) ? here.y : (here.y - 1)," in text
+    # one alignment test per row start and the plane's stride, not one per access
+    assert text.count("& 15) == 0") == 5 and "nx * ny % 4 == 0" in text
+    (applied,) = [n for n in vectorize_notes(k, "applied") if n.startswith("kernel: widened")]
+    assert "as 4-element vectors (float4)" in applied
+    assert k.validation.status == "passed"
+
+
+@pytest.mark.parametrize("nx, ny, nz", [(64, 8, 5), (64, 8, 2), (64, 4, 1), (96, 12, 3), (34, 8, 4), (66, 4, 3),
+                                        (128, 4, 7)])
+def test_the_widened_column_matches_the_naive_one(column, nx, ny, nz):
+    """nx = 34, 66: rows that do not start aligned (the scalar path); nz = 1, 2: the loop does not run."""
+    (k,) = column.kernels
+    assert "float4" in kernel_source(k.optimized.funcdef)
+    assert_equivalent(k, {"nx": nx, "ny": ny, "nz": nz, **SIZES}, (nx // 32 * 32, ny // 4 * 4), seed=nx + nz)
+
+
+def test_the_widened_column_builds(column, tmp_path_factory):
+    assert_builds(column, tmp_path_factory)
+
+
+def test_the_launch_counts_threads_times_the_planes_they_stream(tmp_path_factory):
+    """At a run-time size, the launch chooses by threads x trips (`nz - 2`, the arguments' own text)."""
+    result = compile_source(tmp_path_factory, "column_sized", COLUMN, passes="normalize,vectorize")
+    (k,) = result.kernels
+    assert k.optimized.streamed == "nz - 2" and k.optimized.size_dispatch is not None
+    assert "if (column_gains(grid, block, nz - 2)) column<<<" in result.output
+    assert "static bool column_gains(dim3 naive_grid, dim3 naive_block, long long trips)" in result.output
+    assert f"launched where the launch has fewer than {k.optimized.size_dispatch} threads x nz - 2 trips" \
+        in result.output
+    assert_builds(result, tmp_path_factory)
+
+
+# -- the fill rule: threads x trips ------------------------------------------------------------------------
+KNOWN = DispatchFacts(262144, "line 9", None)           # 512 x 512 threads: below 2 GPU-fulls on an H100
+MIN = 540672
+
+
+def test_threads_times_constant_trips_that_fill_the_gpu_keep_the_widening():
+    verdict = size_verdict(KNOWN, MIN, "slow", Streamed(6, None))
+    assert verdict.keep and verdict.dispatch_threads is None and "262144 threads of 6 trips each" in verdict.reason
+    assert not size_verdict(KNOWN, MIN, "slow", Streamed(2, None)).keep
+
+
+def test_run_time_trips_let_the_launch_choose():
+    verdict = size_verdict(KNOWN, MIN, "slow", Streamed(None, "nz - 2"))
+    assert verdict.keep and verdict.dispatch_threads == MIN and verdict.streamed == "nz - 2"
+    unknown = DispatchFacts(None, "line 9", None)
+    assert size_verdict(unknown, MIN, "slow", Streamed(8, None)).dispatch_threads == MIN // 8
+
+
+def test_a_body_without_a_loop_counts_threads_alone():
+    assert not size_verdict(KNOWN, MIN, "slow").keep
+    assert not size_verdict(KNOWN, MIN, "slow", None).keep
+    cannot = DispatchFacts(None, "line 9", "the file does not launch it")
+    assert not size_verdict(cannot, MIN, "slow", Streamed(None, "nz - 2")).keep
