@@ -64,6 +64,11 @@ class TemplateInstance:
         return f"{self.template_name}<{', '.join(self.args)}>"
 
 
+#: The most trips of a thread's loop that the fill rule counts (launch_dispatch.min_threads_widened): a body
+#: that loops gains from half the threads a body without loops needs, never fewer.
+STREAMED_TRIPS_COUNTED = 2
+
+
 @dataclass
 class Kernel:
     name: str
@@ -93,7 +98,8 @@ class Kernel:
     #: kept beside it (launch_dispatch.py). None: every launch runs it.
     size_dispatch: int | None = None
     #: With size_dispatch: the elements each thread streams, a C expression over the kernel's scalar
-    #: parameters (a z loop's trip count, `nz - 2`), which each launch multiplies its threads by. None: 1.
+    #: parameters (a z loop's trip count, `nz - 2`), which each launch multiplies its threads by, counting at
+    #: most STREAMED_TRIPS_COUNTED of them. None: 1.
     streamed: str | None = None
 
     @classmethod

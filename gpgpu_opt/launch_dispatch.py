@@ -34,7 +34,7 @@ from pycparser import c_ast
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite
 from gpgpu_opt.host_expr import parse_host_expression
-from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.kernel import STREAMED_TRIPS_COUNTED, Kernel
 from gpgpu_opt.launch import naive_launch_name, naive_name
 
 #: Calls a launch's grid or block may make and still be read twice: they have no side effects.
@@ -119,25 +119,29 @@ def size_verdict(facts: DispatchFacts | None, min_threads: int, why_slow: str,
 
 
 def _streamed_verdict(facts: DispatchFacts | None, min_threads: int, why_slow: str, streamed: Streamed) -> SizeVerdict:
-    trips = streamed.constant
+    """Threads x trips against `min_threads`, counting at most STREAMED_TRIPS_COUNTED trips."""
+    trips = None if streamed.constant is None else max(min(streamed.constant, STREAMED_TRIPS_COUNTED), 1)
     if facts is not None and facts.threads is not None and trips is not None:
         verdict = size_verdict(facts, min_threads, why_slow)
         if verdict.keep:
             return verdict
-        if facts.threads * max(trips, 1) < min_threads:
-            return SizeVerdict(False, None, f"{verdict.reason} (x {trips} trips each)")
-        return SizeVerdict(True, None, f"the launch ({facts.where}) has {facts.threads} threads of {trips} trips "
-                                       f"each, at least the {min_threads} elements that fill the GPU widened")
+        if facts.threads * trips < min_threads:
+            return SizeVerdict(False, None, f"{verdict.reason} (x {trips} trips each, the most counted)")
+        return SizeVerdict(True, None, f"the launch ({facts.where}) has {facts.threads} threads of "
+                                       f"{streamed.constant} trips each, at least the {min_threads} elements that "
+                                       f"fill the GPU widened (counting {trips} trips a thread at most)")
     if facts is not None and facts.threads is not None and facts.threads >= min_threads:
         return size_verdict(facts, min_threads, why_slow)
     if facts is None or facts.why_not is not None:
         return size_verdict(facts, min_threads, why_slow)
     if trips is not None:       # a run-time launch of a constant trip count: threads from min / trips on
-        least = -(-min_threads // max(trips, 1))
-        return SizeVerdict(True, least, f"widened where the launch has at least {least} threads ({trips} trips "
-                                        f"each: {min_threads} elements), the naive kernel below")
-    return SizeVerdict(True, min_threads, f"widened where the launch's threads x {streamed.expression} trips are "
-                                          f"at least {min_threads}, the naive kernel below", streamed.expression)
+        least = -(-min_threads // trips)
+        return SizeVerdict(True, least, f"widened where the launch has at least {least} threads "
+                                        f"({streamed.constant} trips each, {trips} counted: {min_threads} elements), "
+                                        "the naive kernel below")
+    return SizeVerdict(True, min_threads, f"widened where the launch's threads x {streamed.expression} trips "
+                                          f"(at most {STREAMED_TRIPS_COUNTED} counted) are at least {min_threads}, "
+                                          "the naive kernel below", streamed.expression)
 
 
 #: Naive threads, in GPU-fulls (target.resident_threads), from which a widened kernel gains: a streaming body,
@@ -160,11 +164,14 @@ def min_threads_widened(target, slow_chain: bool) -> int:
       524288 (1.06x); widened by 2 it still lost at 524288 (0.95x) and gained from 1048576 (1.05x, about 4
       GPU-fulls).
     A body that loops over a trip count every thread shares streams threads x trips elements: size_verdict
-    counts those against the same threshold (threads alone where the trips are known neither when compiling
-    nor at the launch; a streaming body without loops exactly as above). Measured on an H100 by hand (CUDA
-    events, median of 21), Rodinia hotspot3D's z-marching stencil widened by 4 ran 1.07x (L2 flushed) and
-    1.10x (not flushed) at 512 x 512 x 8, 262144 naive threads of 8 planes each, below 2 GPU-fulls of
-    threads; 1.14x at 512 x 512 x 64 and 1.15x at 1024 x 1024 x 16."""
+    counts those against the same threshold, at most STREAMED_TRIPS_COUNTED (2) trips a thread, so never
+    below one GPU-full of threads (threads alone where the trips are known neither when compiling nor at the
+    launch; a streaming body without loops exactly as above). Measured on an H100 (CUDA events, L2 flushed,
+    median of 21; bench/corpus_results/loop_fill_h100.txt), Rodinia hotspot3D's z-marching stencil widened by
+    4: 0.69x to 0.82x at 65536 threads (4 to 32 trips), 0.82x at 147456, 0.84x to 0.88x at 200704 (8 and 32
+    trips), 1.04x to 1.13x at 262144 (4 to 32), 1.02x at 331776, 1.22x at 409600, 1.17x at 589824: below about
+    one GPU-full more trips did not help. A loop of 5 constant trips (cfd's initialisation: stores of a
+    constant) ran 0.87x to 1.06x at every size from 65536 to 1048576 threads, a 5-trip copy 1.11x to 1.32x."""
     return (SLOW_CHAIN_FILLS if slow_chain else STREAMING_FILLS) * target.resident_threads
 
 

@@ -16,7 +16,6 @@ from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, QUASI_FUNCTIONS, TID, 
 from gpgpu_opt.ast_util import call_args, call_name, ids_in, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.normalize.induction import in_closed_form
 
 def _element(base_type: str):
     """The emulator's type of an array element (None: not one it knows), for the environment's types too
@@ -193,6 +192,7 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
     `unsized`: where given, an array the kernel only reads whose subscript cannot be bounded here
     (`img[up[row] + rows * col]`, `up[(e + 1) % rows]`) is added to it rather than refused, for run_case to
     size by what the naive kernel reads (naive_reach)."""
+    from gpgpu_opt.passes.normalize.induction import in_closed_form   # a debt: docs/ARCHITECTURE.md
     given = given or {}
     read_only = {p.name for p in kernel.arrays if p.base_type not in kernel.struct_layouts} - written_arrays(kernel) \
         if unsized is not None else set()
