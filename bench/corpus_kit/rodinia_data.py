@@ -135,8 +135,21 @@ SRAD_LARGE_SIDE = 2048
 LARGE["srad/srad_v1/main.cu"] = GeneratedRun(
     ("100", "0.5", str(SRAD_LARGE_SIDE), str(SRAD_LARGE_SIDE)),
     (("../../../data/srad/image.pgm", lambda p: pgm_image(p, SRAD_ROWS, SRAD_COLS)),))
+#: hotspot3D's second run: 768 x 768 x 8 (589824 threads a launch), past the one GPU-full from which its
+#: widened z-marching kernel runs (launch_dispatch: a loop counts at most two trips); the suite's 512 x 512 and
+#: the first run's 256 x 256 keep the naive copy. Its files (42 MB each) are written on the GPU machine.
+HOTSPOT3D_LARGE_SIDE, HOTSPOT3D_LAYERS = 768, 8
+LARGE["hotspot3D/3D.cu"] = GeneratedRun(
+    (str(HOTSPOT3D_LARGE_SIDE), str(HOTSPOT3D_LAYERS), "100", "@DATA@/hotspot3D_power_large",
+     "@DATA@/hotspot3D_temp_large", "output.out"), (),
+    (("@DATA@/hotspot3D_power_large", ("hotspot3d_grid", str(HOTSPOT3D_LARGE_SIDE), str(HOTSPOT3D_LAYERS), "0.0",
+                                       "0.01", "1")),
+     ("@DATA@/hotspot3D_temp_large", ("hotspot3d_grid", str(HOTSPOT3D_LARGE_SIDE), str(HOTSPOT3D_LAYERS),
+                                      "320.0", "340.0", "2"))))
 #: What `python3 rodinia_data.py WHAT PATH ARGS...` writes on the GPU machine.
-ON_DEVICE = {"cfd_domain": lambda path, elements: cfd_domain(path, int(elements), digits=3)}
+ON_DEVICE = {"cfd_domain": lambda path, elements: cfd_domain(path, int(elements), digits=3),
+             "hotspot3d_grid": lambda path, rows, layers, low, high, seed: hotspot3d_grid(
+                 path, int(rows), int(layers), float(low), float(high), int(seed))}
 
 
 def set_macros(run: GeneratedRun, trees: list[str], suffixes: tuple[str, ...]) -> None:
