@@ -276,7 +276,7 @@ class Expressions:
             if len(dims) > 1:
                 off = base.offset + i * (math.prod(dims[1:]) * k)
                 return PtrValue(base.buffer, off, view, dims[1:])
-            return MemLV(self.mem, base.buffer, base.offset + i * k, view, node)
+            return MemLV(self.mem, base.buffer, base.offset + i * k if k > 1 else base.offset + i, view, node)
         return MemLV(self.mem, base.buffer, base.offset + i * k if k > 1 else base.offset + i, view, node)
 
     def _check_dim(self, base: PtrValue, i, mask, node) -> None:
@@ -284,6 +284,8 @@ class Expressions:
         if mask is False:
             return
         if isinstance(i, np.ndarray):
+            if i.size and i.min() >= 0 and i.max() < d0:
+                return      # every lane in range, the inactive ones too: no need to find the active ones
             bad = (i < 0) | (i >= d0)
             if mask is not None:
                 bad &= mask
