@@ -111,3 +111,19 @@ def test_pointer_operators_beside_the_value_shortcut(tmp_path):
                device_functions=prog.device_functions)
     assert diff.tolist() == [121] * 6
     assert out.tolist() == [a[t + 2] + a[t + 1] if t % 2 == 0 else a[t] * 2 for t in range(6)]
+
+
+def test_the_passes_that_changed_a_kernel_with_each_text_generated_once(tmp_path):
+    """validate's _changed_by renders each version once: the same object twice is unchanged, another
+    object with the same text too, and one with other text is a change, wherever it sits in the list."""
+    from gpgpu_opt.validate import _changed_by
+
+    def kernel(body: str, name: str):
+        path = tmp_path / f"{name}.cu"
+        path.write_text(f"__global__ void k(float *a) {{ {body} }}\n")
+        return load_program(str(path)).kernels[0]
+
+    naive, other = kernel("a[threadIdx.x] = 1.0f;", "n"), kernel("a[threadIdx.x] = 2.0f;", "o")
+    same_text = kernel("a[threadIdx.x] = 2.0f;", "s")
+    versions = [("naive", naive), ("p1", naive), ("p2", other), ("p3", same_text), ("p4", naive), ("p5", naive)]
+    assert _changed_by(versions) == ["p2", "p4"]
