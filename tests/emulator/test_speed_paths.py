@@ -127,3 +127,30 @@ def test_the_passes_that_changed_a_kernel_with_each_text_generated_once(tmp_path
     same_text = kernel("a[threadIdx.x] = 2.0f;", "s")
     versions = [("naive", naive), ("p1", naive), ("p2", other), ("p3", same_text), ("p4", naive), ("p5", naive)]
     assert _changed_by(versions) == ["p2", "p4"]
+
+
+@pytest.mark.parametrize("first", [0, 1, 2])
+@pytest.mark.parametrize("sizes", [(7, 5, 3), (8, 6, 1000), (1, 2, 9)])
+def test_poisoned_arrays_leave_every_other_array_as_it_was(tmp_path, first, sizes):
+    """make_arguments moves the generator past an array the caller fills with NaN: the arrays after it (and
+    their signs, drawn from held 32-bit halves) hold the same values, and the generator ends where it did.
+    `first` integers drawn before leave a half held or not."""
+    from gpgpu_opt.verify import make_arguments, skip_signed_uniform
+
+    path = tmp_path / "k.cu"
+    path.write_text("__global__ void k(const int *idx, float *out, const float *a, double *b, int n) "
+                    "{ int i = threadIdx.x; out[i] = a[i] + b[idx[i]]; }\n")
+    kernel = load_program(str(path)).kernels[0]
+    extents = dict(zip(("idx", "out", "a", "b"), (*sizes, 4)))
+    plain, skipping = np.random.default_rng(11), np.random.default_rng(11)
+    for rng in (plain, skipping):
+        rng.integers(1, 16, first)
+    expected = make_arguments(kernel, {"n": 3}, extents, plain)
+    got = make_arguments(kernel, {"n": 3}, extents, skipping, poisoned=frozenset({"out"}))
+    assert np.isnan(got["out"]).all() and got["out"].dtype == expected["out"].dtype
+    assert got["out"].size == expected["out"].size
+    for name in ("idx", "a", "b"):
+        assert got[name].tobytes() == expected[name].tobytes(), name
+    assert got["n"] == expected["n"]
+    assert plain.bit_generator.state == skipping.bit_generator.state
+    assert not skip_signed_uniform(np.random.Generator(np.random.MT19937(1)), 5)   # only where it knows how
