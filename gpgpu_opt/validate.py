@@ -231,9 +231,14 @@ def _proved_changes(versions: list[tuple[str, Kernel]]) -> list[str] | None:
 
 
 def _changed_by(versions: list[tuple[str, Kernel]]) -> list[str]:
-    """The passes whose version differs from the one before (its text or its launch)."""
+    """The passes whose version differs from the one before (its text or its launch). Each version's text is
+    generated once (the same kernel object, by id, as `versions` holds them all meanwhile)."""
+    forms: dict[int, tuple] = {}
+
     def form(kernel: Kernel):
-        return kernel_source(kernel.funcdef), kernel.launch
+        if id(kernel) not in forms:
+            forms[id(kernel)] = kernel_source(kernel.funcdef), kernel.launch
+        return forms[id(kernel)]
 
     return [name for (_, before), (name, after) in zip(versions, versions[1:]) if form(before) != form(after)]
 

@@ -133,18 +133,22 @@ def _component(field: str, t: VecType, node) -> int:
     return i
 
 
-class Expressions:
-    _dispatch: dict = {}
-    _lv_dispatch: dict = {}
+class _Evaluators(dict):
+    """Expressions.ev_<NodeClass> by node class, each looked up once (then one dict lookup per node); a
+    class without one maps to `_unsupported`, which says so at the node."""
 
+    def __missing__(self, node_class):
+        fn = self[node_class] = getattr(Expressions, "ev_" + node_class.__name__, _unsupported)
+        return fn
+
+
+def _unsupported(self, node, mask):
+    raise UnsupportedConstruct(f"{type(node).__name__} expression at {where(node)}")
+
+
+class Expressions:
     def ev(self, node, mask):
-        fn = self._dispatch.get(type(node))
-        if fn is None:
-            fn = getattr(type(self), "ev_" + type(node).__name__, None)
-            if fn is None:
-                raise UnsupportedConstruct(f"{type(node).__name__} expression at {where(node)}")
-            self._dispatch[type(node)] = fn
-        return fn(self, node, mask)
+        return EVALUATORS[node.__class__](self, node, mask)
 
     def lv(self, node, mask):
         if isinstance(node, c_ast.ID):
@@ -242,41 +246,46 @@ class Expressions:
 
     def array_ref(self, node, mask):
         name = node.name
-        if type(name) is c_ast.ArrayRef:      # a row of a multi-dimensional array: ev_ArrayRef, inlined
+        name_class = name.__class__
+        if name_class is c_ast.ArrayRef:      # a row of a multi-dimensional array: ev_ArrayRef, inlined
             base = self.array_ref(name, mask)
-            if not isinstance(base, PtrValue):
+            if base.__class__ is not PtrValue:
                 base = self.mem.load(base.buffer, base.offset, base.view, mask, name)
-        elif type(name) is c_ast.ID:
+        elif name_class is c_ast.ID:
             base = self.ev_ID(name, mask)
         else:
-            base = self.ev(name, mask)
-        if not isinstance(base, PtrValue):
+            base = EVALUATORS[name_class](self, name, mask)
+        if base.__class__ is not PtrValue:
             raise UnsupportedConstruct(f"subscript of a non-array at {where(node)}")
-        idx = self.ev(node.subscript, mask)
-        if not isinstance(idx, Value) or not isinstance(idx.ctype, CType) or idx.ctype.is_float:
+        subscript = node.subscript
+        idx = EVALUATORS[subscript.__class__](self, subscript, mask)
+        ctype = idx.ctype if idx.__class__ is Value else None
+        if ctype.__class__ is not CType or ctype.is_float:
             raise UnsupportedConstruct(f"non-integer array subscript at {where(node)}")
         data = idx.data
-        if base.dims and mask is not False and isinstance(data, np.integer) and \
+        dims = base.dims
+        if dims and mask is not False and isinstance(data, np.integer) and \
                 (data.dtype.kind == "i" or data.itemsize < 8):
             i = int(data)     # the value the int64 cast gives, kept exact: the dimension check bounds it
         else:
             i = cast_data(data, INT64)
         view = base.view
-        k = view.n if isinstance(view, VecType) else 1
-        if base.dims:
+        k = view.n if view.__class__ is VecType else 1
+        if dims:
             self._check_dim(base, i, mask, node)
-            inner = math.prod(base.dims[1:])
-            off = base.offset + i * (inner * k)
-            if len(base.dims) > 1:
-                return PtrValue(base.buffer, off, base.view, base.dims[1:])
-            return MemLV(self.mem, base.buffer, off, base.view, node)
-        return MemLV(self.mem, base.buffer, base.offset + i * k if k > 1 else base.offset + i, base.view, node)
+            if len(dims) > 1:
+                off = base.offset + i * (math.prod(dims[1:]) * k)
+                return PtrValue(base.buffer, off, view, dims[1:])
+            return MemLV(self.mem, base.buffer, base.offset + i * k if k > 1 else base.offset + i, view, node)
+        return MemLV(self.mem, base.buffer, base.offset + i * k if k > 1 else base.offset + i, view, node)
 
     def _check_dim(self, base: PtrValue, i, mask, node) -> None:
         d0 = base.dims[0]
         if mask is False:
             return
         if isinstance(i, np.ndarray):
+            if i.size and i.min() >= 0 and i.max() < d0:
+                return      # every lane in range, the inactive ones too: no need to find the active ones
             bad = (i < 0) | (i >= d0)
             if mask is not None:
                 bad &= mask
@@ -386,8 +395,11 @@ class Expressions:
                 return Value(BOOL, ta)
             tb = self._truth(self.ev(node.right, rest), node)
             return Value(BOOL, (ta & tb) if op == "&&" else (ta | tb))
-        a = self.ev(node.left, mask)
-        b = self.ev(node.right, mask)
+        left, right = node.left, node.right
+        a = EVALUATORS[left.__class__](self, left, mask)
+        b = EVALUATORS[right.__class__](self, right, mask)
+        if a.__class__ is Value and b.__class__ is Value:   # add_sub's and the pointer test's common case
+            return arith(op, a, b, mask, node)
         if op in ("+", "-"):
             return self.add_sub(op, a, b, mask, node)
         if isinstance(a, PtrValue) or isinstance(b, PtrValue):
@@ -477,6 +489,9 @@ class Expressions:
 
     def ev_FuncCall(self, node, mask):
         return self.call(node, mask)
+
+
+EVALUATORS = _Evaluators()
 
 
 def compare_pointers(op: str, a, b, node) -> Value:

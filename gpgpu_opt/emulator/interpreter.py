@@ -8,7 +8,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.emulator.builtins import Builtins
 from gpgpu_opt.emulator.errors import EmulationError, UnsupportedConstruct, where
-from gpgpu_opt.emulator.expressions import Expressions, PtrType, Var
+from gpgpu_opt.emulator.expressions import EVALUATORS, Expressions, PtrType, Var
 from gpgpu_opt.emulator.masks import m_and, m_andnot, m_bits, m_norm, m_or
 from gpgpu_opt.emulator.memory import Buffer, PtrValue, width
 from gpgpu_opt.emulator.values import (CType, Value, VecType, arith, convert, select_value, type_from_names,
@@ -40,8 +40,16 @@ class Frame:
         self.is_kernel = is_kernel
 
 
+class _Executors(dict):
+    """Interpreter.exec_<NodeClass> by node class, each looked up once; any other node is an expression
+    statement (exec_expression, which refuses what is not one)."""
+
+    def __missing__(self, node_class):
+        fn = self[node_class] = getattr(Interpreter, "exec_" + node_class.__name__, Interpreter.exec_expression)
+        return fn
+
+
 class Interpreter(Expressions, Builtins):
-    _exec_dispatch: dict = {}
 
     def __init__(self, funcdef: c_ast.FuncDef, device_functions, geom, mem, stats, params: dict[str, Var]):
         self.funcdef = funcdef
@@ -113,11 +121,7 @@ class Interpreter(Expressions, Builtins):
 
     # ---------------------------------------------------------------- statements
     def exec(self, node, mask):
-        fn = self._exec_dispatch.get(type(node))
-        if fn is None:
-            fn = getattr(type(self), "exec_" + type(node).__name__, None) or type(self).exec_expression
-            self._exec_dispatch[type(node)] = fn
-        return fn(self, node, mask)
+        return EXECUTORS[node.__class__](self, node, mask)
 
     def exec_expression(self, node, mask):
         if not isinstance(node, (c_ast.Assignment, c_ast.FuncCall, c_ast.UnaryOp, c_ast.BinaryOp, c_ast.ExprList,
@@ -133,7 +137,7 @@ class Interpreter(Expressions, Builtins):
         items = node.block_items or ()
         if not self._declares(node, items):     # no binding to hold: the enclosing scope serves
             for item in items:
-                mask = self.exec(item, mask)
+                mask = EXECUTORS[item.__class__](self, item, mask)
                 if mask is False:
                     break
             return mask
@@ -141,7 +145,7 @@ class Interpreter(Expressions, Builtins):
         scopes.append({})
         try:
             for item in items:
-                mask = self.exec(item, mask)
+                mask = EXECUTORS[item.__class__](self, item, mask)
                 if mask is False:
                     break
         finally:
@@ -316,7 +320,8 @@ class Interpreter(Expressions, Builtins):
             plain = self._plain_decls[id(d)] = (d, self._plain_scalar_type(d))
         ctype = plain[1]
         if ctype is not None:       # the common case, decoded once: `int i = e;`
-            v = self.ev(d.init, mask)
+            init = d.init
+            v = EVALUATORS[init.__class__](self, init, mask)
             if isinstance(v, PtrValue):
                 raise UnsupportedConstruct(f"scalar '{d.name}' initialised with a pointer at {where(d)}")
             self.frames[-1].scopes[-1][d.name] = Var(d.name, ctype, convert(v, ctype, d))
@@ -441,6 +446,9 @@ class Interpreter(Expressions, Builtins):
             raise UnsupportedConstruct(f"__shared__ variable '{d.name}' with an initialiser at {where(d)}")
         p = self._array(d, shared=True, t=c_ast.ArrayDecl(d.type, c_ast.Constant("int", "1"), []))
         return Var(d.name, "shared", PtrValue(p.buffer, p.offset, p.view, None))
+
+
+EXECUTORS = _Executors()
 
 
 def _flatten_init(init) -> list:

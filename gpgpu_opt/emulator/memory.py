@@ -189,23 +189,27 @@ class Memory:
 
     # ---------------------------------------------------------------- accesses
     def load(self, buf: Buffer, off, view, mask, node) -> Value:
-        lanes, o = self._active(off, mask)
-        k = width(view)
+        lanes, o = self._active(off, mask) if mask is not None else (None, off)
+        vector = view.__class__ is VecType
+        k = view.n if vector else 1
         n_active = self.batch.N if lanes is None else len(lanes)
         if n_active == 0:
             z = np.zeros(self.batch.N, buf.scalar.dtype)
-            return Value(view, tuple(z for _ in range(k))) if isinstance(view, VecType) else Value(view, z)
+            return Value(view, tuple(z for _ in range(k))) if vector else Value(view, z)
         self.check(buf, o, view, lanes, node, "load from")
-        if _one_word_per_lane(buf, o, lanes):
-            if not isinstance(view, VecType):
+        space = buf.space
+        if lanes is None and space == "local" and o.__class__ is not np.ndarray:   # _one_word_per_lane
+            if not vector:
                 return Value(view, buf.data[o::buf.stride].copy())
             return Value(view, tuple(buf.data[o + c::buf.stride].copy() for c in range(k)))
         addr = self._addr(buf, o, lanes)
-        if buf.space == "global":
+        if space == "global":
             self.stats.global_loads += n_active
-        elif buf.space == "shared":
+        elif space == "shared":
             self.stats.shared_loads += n_active
         tracked = self.check_races and buf.race is not None    # _track does nothing for a load otherwise
+        if not vector and not tracked and lanes is None:          # the loop below for one component
+            return Value(view, buf.data[addr])
         comps = []
         for c in range(k):
             a = addr + c if c else addr

@@ -6,7 +6,7 @@ promotions, usual arithmetic conversions, `/` and `%` truncating toward zero, un
 float32 staying float32 (both operands are converted to the result type before numpy sees them)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from pycparser import c_ast
@@ -18,23 +18,21 @@ from gpgpu_opt.frontend.math_impl import to_bfloat16
 
 @dataclass(frozen=True, eq=False)
 class CType:
+    """A scalar type. `size`, `is_float` and `is_bfloat16` are worked out once, when it is made: the
+    emulator reads them for nearly every operator and subscript it evaluates."""
     name: str
     dtype: np.dtype
     kind: str          # 'b' bool, 'i' signed, 'u' unsigned, 'f' floating
     rank: int
     nbytes: int = 0    # the size on the device where it differs from the dtype's (bfloat16 held in float32)
+    size: int = field(init=False)
+    is_float: bool = field(init=False)
+    is_bfloat16: bool = field(init=False)
 
-    @property
-    def size(self) -> int:
-        return self.nbytes or self.dtype.itemsize
-
-    @property
-    def is_float(self) -> bool:
-        return self.kind == "f"
-
-    @property
-    def is_bfloat16(self) -> bool:
-        return self.nbytes == 2 and self.dtype == np.float32
+    def __post_init__(self):
+        object.__setattr__(self, "size", self.nbytes or self.dtype.itemsize)
+        object.__setattr__(self, "is_float", self.kind == "f")
+        object.__setattr__(self, "is_bfloat16", self.nbytes == 2 and self.dtype == np.float32)
 
     def __repr__(self) -> str:
         return self.name
@@ -42,17 +40,16 @@ class CType:
 
 @dataclass(frozen=True, eq=False)
 class VecType:
+    """A vector type (`float4`); `size` and `align` (from the CUDA type table) worked out once."""
     name: str
     base: CType
     n: int
+    size: int = field(init=False)
+    align: int = field(init=False)
 
-    @property
-    def size(self) -> int:
-        return self.base.size * self.n
-
-    @property
-    def align(self) -> int:
-        return cuda_types.VectorType(self.name, self.base.name, self.n).align
+    def __post_init__(self):
+        object.__setattr__(self, "size", self.base.size * self.n)
+        object.__setattr__(self, "align", cuda_types.VectorType(self.name, self.base.name, self.n).align)
 
     def __repr__(self) -> str:
         return self.name
@@ -149,7 +146,8 @@ class Value:
 
 def cast_data(data, dtype: np.dtype):
     if isinstance(data, (np.ndarray, np.generic)):   # a numpy scalar's astype casts as an array's does
-        return data if data.dtype == dtype else data.astype(dtype)
+        current = data.dtype
+        return data if current is dtype or current == dtype else data.astype(dtype)
     return np.asarray(data).astype(dtype)[()]
 
 
@@ -251,19 +249,28 @@ _COMPARISONS = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.gre
 _BFLOAT16_ROUNDED = ("+", "-", "*", "/")
 #: Operands of one type (not bfloat16, which rounds each result): the type both are converted to.
 _SAME_TYPE_RESULT = {t: common_type(t, t) for t in SCALARS.values() if not t.is_bfloat16}
+#: The operators of arith's common case: (ufunc, whether it is a comparison, whose result is bool).
+_FAST_OPERATORS = {**{op: (f, False) for op, f in _ELEMENTWISE.items()},
+                   **{op: (f, True) for op, f in _COMPARISONS.items()}}
+#: Data classes whose dtype is exactly the values' type when it `is` the dtype asked for (no cast needed).
+_NUMPY_DATA = frozenset({np.ndarray, *{np.dtype(t.dtype).type for t in cuda_types.SCALAR_TYPES if t.dtype != "bfloat16"}})
 
 
 def arith(op: str, a: Value, b: Value, mask, node) -> Value:
     """A binary arithmetic, bitwise or comparison operator on scalar values."""
     at, bt = a.ctype, b.ctype
-    if at is bt and at in _SAME_TYPE_RESULT:      # the common case, same answer as the general path below
-        t = _SAME_TYPE_RESULT[at]
-        ufunc = _ELEMENTWISE.get(op)
-        if ufunc is not None:
-            return Value(t, ufunc(cast_data(a.data, t.dtype), cast_data(b.data, t.dtype)))
-        ufunc = _COMPARISONS.get(op)
-        if ufunc is not None:
-            return Value(BOOL, ufunc(cast_data(a.data, t.dtype), cast_data(b.data, t.dtype)))
+    t = _SAME_TYPE_RESULT.get(at) if at is bt else None
+    if t is not None:                      # the common case, same answer as the general path below
+        fast = _FAST_OPERATORS.get(op)
+        if fast is not None:
+            ufunc, comparison = fast
+            dtype = t.dtype
+            x, y = a.data, b.data
+            if x.__class__ not in _NUMPY_DATA or x.dtype is not dtype:   # else cast_data returns it as it is
+                x = cast_data(x, dtype)
+            if y.__class__ not in _NUMPY_DATA or y.dtype is not dtype:
+                y = cast_data(y, dtype)
+            return Value(BOOL if comparison else t, ufunc(x, y))
     if not isinstance(at, CType) or not isinstance(bt, CType):
         raise UnsupportedConstruct(f"operator '{op}' on {at} and {bt} at {where(node)}")
     if op in ("<<", ">>"):
