@@ -102,16 +102,13 @@ def test_the_widened_column_builds(column, tmp_path_factory):
     assert_builds(column, tmp_path_factory)
 
 
-def test_the_launch_counts_threads_times_the_planes_they_stream(tmp_path_factory):
-    """At a run-time size, the launch chooses by threads x trips (`nz - 2`, the arguments' own text)."""
+def test_a_loop_of_a_run_time_trip_count_is_widened_only_at_a_width_asked_for(tmp_path_factory):
+    """Measured, the widened z march followed the launch's waves, not its size (vectorize.run_time_loop)."""
     result = compile_source(tmp_path_factory, "column_sized", COLUMN, passes="normalize,vectorize")
     (k,) = result.kernels
-    assert k.optimized.streamed == "nz - 2" and k.optimized.size_dispatch is not None
-    assert "if (column_gains(grid, block, nz - 2)) column<<<" in result.output
-    assert "static bool column_gains(dim3 naive_grid, dim3 naive_block, long long trips)" in result.output
-    assert f"launched where the launch has fewer than {k.optimized.size_dispatch} threads x nz - 2 trips" \
-        in result.output
-    assert_builds(result, tmp_path_factory)
+    assert k.optimized.launch is None
+    notes = [d.reason for d in k.context.log.decisions if d.pass_name == "vectorize"]
+    assert any("a loop of a run-time trip count (a z march)" in n and "--vector-width" in n for n in notes), notes
 
 
 # -- the fill rule: threads x trips ------------------------------------------------------------------------
