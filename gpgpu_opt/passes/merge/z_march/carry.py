@@ -120,6 +120,9 @@ class _Step:
         self.parameter, offset = parameters[0], bound - parameters[0]
         self.range = {self.parameter: self.t + 2 + self.s - offset}
         self.interior = {self.parameter: self.t + 16 + self.s - offset}
+        self._substituted: dict = {}
+        self._samples: dict = {}
+        self._sample_symbols: dict = {}
 
     def proved(self, lower: sympy.Expr, upper: sympy.Expr) -> bool:
         """`lower` at iteration z + 1 is `upper` at iteration z wherever both run."""
@@ -130,13 +133,27 @@ class _Step:
         return self._equal(lower, upper, self.t + 8, self.interior)
 
     def _equal(self, lower, upper, at, bound) -> bool:
-        z = z_symbol()
-        difference = lower.subs(z, at + 1).subs(bound) - upper.subs(z, at).subs(bound)
-        if _sample(difference) != 0:    # a quick refutation at one point spares simplify most pairs
+        lower_next, upper_here = self._at(lower, at + 1, bound), self._at(upper, at, bound)
+        if self._sampled(lower_next) != self._sampled(upper_here):   # a quick refutation spares simplify
             return False
-        return sympy.simplify(sympy.expand(difference)) == 0
+        return sympy.simplify(sympy.expand(lower_next - upper_here)) == 0
+
+    def _at(self, address: sympy.Expr, z_value: sympy.Expr, bound: dict) -> sympy.Expr:
+        """`address` at z = `z_value` under `bound`, worked out once per read (every pair of reads asks)."""
+        key = (address, z_value, tuple(bound.items()))
+        if key not in self._substituted:
+            self._substituted[key] = address.subs(z_symbol(), z_value).subs(bound)
+        return self._substituted[key]
+
+    def _sampled(self, expr: sympy.Expr) -> sympy.Expr:
+        if expr not in self._samples:
+            self._samples[expr] = _sample(expr, self._sample_symbols)
+        return self._samples[expr]
 
 
-def _sample(expr: sympy.Expr) -> sympy.Expr:
-    """`expr` at one point (every symbol a distinct small positive integer): nonzero proves it is not 0."""
-    return expr.subs({symbol: 3 + 2 * k for k, symbol in enumerate(sorted(expr.free_symbols, key=str))})
+def _sample(expr: sympy.Expr, values: dict) -> sympy.Expr:
+    """`expr` at one point, each symbol a distinct small positive integer (the same one for a symbol in every
+    expression sampled with `values`): two different values prove two expressions differ."""
+    for symbol in sorted(expr.free_symbols - values.keys(), key=str):
+        values[symbol] = 3 + 2 * len(values)
+    return expr.subs({symbol: values[symbol] for symbol in expr.free_symbols})
