@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 #: Passes that only requalify pointer parameters: a kernel they alone changed is not "transformed".
 QUALIFIER_PASSES = ("restrict",)
+#: Rewrites that only restate the kernel for the analyses (normalize's closed form of an induction variable,
+#: `c += xy` read as `c + k * xy`): a kernel they and the qualifiers alone changed is not "transformed" either.
+RESTATING = ("induction variable read in closed form",)
 
 
 @dataclass
@@ -67,7 +70,8 @@ def kernel_transformed(kernel: dict) -> bool:
     """Written transformed: the version kept is after a pass that applied and does more than requalify
     parameters (a version kept after a pass that changed nothing, e.g. 'normalize', is not)."""
     validation = kernel.get("validation") or {}
-    applied = [d.get("pass") for d in kernel.get("decisions", []) if d.get("action") == "applied"]
+    applied = [d.get("pass") for d in kernel.get("decisions", []) if d.get("action") == "applied"
+               and not str(d.get("reason", "")).startswith(RESTATING)]
     changing = [p for p in applied if p not in QUALIFIER_PASSES]
     if validation.get("status") in ("rolled back", "not checked"):
         kept = validation.get("kept", "naive")

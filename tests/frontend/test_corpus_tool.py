@@ -190,6 +190,18 @@ def test_transformed_means_more_than_restrict():
     assert kernel_transformed(kept_after_merge)
 
 
+def test_an_induction_variable_restated_is_not_a_transformation():
+    restated = {"decisions": [{"pass": "restrict", "action": "applied"},
+                              {"pass": "normalize", "action": "applied",
+                               "reason": "induction variable read in closed form (steps of xy)"}],
+                "validation": {"status": "passed"}}
+    promoted = {"decisions": [{"pass": "normalize", "action": "applied",
+                               "reason": "global accumulator promoted to a register across the loop"}],
+                "validation": {"status": "passed"}}
+    assert not kernel_transformed(restated)
+    assert kernel_transformed(promoted)
+
+
 def test_causes_from_the_program_text(tmp_path):
     src = tmp_path / "k.cu"
     src.write_text("__constant__ float coeffs[9];\n__global__ void k(float *a) {\n  bool flag = true;\n}\n")
