@@ -25,6 +25,7 @@ from gpgpu_opt.passes import grid_stride
 from gpgpu_opt.passes.context import DecisionLog, PassContext
 from gpgpu_opt.passes.facts import fallback_block, kernel_facts
 from gpgpu_opt.passes.options import CompileOptions
+from gpgpu_opt.passes.normalize import induction
 from gpgpu_opt.passes.normalize.three_d import block_z
 from gpgpu_opt.passes.lowering import lower
 from gpgpu_opt.passes.schedule import Schedule
@@ -51,14 +52,15 @@ class KernelResult:
 
     @property
     def transformed(self) -> bool:
-        """Did a pass transform the kernel? Pointer qualifiers alone, or normalize's temporaries alone (a
-        form for the later passes), are not a transformation: such a kernel is written as the user wrote it; so
+        """Did a pass transform the kernel? Pointer qualifiers alone, or normalize's temporaries and induction
+        variables in closed form alone (a form for the later passes), are not a transformation: such a kernel is written as the user wrote it; so
         is one whose check rolled back every pass but those (their decisions are in the log all the same)."""
         kept = self.validation.kept_after if self.validation is not None else None
         if self.validation is not None and self.validation.status == "rolled back" \
                 and (kept or "naive") in {"naive", "restrict", "normalize"}:
             return False
         return self.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
+                                     and not (d.pass_name == "normalize" and d.reason.startswith(induction.RESTATED))
                                      for d in self.context.log.decisions)
 
 

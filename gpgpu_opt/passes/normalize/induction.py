@@ -58,6 +58,11 @@ class _Refused(Exception):
     """Why one local is not an induction variable this module rewrites (the note's text)."""
 
 
+#: What the log says of each local rewritten: a restatement for the analyses, which alone does not make the
+#: kernel transformed (pipeline.KernelResult.transformed: such a kernel keeps the user's text).
+RESTATED = "induction variable read in closed form"
+
+
 @dataclass
 class _Induction:
     name: str
@@ -127,7 +132,7 @@ def _in_block(kernel: Kernel, body: c_ast.Compound, ctx: PassContext | None) -> 
         skip(", ".join(sorted(inductions)), str(why), Location.of(kernel.funcdef))
         return []
     for name in sorted(inductions) if ctx is not None else ():
-        ctx.log.applied(name, f"induction variable read in closed form (steps of {text(inductions[name].step)})",
+        ctx.log.applied(name, f"{RESTATED} (steps of {text(inductions[name].step)})",
                         Location.of(kernel.funcdef))
     return sorted(inductions)
 
