@@ -64,11 +64,6 @@ class TemplateInstance:
         return f"{self.template_name}<{', '.join(self.args)}>"
 
 
-#: The most trips of a thread's loop that the fill rule counts (launch_dispatch.min_threads_widened): a body
-#: that loops gains from half the threads a body without loops needs, never fewer.
-STREAMED_TRIPS_COUNTED = 2
-
-
 @dataclass
 class Kernel:
     name: str
@@ -97,10 +92,6 @@ class Kernel:
     #: The naive threads from which this (optimized) kernel gains: launches with fewer run the naive kernel,
     #: kept beside it (launch_dispatch.py). None: every launch runs it.
     size_dispatch: int | None = None
-    #: With size_dispatch: the elements each thread streams, a C expression over the kernel's scalar
-    #: parameters (a z loop's trip count, `nz - 2`), which each launch multiplies its threads by, counting at
-    #: most STREAMED_TRIPS_COUNTED of them. None: 1.
-    streamed: str | None = None
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(), source_file: str = "",

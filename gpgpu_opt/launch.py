@@ -13,7 +13,7 @@ from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
 from gpgpu_opt.host_view import view_of
 from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression, split_top_level
-from gpgpu_opt.kernel import STREAMED_TRIPS_COUNTED, Kernel, LaunchConfig
+from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.templating import render
 
 if TYPE_CHECKING:
@@ -341,8 +341,6 @@ def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None
                   axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
                   message=helper_message(assumptions) if requirements else "",
                   gains_from=kernel.size_dispatch if kernel.launch is not None else None,
-                  streamed=kernel.streamed if kernel.launch is not None else None,
-                  trips_counted=STREAMED_TRIPS_COUNTED,
                   naive=naive_launch_name(kernel))
 
 

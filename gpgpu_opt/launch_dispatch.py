@@ -34,7 +34,7 @@ from pycparser import c_ast
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite
 from gpgpu_opt.host_expr import parse_host_expression
-from gpgpu_opt.kernel import STREAMED_TRIPS_COUNTED, Kernel
+from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch import naive_launch_name, naive_name
 
 #: Calls a launch's grid or block may make and still be read twice: they have no side effects.
@@ -70,21 +70,11 @@ def dispatch_facts(program: Program, kernel: Kernel, bindings: dict[str, int] | 
 
 
 @dataclass(frozen=True)
-class Streamed:
-    """What each thread of a body with a loop streams: its trip count, uniform over the threads (a z loop's
-    `nz - 2`), as a constant where one is known when compiling, and as C over the kernel's scalar parameters
-    (None where it is not one: the launch counts its threads alone)."""
-    constant: int | None
-    expression: str | None
-
-
-@dataclass(frozen=True)
 class SizeVerdict:
     """The size rule's answer for a transformation that gains from `min_threads` naive threads on."""
     keep: bool                  # keep the transformed kernel
     dispatch_threads: int | None  # launch it only from this many naive threads (None: always)
     reason: str
-    streamed: str | None = None   # with dispatch_threads: the launch counts threads x this (Kernel.streamed)
 
 
 def unsized(facts: DispatchFacts | None) -> str | None:
@@ -98,12 +88,12 @@ def unsized(facts: DispatchFacts | None) -> str | None:
 
 
 def size_verdict(facts: DispatchFacts | None, min_threads: int, why_slow: str,
-                 streamed: Streamed | None = None) -> SizeVerdict:
-    """`why_slow`: what makes the transformation lose below `min_threads` naive threads. `streamed`: for a body
-    that loops a uniform trip count, what each thread streams: the rule counts threads x trips (see
-    min_threads_widened), at compile time where both are known, else at the launch."""
-    if streamed is not None and (streamed.constant is not None or streamed.expression is not None):
-        return _streamed_verdict(facts, min_threads, why_slow, streamed)
+                 trips: int | None = None) -> SizeVerdict:
+    """`why_slow`: what makes the transformation lose below `min_threads` naive threads. `trips`: for a body
+    with one loop of a constant trip count, each thread's trips: the rule counts threads x trips (see
+    min_threads_widened)."""
+    if trips is not None:
+        return _streamed_verdict(facts, min_threads, why_slow, trips)
     if facts is not None and facts.threads is not None:
         if facts.threads >= min_threads:
             return SizeVerdict(True, None, f"the launch ({facts.where}) has {facts.threads} threads, at least the "
@@ -118,32 +108,28 @@ def size_verdict(facts: DispatchFacts | None, min_threads: int, why_slow: str,
                                           f"kernel below")
 
 
-def _streamed_verdict(facts: DispatchFacts | None, min_threads: int, why_slow: str, streamed: Streamed) -> SizeVerdict:
+def _streamed_verdict(facts: DispatchFacts | None, min_threads: int, why_slow: str, constant: int) -> SizeVerdict:
     """Threads x trips against `min_threads`, counting at most STREAMED_TRIPS_COUNTED trips."""
-    trips = None if streamed.constant is None else max(min(streamed.constant, STREAMED_TRIPS_COUNTED), 1)
-    if facts is not None and facts.threads is not None and trips is not None:
+    trips = max(min(constant, STREAMED_TRIPS_COUNTED), 1)
+    if facts is not None and facts.threads is not None:
         verdict = size_verdict(facts, min_threads, why_slow)
         if verdict.keep:
             return verdict
         if facts.threads * trips < min_threads:
             return SizeVerdict(False, None, f"{verdict.reason} (x {trips} trips each, the most counted)")
-        return SizeVerdict(True, None, f"the launch ({facts.where}) has {facts.threads} threads of "
-                                       f"{streamed.constant} trips each, at least the {min_threads} elements that "
-                                       f"fill the GPU widened (counting {trips} trips a thread at most)")
-    if facts is not None and facts.threads is not None and facts.threads >= min_threads:
-        return size_verdict(facts, min_threads, why_slow)
+        return SizeVerdict(True, None, f"the launch ({facts.where}) has {facts.threads} threads of {constant} trips "
+                                       f"each, at least the {min_threads} elements that fill the GPU widened "
+                                       f"(counting {trips} trips a thread at most)")
     if facts is None or facts.why_not is not None:
         return size_verdict(facts, min_threads, why_slow)
-    if trips is not None:       # a run-time launch of a constant trip count: threads from min / trips on
-        least = -(-min_threads // trips)
-        return SizeVerdict(True, least, f"widened where the launch has at least {least} threads "
-                                        f"({streamed.constant} trips each, {trips} counted: {min_threads} elements), "
-                                        "the naive kernel below")
-    return SizeVerdict(True, min_threads, f"widened where the launch's threads x {streamed.expression} trips "
-                                          f"(at most {STREAMED_TRIPS_COUNTED} counted) are at least {min_threads}, "
-                                          "the naive kernel below", streamed.expression)
+    least = -(-min_threads // trips)     # a run-time launch: threads from min / trips on
+    return SizeVerdict(True, least, f"widened where the launch has at least {least} threads ({constant} trips "
+                                    f"each, {trips} counted: {min_threads} elements), the naive kernel below")
 
 
+#: The most trips of a thread's loop that the fill rule counts (min_threads_widened): a body that loops gains
+#: from half the threads a body without loops needs, never fewer.
+STREAMED_TRIPS_COUNTED = 2
 #: Naive threads, in GPU-fulls (target.resident_threads), from which a widened kernel gains: a streaming body,
 #: and a body whose elements are long chains of slow arithmetic (passes/vectorize/latency.slow_chain).
 STREAMING_FILLS = 2
@@ -163,10 +149,10 @@ def min_threads_widened(target, slow_chain: bool) -> int:
     - a chain of eight (cfd's step factor): widened by 4 it lost at 262144 threads (0.89x) and gained from
       524288 (1.06x); widened by 2 it still lost at 524288 (0.95x) and gained from 1048576 (1.05x, about 4
       GPU-fulls).
-    A body that loops over a trip count every thread shares streams threads x trips elements: size_verdict
-    counts those against the same threshold, at most STREAMED_TRIPS_COUNTED (2) trips a thread, so never
-    below one GPU-full of threads (threads alone where the trips are known neither when compiling nor at the
-    launch; a streaming body without loops exactly as above). Measured on an H100 (CUDA events, L2 flushed,
+    A body that loops over a trip count the source fixes streams threads x trips elements: size_verdict counts
+    those against the same threshold, at most STREAMED_TRIPS_COUNTED (2) trips a thread, so never below one
+    GPU-full of threads (a streaming body without loops exactly as above; a loop whose trip count the source
+    leaves to a parameter is not widened by size at all: vectorize.run_time_loop). Measured on an H100 (CUDA events, L2 flushed,
     median of 21; bench/corpus_results/loop_fill_h100.txt), Rodinia hotspot3D's z-marching stencil widened by
     4: 0.69x to 0.82x at 65536 threads (4 to 32 trips), 0.82x at 147456, 0.84x to 0.88x at 200704 (8 and 32
     trips), 1.04x to 1.13x at 262144 (4 to 32), 1.02x at 331776, 1.22x at 409600, 1.17x at 589824: below about
@@ -367,14 +353,13 @@ def dispatched(kernel: Kernel) -> bool:
     return kernel.launch is not None and kernel.size_dispatch is not None
 
 
-def naive_copy(program: Program, naive: Kernel, threads: int, streamed: str | None = None) -> str:
-    """The naive kernel as the user wrote it, renamed, to follow the optimized one (`streamed`: Kernel.streamed)."""
+def naive_copy(program: Program, naive: Kernel, threads: int) -> str:
+    """The naive kernel as the user wrote it, renamed, to follow the optimized one."""
     start, end = naive.source_span
     text = program.text_of(naive.source_file)[start:end]
     renamed = re.sub(rf"\b{re.escape(naive.name)}(\s*\()", rf"{naive_name(naive.name)}\1", text, count=1)
-    counted = f"threads x {streamed} trips" if streamed else "threads"
     return (f"\n\n// gpgpu-opt: '{naive.name}' as written, launched where the launch has fewer than {threads} "
-            f"{counted} ({naive.name}_gains)\n{renamed}")
+            f"threads ({naive.name}_gains)\n{renamed}")
 
 
 def naive_template_copies(program: Program, results) -> list[tuple[int, int, str]]:
@@ -397,22 +382,9 @@ def naive_template_copies(program: Program, results) -> list[tuple[int, int, str
     return edits
 
 
-def streamed_at(site: LaunchSite, kernel: Kernel) -> str | None:
-    """The optimized kernel's Kernel.streamed with each parameter replaced by the launch's argument, or None
-    where it has none or an argument might have side effects (it would be read twice)."""
-    if kernel.streamed is None:
-        return None
-    names = [p.name for p in kernel.params]
-    if len(site.args) != len(names) or not all(_pure(parse_host_expression(a)) for a in site.args):
-        return None
-    by_name = {name: arg if re.fullmatch(r"\w+", arg) else f"({arg})"
-               for name, arg in zip(names, (a.strip() for a in site.args))}
-    return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: by_name.get(m.group(), m.group()), kernel.streamed)
-
-
-def dispatch_site(site: LaunchSite, text: str, streamed: str | None = None) -> tuple[int, int, str]:
+def dispatch_site(site: LaunchSite, text: str) -> tuple[int, int, str]:
     """The edit (start, end, new text) that turns the launch statement into the size test and both launches
-    (`k<float, 256>` and `k_naive<float, 256>` for a template instance's); `streamed`: streamed_at's."""
+    (`k<float, 256>` and `k_naive<float, 256>` for a template instance's)."""
     end = _statement_end(text, site)
     grid, block, *rest = site.config
     args = text[site.args_start:site.args_end]
@@ -420,6 +392,6 @@ def dispatch_site(site: LaunchSite, text: str, streamed: str | None = None) -> t
     written = re.match(r"\w*", spelled).group()
     optimized = ", ".join([f"{site.kernel}_grid({grid}, {block})", f"{site.kernel}_block({grid}, {block})", *rest])
     naive = ", ".join([grid, block, *rest])
-    gains = f"{site.kernel}_gains({grid}, {block}{', ' + streamed if streamed else ''})"
+    gains = f"{site.kernel}_gains({grid}, {block})"
     return (site.start, end, f"if ({gains}) {spelled}<<<{optimized}>>>{args}; "
                              f"else {naive_name(written)}{spelled[len(written):]}<<<{naive}>>>{args};")

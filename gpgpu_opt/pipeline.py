@@ -411,7 +411,7 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
         if r.naive.name in declared.keep_declared:  # or, where one cannot be edited, keep their signature
             r = replace(r, optimized=with_declared_signature(r.optimized, r.naive))
         start, end = r.naive.source_span
-        naive_copy = launch_dispatch.naive_copy(program, r.naive, r.optimized.size_dispatch, r.optimized.streamed) \
+        naive_copy = launch_dispatch.naive_copy(program, r.naive, r.optimized.size_dispatch) \
             if launch_dispatch.dispatched(r.optimized) else ""   # launched where the launch is small
         edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r) + naive_copy))
     for file in edits:
@@ -432,8 +432,7 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
     dispatched = {r.naive.name: r.optimized for r in rewritten if launch_dispatch.dispatched(r.optimized)}
     for site in program.launch_sites:
         if site.kernel in dispatched:
-            edits[file_of(site.file)].append(launch_dispatch.dispatch_site(
-                site, program.text_of(file_of(site.file)), launch_dispatch.streamed_at(site, dispatched[site.kernel])))
+            edits[file_of(site.file)].append(launch_dispatch.dispatch_site(site, program.text_of(file_of(site.file))))
         elif site.kernel in names and len(site.config) >= 2:
             file = file_of(site.file)
             edits[file].append((site.config_start, site.config_end,

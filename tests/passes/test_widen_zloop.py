@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gpgpu_opt.codegen import kernel_source
-from gpgpu_opt.launch_dispatch import DispatchFacts, Streamed, size_verdict
+from gpgpu_opt.launch_dispatch import DispatchFacts, size_verdict
 from tests.passes.vectorize_kit import assert_builds, assert_equivalent, compile_source, vectorize_notes
 
 #: A diffusion step on a 3-D grid in the style of a thermal simulation: one thread per (x, y) column, a
@@ -119,28 +119,36 @@ MIN = 540672
 
 
 def test_threads_times_constant_trips_that_fill_the_gpu_keep_the_widening():
-    verdict = size_verdict(KNOWN, MIN, "slow", Streamed(6, None))
+    verdict = size_verdict(KNOWN, MIN, "slow", 6)
     assert verdict.keep and verdict.dispatch_threads is None and "300000 threads of 6 trips each" in verdict.reason
-    assert not size_verdict(KNOWN, MIN, "slow", Streamed(1, None)).keep
+    assert not size_verdict(KNOWN, MIN, "slow", 1).keep
 
 
 def test_at_most_two_trips_count_so_a_loop_never_widens_below_one_gpu_full():
     """Measured (H100, hotspot3D's stencil widened by 4): 0.84x to 0.88x at 200704 threads of 8 and 32 trips,
     0.69x at 65536 threads of 32: trips do not make up for threads."""
     below = DispatchFacts(200704, "line 9", None)
-    assert not size_verdict(below, MIN, "slow", Streamed(32, None)).keep
-    assert not size_verdict(DispatchFacts(262144, "line 9", None), MIN, "slow", Streamed(6, None)).keep
+    assert not size_verdict(below, MIN, "slow", 32).keep
+    assert not size_verdict(DispatchFacts(262144, "line 9", None), MIN, "slow", 6).keep
 
 
-def test_run_time_trips_let_the_launch_choose():
-    verdict = size_verdict(DispatchFacts(262144, "line 9", None), MIN, "slow", Streamed(None, "nz - 2"))
-    assert verdict.keep and verdict.dispatch_threads == MIN and verdict.streamed == "nz - 2"
+def test_constant_trips_at_a_run_time_launch_set_the_threads_it_needs():
     unknown = DispatchFacts(None, "line 9", None)
-    assert size_verdict(unknown, MIN, "slow", Streamed(8, None)).dispatch_threads == MIN // 2
+    assert size_verdict(unknown, MIN, "slow", 8).dispatch_threads == MIN // 2
+
+
+def test_a_run_time_trip_count_bound_when_compiling_is_still_not_widened(tmp_path_factory):
+    """Bindings that fix nz do not make the z march safe: the measured losses were at known sizes."""
+    result = compile_source(tmp_path_factory, "column_bound", COLUMN, passes="normalize,vectorize",
+                            bindings={"nx": 768, "ny": 768, "nz": 32})
+    (k,) = result.kernels
+    assert k.optimized.launch is None
+    assert any("a loop of a run-time trip count" in d.reason for d in k.context.log.decisions), \
+        [d.reason for d in k.context.log.decisions]
 
 
 def test_a_body_without_a_loop_counts_threads_alone():
     assert not size_verdict(KNOWN, MIN, "slow").keep
     assert not size_verdict(KNOWN, MIN, "slow", None).keep
     cannot = DispatchFacts(None, "line 9", "the file does not launch it")
-    assert not size_verdict(cannot, MIN, "slow", Streamed(None, "nz - 2")).keep
+    assert not size_verdict(cannot, MIN, "slow", 8).keep

@@ -83,7 +83,7 @@ def run_time_loop(streamed) -> str | None:
     the naive one at 512, 640 and 1024 squared by 8 planes, but 1.01x at 768 squared by 8 and 0.91x by 32:
     there its 2304 blocks of 64 threads, 16 resident per SM, make 1.09 waves. No size rule separates them
     (bench/corpus_results/loop_fill_h100.txt)."""
-    if not streamed or streamed[0] is not None:
+    if not streamed or streamed[1] is None:      # no loop, or a trip count the source fixes
         return None
     return ("a loop of a run-time trip count (a z march): widened it ran 0.91x to 1.25x of the naive kernel on an "
             "H100 by the launch's waves, not its size (hotspot3D); --vector-width widens it")
@@ -120,12 +120,11 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     if sized:                   # it gains only where the widened launch still fills the GPU
         min_threads = launch_dispatch.min_threads_widened(ctx.options.target, slow_chain=slow is not None)
         verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, min_threads, slow or fewer_threads(width),
-                                               launch_dispatch.Streamed(*streamed) if streamed else None)
+                                               streamed[0] if streamed else None)
         if not verdict.keep:
             ctx.log.skip("kernel", f"not widened: {verdict.reason}", where)
             return None
         work.size_dispatch = verdict.dispatch_threads
-        work.streamed = verdict.streamed
         if slow is not None or verdict.dispatch_threads is not None:   # else widening is as it always was
             what = f"{what}; {verdict.reason}"
     ctx.log.applied("kernel", f"widened: {what}", where)

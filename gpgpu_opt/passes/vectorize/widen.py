@@ -59,7 +59,7 @@ class Widened(NamedTuple):
     what: str
     gathers: list[str]
     #: (constant, C text over the scalar parameters) of the trip count of the loop the widened body runs, each
-    #: None where not known; None where the body has no such loop (launch_dispatch.Streamed).
+    #: None where not known (the text None where the source fixes it); None where the body has no such loop.
     streamed: tuple | None = None
 
 
