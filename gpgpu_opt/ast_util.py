@@ -145,3 +145,27 @@ def is_member_of(node: c_ast.Node, *variables: str) -> bool:
     """Whether `node` is a member of one of `variables`: `is_member_of(n, 'threadIdx', 'blockIdx')`."""
     member = member_of(node)
     return member is not None and member[0] in variables
+def constant_value(node) -> int | None:
+    """The value of an integer constant expression of literals (`64 * 34`, `(16 + 1)`), else None."""
+    if isinstance(node, c_ast.Constant) and node.type in ("int", "unsigned int", "long int", "unsigned long int",
+                                                          "long long int", "unsigned long long int"):
+        try:
+            return int(node.value.rstrip("uUlL"), 0)
+        except ValueError:
+            return None
+    if isinstance(node, c_ast.BinaryOp):
+        a, b = constant_value(node.left), constant_value(node.right)
+        if a is None or b is None:
+            return None
+        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+               "/": lambda: int(a / b) if b else None, "%": lambda: a % b if b > 0 and a >= 0 else None,
+               "<<": lambda: a << b if 0 <= b < 63 else None, ">>": lambda: a >> b if 0 <= b < 63 else None}
+        return ops[node.op]() if node.op in ops else None
+    if isinstance(node, c_ast.UnaryOp) and node.op == "-":
+        v = constant_value(node.expr)
+        return -v if v is not None else None
+    if isinstance(node, c_ast.Cast):
+        return constant_value(node.expr)
+    return None
+
+

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, replace
 
 from pycparser import c_ast
 
+from gpgpu_opt.ast_util import constant_value
+
 
 @dataclass(frozen=True)
 class Param:
@@ -25,8 +27,6 @@ class Param:
 
 
 def _param_from_decl(decl: c_ast.Decl) -> Param:
-    from gpgpu_opt.frontend.file_scope import constant_value  # the front end imports this module
-
     t = decl.type
     is_pointer = False
     restrict = False
@@ -86,7 +86,7 @@ class Kernel:
     #: The file-scope `__constant__`/`__device__` variables it uses, itself or through its helpers, by
     #: name (frontend.file_scope.FileVariable).
     file_variables: dict = field(default_factory=dict)
-    #: The certain layouts (analysis.aggregates.StructLayout) of the structs its pointer parameters point to,
+    #: The certain layouts (frontend.struct_layouts.StructLayout) of the structs its pointer parameters point to,
     #: by type name: their fields are analysed as strided accesses.
     struct_layouts: dict = field(default_factory=dict)
     #: The naive threads from which this (optimized) kernel gains: launches with fewer run the naive kernel,

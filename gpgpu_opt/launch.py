@@ -1,10 +1,10 @@
-"""Launch sites: the naive launch's block shape, and rewriting `k<<<grid, block>>>` for new kernels."""
+"""Launch sites as facts: the naive launch's block and grid, the parameters its grid covers, the names of a
+kernel's naive copy. Writing the launch helpers and the new `<<<grid, block>>>` is launch_lowering's."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from pycparser import c_ast
 
@@ -13,11 +13,7 @@ from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
 from gpgpu_opt.host_view import view_of
 from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression, split_top_level
-from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.templating import render
-
-if TYPE_CHECKING:
-    from gpgpu_opt.launch_contract import LaunchAssumptions
+from gpgpu_opt.kernel import Kernel
 
 
 def evaluate_int(text: str, macros: dict[str, str]) -> int | None:
@@ -88,26 +84,6 @@ def _naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float
                     if re.search(rf"\b{re.escape(name)}\b", ",".join(site.config[:2]))]
     return NaiveLaunch(_agreed(blocks), _agreed(grids), tuple(s.line for s in sites), tuple(unknown),
                        tuple(s.file for s in sites) if any(s.file for s in sites) else ())
-
-
-def proved_block(program: Program, kernel: Kernel) -> tuple[tuple[int | None, int | None], str]:
-    """The block's (x, y) that every launch of the kernel gives, and where that is proved; a component
-    None where it is not (then the text says why). Proved: the file launches the kernel, names it nowhere
-    but at its launches, and every site's block evaluates to the same value (literals, macros, host
-    variables and dim3 members whose value at the site is known)."""
-    from gpgpu_opt.analysis.aliasing import unread_launches
-
-    found = naive_launch(program, kernel, {})
-    if found is None:
-        return (None, None), f"the file does not launch '{kernel.name}', so its blocks may have any size"
-    unread = unread_launches(kernel, program)
-    if unread is not None:
-        return (None, None), f"not every launch of '{kernel.name}' can be read: {unread}"
-    where = f"every launch of '{kernel.name}' in the file ({found.describe()})"
-    if None in found.block[:2]:
-        why = found.unknown[0][1] if found.unknown else "the sites disagree or cannot be evaluated"
-        return found.block[:2], f"{where}, where a block component is not known ({why}),"
-    return found.block[:2], where
 
 
 _INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "size_t")
@@ -316,36 +292,3 @@ def naive_launch_name(kernel: Kernel) -> str:
     if kernel.instance is None:
         return naive_name(kernel.name)
     return f"{naive_name(kernel.instance.template_name)}<{', '.join(kernel.instance.args)}>"
-
-
-def launch_helper(kernel: Kernel, assumptions: "LaunchAssumptions | None" = None) -> str:
-    """The `k_block`/`k_grid` helpers; with `assumptions` (a kernel the file does not launch) they first check
-    the naive launch they are given against them (gpgpu_opt/launch_contract.py)."""
-    from gpgpu_opt.launch_contract import helper_message
-
-    config: LaunchConfig = kernel.launch
-    gx, gy = config.grid_expressions()
-    per = config.outputs_per_block
-    outputs, threads = per[0] * per[1], config.block[0] * config.block[1]
-    summary = "one thread per output" if outputs == threads else \
-        f"{outputs // threads} outputs per thread" if outputs > threads else f"{threads // outputs} threads per output"
-    requirements = assumptions.requirements() if assumptions is not None else []
-    from gpgpu_opt.passes.normalize.three_d import uses_grid_z
-
-    # blockIdx.z: the naive grid's planes, one block each; a kernel that marches z: its z threads over the steps
-    grid_z = f"(naive_grid.z * naive_block.z + {config.z_steps - 1}) / {config.z_steps}" if config.z_steps \
-        else "naive_grid.z" if uses_grid_z(kernel.body) else None
-    return render("launch_helper.cu.j2", name=kernel.name, block=config.block, outputs=per, grid=(gx, gy),
-                  grid_z=grid_z,
-                  summary=summary, requirements=[r.condition for r in requirements],
-                  axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
-                  message=helper_message(assumptions) if requirements else "",
-                  gains_from=kernel.size_dispatch if kernel.launch is not None else None,
-                  naive=naive_launch_name(kernel))
-
-
-def rewrite_launch(site: LaunchSite, text: str) -> str:
-    """The new `<<<...>>>` for a launch site of a rewritten kernel; shared-memory size and stream stay."""
-    grid, block, *rest = site.config
-    new = [f"{site.kernel}_grid({grid}, {block})", f"{site.kernel}_block({grid}, {block})", *rest]
-    return "<<<" + ", ".join(new) + ">>>"

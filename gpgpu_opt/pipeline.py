@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from gpgpu_opt import launch, launch_dispatch
 from gpgpu_opt.analysis.aggregates import unmodelled_parameter
 from gpgpu_opt.analysis.file_scope import may_write_device_variable
+from gpgpu_opt.analysis.induction import RESTATED
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
 from gpgpu_opt.checks import SanityError, check_kernel
 from gpgpu_opt.codegen import kernel_source
@@ -20,12 +21,12 @@ from gpgpu_opt.frontend.templates import specialization_edits
 from gpgpu_opt.host_view import view_of
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
+from gpgpu_opt.launch_lowering import launch_helper, rewrite_launch
 from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes import grid_stride
 from gpgpu_opt.passes.context import DecisionLog, PassContext
 from gpgpu_opt.passes.facts import fallback_block, kernel_facts
 from gpgpu_opt.passes.options import CompileOptions
-from gpgpu_opt.passes.normalize import induction
 from gpgpu_opt.passes.normalize.three_d import block_z
 from gpgpu_opt.passes.lowering import lower
 from gpgpu_opt.passes.schedule import Schedule
@@ -60,7 +61,7 @@ class KernelResult:
                 and (kept or "naive") in {"naive", "restrict", "normalize"}:
             return False
         return self.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
-                                     and not (d.pass_name == "normalize" and d.reason.startswith(induction.RESTATED))
+                                     and not (d.pass_name == "normalize" and d.reason.startswith(RESTATED))
                                      for d in self.context.log.decisions)
 
 
@@ -435,8 +436,7 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
             edits[file_of(site.file)].append(launch_dispatch.dispatch_site(site, program.text_of(file_of(site.file))))
         elif site.kernel in names and len(site.config) >= 2:
             file = file_of(site.file)
-            edits[file].append((site.config_start, site.config_end,
-                                launch.rewrite_launch(site, program.text_of(file))))
+            edits[file].append((site.config_start, site.config_end, rewrite_launch(site)))
     out = {}
     for file, file_edits in edits.items():
         text = program.text_of(file)
@@ -473,7 +473,7 @@ def _helpers(program: Program, rewritten: list[KernelResult], headers: set[str],
         contract = launch_assumptions(program, r.naive, r.optimized, r.context.facts.naive_block)
         if contract is not None and contract.requirements():
             headers |= {"cstdio", "cstdlib"}
-        text = launch.launch_helper(r.optimized, contract)
+        text = launch_helper(r.optimized, contract)
         if r.naive.name in early:
             guard = f"GPGPU_OPT_{r.naive.name.upper()}_LAUNCH_HELPERS"
             text = f"#ifndef {guard}\n#define {guard}\n{text}#endif\n"

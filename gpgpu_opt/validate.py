@@ -22,17 +22,12 @@ from dataclasses import dataclass
 
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
-from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.verify import Case, Region, default_cases, naive_geometry, null_tested_pointers, run_case
+from gpgpu_opt.verify import (WORK_BUDGET, Case, Region, default_cases, estimated_work, naive_geometry,
+                              null_tested_pointers, run_case)
 from gpgpu_opt.verify_launches import odd_launch_check
-
-#: Threads x loop iterations the check may emulate per kernel (well under a second of emulation).
-WORK_BUDGET = 1 << 22
-#: Trip count assumed for a loop whose bound the case does not fix.
-_UNKNOWN_TRIPS = 64
 
 
 @dataclass
@@ -311,23 +306,8 @@ def corner_regions(case: Case, block: tuple[int, int], versions: list[Kernel]) -
     return list(dict.fromkeys([tuple(first), tuple(final)]))
 
 
-def estimated_work(kernel: Kernel, case: Case) -> float:
-    """Threads of the case times the iterations of the deepest loop nest around a global access."""
-    values = {param_symbol(name): value for name, value in case.sizes.items()}
-    deepest = 1.0
-    for access in collect_accesses(kernel):
-        trips = 1.0
-        for loop in access.loops:
-            count = loop.trip_count()
-            count = count.subs(values) if count is not None else None
-            trips *= max(0.0, float(count)) if count is not None and count.is_number else _UNKNOWN_TRIPS
-        deepest = max(deepest, trips)
-    planes = math.prod(shape[2] if shape is not None and len(shape) > 2 else 1 for shape in (case.grid, case.block))
-    return math.prod(case.global_space) * deepest * planes    # a 3-D launch runs the x-y space per z
-
-
 def _describe(case: Case) -> str:
     return f"{case.global_space[0]} x {case.global_space[1]} threads"
 
 
-__all__ = ["validate", "Validation", "estimated_work"]
+__all__ = ["validate", "Validation"]

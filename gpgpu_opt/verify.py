@@ -11,8 +11,9 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import AccessCollector, collect_accesses
+from gpgpu_opt.analysis.induction import in_closed_form
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, QUASI_FUNCTIONS, TID, NotAffine, c_div, iterator_symbol,
-                                         to_sympy)
+                                         param_symbol, to_sympy)
 from gpgpu_opt.ast_util import call_args, call_name, ids_in, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
@@ -192,7 +193,6 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
     `unsized`: where given, an array the kernel only reads whose subscript cannot be bounded here
     (`img[up[row] + rows * col]`, `up[(e + 1) % rows]`) is added to it rather than refused, for run_case to
     size by what the naive kernel reads (naive_reach)."""
-    from gpgpu_opt.passes.normalize.induction import in_closed_form   # a debt: docs/ARCHITECTURE.md
     given = given or {}
     read_only = {p.name for p in kernel.arrays if p.base_type not in kernel.struct_layouts} - written_arrays(kernel) \
         if unsized is not None else set()
@@ -727,3 +727,24 @@ def quick_check(program, naive: Kernel, block: tuple[int, int]):
             return None
         return res.error or res.mismatches[0]
     return check
+#: Threads x loop iterations compile's check may emulate per kernel (well under a second of emulation).
+WORK_BUDGET = 1 << 22
+#: Trip count assumed for a loop whose bound the case does not fix.
+_UNKNOWN_TRIPS = 64
+
+
+def estimated_work(kernel: Kernel, case: Case) -> float:
+    """Threads of the case times the iterations of the deepest loop nest around a global access."""
+    values = {param_symbol(name): value for name, value in case.sizes.items()}
+    deepest = 1.0
+    for access in collect_accesses(kernel):
+        trips = 1.0
+        for loop in access.loops:
+            count = loop.trip_count()
+            count = count.subs(values) if count is not None else None
+            trips *= max(0.0, float(count)) if count is not None and count.is_number else _UNKNOWN_TRIPS
+        deepest = max(deepest, trips)
+    planes = math.prod(shape[2] if shape is not None and len(shape) > 2 else 1 for shape in (case.grid, case.block))
+    return math.prod(case.global_space) * deepest * planes    # a 3-D launch runs the x-y space per z
+
+

@@ -12,7 +12,7 @@ from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import LaunchAssumptions, guarded_axes, helper_launch, launch_assumptions
-from gpgpu_opt.verify import Case, CaseResult, default_cases, naive_geometry, run_case
+from gpgpu_opt.verify import WORK_BUDGET, Case, CaseResult, default_cases, estimated_work, naive_geometry, run_case
 
 #: Naive block shapes tried, for kernels indexed in x only and for 2-D kernels.
 BLOCKS_1D = [(32, 1), (64, 1), (96, 1)]
@@ -98,7 +98,6 @@ def launch_cases(naive: Kernel, program, base: Case, assumptions: LaunchAssumpti
 
 def _affordable(naive: Kernel, case: Case) -> bool:
     """Within compile's emulation budget (sizes the program fixes can make one launch hours of emulation)."""
-    from gpgpu_opt.validate import WORK_BUDGET, estimated_work
 
     try:
         return estimated_work(naive, case) <= WORK_BUDGET

@@ -11,8 +11,10 @@ from pycparser import c_parser
 
 from gpgpu_opt import cuda_types
 from gpgpu_opt.analysis.accesses import element_bytes
-from gpgpu_opt.analysis.aggregates import StructLayout
+from gpgpu_opt.analysis.aggregates import is_element_type
+from gpgpu_opt.emulator.errors import UnsupportedConstruct
 from gpgpu_opt.emulator.values import type_from_names
+from gpgpu_opt.frontend.struct_layouts import StructLayout
 from gpgpu_opt.frontend import cxx_types
 from gpgpu_opt.frontend.cuda_c import PRELUDE
 from gpgpu_opt.harness import _fill
@@ -155,6 +157,19 @@ def test_vector_types_and_struct_fields():
     assert vector_type("unsigned", 4) == "uint4" and vector_type("double", 4) is None
     assert vector_type("char", 4) is None           # not a type the passes widen
     assert StructLayout("p", "double", ("x", "y")).field_bytes == 8
+
+
+def test_the_analyses_element_types_are_the_types_the_emulator_holds():
+    """analysis.aggregates reads the table itself (no import of the emulator): the two agree on every name."""
+    def held(spelling: str) -> bool:
+        try:
+            return type_from_names(spelling.split()) is not None
+        except UnsupportedConstruct:
+            return False
+    spellings = set(cuda_types.type_sizes()) | {"void", "dim3", "Particle", "const float", "volatile int",
+                                                "long unsigned int", "int long long", "float const", "const"}
+    assert {s for s in spellings if is_element_type(s) != held(s)} == set()
+    assert is_element_type("half2") and not is_element_type("void") and not is_element_type("struct")
 
 
 def test_prelude_declares_every_vector():

@@ -491,7 +491,7 @@ def mark_clamped(access: Access, interior_index: sympy.Expr) -> None:
 def mark_aggregate(access: Access, param, layout=None, member: str | None = None) -> None:
     """An element of an array of arrays, or of a struct: the analysis evaluates a flattened affine subscript,
     the passes leave the access as written (they rewrite flat element accesses only). A field of a struct
-    whose layout is certain (aggregates.StructLayout) is element `stride * e + k` of the field type."""
+    whose layout is certain (frontend/struct_layouts.StructLayout) is element `stride * e + k` of the field type."""
     if layout is not None and member in layout.fields and access.index is not None \
             and access.kind not in ("unresolved", "quasi-affine"):
         access.analysis_index = sympy.expand(layout.stride * access.index + layout.fields.index(member))

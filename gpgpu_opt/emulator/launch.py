@@ -103,7 +103,7 @@ def _bind_args(funcdef, args: dict, mem: Memory, geom: Geometry, check_races: bo
 def _inner_dims(kernel: str, decl: c_ast.Decl, t) -> tuple:
     """The element type under a pointer parameter and, for an array of arrays (`double c[][Y][X]`), its
     constant inner dimensions (Y, X)."""
-    from gpgpu_opt.frontend.file_scope import constant_value
+    from gpgpu_opt.ast_util import constant_value
 
     dims = []
     while isinstance(t, c_ast.ArrayDecl):

@@ -1,4 +1,4 @@
-"""A flat view of arrays of structs whose layout is certain (analysis/aggregates.StructLayout): the emulator
+"""A flat view of arrays of structs whose layout is certain (frontend/struct_layouts.StructLayout): the emulator
 runs a copy of the kernel in which a pointer to such a struct is a pointer to its field type, so that its
 memory is the flat numpy array of the fields (field k of element e is element `m * e + k`).
 

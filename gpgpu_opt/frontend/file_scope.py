@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import ids_in, transform, walk
+from gpgpu_opt.ast_util import constant_value, ids_in, transform, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import cuda_to_c
@@ -179,30 +179,6 @@ def _element_and_dims(type_node) -> tuple[tuple[str, ...] | None, tuple[int, ...
     if isinstance(type_node, c_ast.TypeDecl) and isinstance(type_node.type, c_ast.IdentifierType):
         return tuple(type_node.type.names), tuple(dims) if dims is not None else None
     return None, None
-
-
-def constant_value(node) -> int | None:
-    """The value of an integer constant expression of literals (`64 * 34`, `(16 + 1)`), else None."""
-    if isinstance(node, c_ast.Constant) and node.type in ("int", "unsigned int", "long int", "unsigned long int",
-                                                          "long long int", "unsigned long long int"):
-        try:
-            return int(node.value.rstrip("uUlL"), 0)
-        except ValueError:
-            return None
-    if isinstance(node, c_ast.BinaryOp):
-        a, b = constant_value(node.left), constant_value(node.right)
-        if a is None or b is None:
-            return None
-        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-               "/": lambda: int(a / b) if b else None, "%": lambda: a % b if b > 0 and a >= 0 else None,
-               "<<": lambda: a << b if 0 <= b < 63 else None, ">>": lambda: a >> b if 0 <= b < 63 else None}
-        return ops[node.op]() if node.op in ops else None
-    if isinstance(node, c_ast.UnaryOp) and node.op == "-":
-        v = constant_value(node.expr)
-        return -v if v is not None else None
-    if isinstance(node, c_ast.Cast):
-        return constant_value(node.expr)
-    return None
 
 
 def variables_used(func: c_ast.FuncDef, variables: dict[str, FileVariable],

@@ -17,6 +17,7 @@ from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variabl
 from gpgpu_opt.frontend.inline import NotInlined, ReferenceHelper, inline_reference_helpers
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess_program
+from gpgpu_opt.frontend.struct_layouts import uniform_layouts
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.frontend.dereferences import subscript_dereferences
 from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
@@ -268,9 +269,7 @@ def _parse_unit(unit: templates.FunctionUnit, pp_def: scanner.FunctionDefinition
 
 
 def _struct_layouts(typedefs: "_Typedefs", path: str) -> dict:
-    """The structs of the file whose layout is certain (analysis.aggregates), by type name."""
-    from gpgpu_opt.analysis.aggregates import uniform_layouts  # (the analyses import the front end)
-
+    """The structs of the file whose layout is certain (frontend/struct_layouts.py), by type name."""
     try:
         return uniform_layouts(parse_c(typedefs.text, path))
     except CompileError:

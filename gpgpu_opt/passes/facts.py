@@ -15,6 +15,7 @@ from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import AliasFacts, alias_facts
 from gpgpu_opt.analysis.alignment import base_alignment
+from gpgpu_opt.analysis.launch_blocks import proved_block
 from gpgpu_opt.host_view import view_of
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import has_launch_site
@@ -47,7 +48,7 @@ class KernelFacts:
     grid_rounds_down: Mapping[str, str] = field(default_factory=dict)
     #: Pointer parameter -> the byte alignment every launch gives it (analysis/alignment.py).
     alignment: Mapping[str, int] = field(default_factory=dict)
-    #: The block's (x, y) that every launch of the kernel in the file gives, proved (launch.proved_block);
+    #: The block's (x, y) that every launch of the kernel in the file gives, proved (analysis/launch_blocks.py);
     #: a component None where it is not proved, and `launch_block_where` says where, or why not.
     launch_block: tuple[int | None, int | None] = (None, None)
     launch_block_where: str = "the launches of the kernel are not known"
@@ -69,7 +70,7 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
     """The facts of one kernel of `program`, each launch question answered from the program's host view."""
     found = launch.naive_block(program, kernel)
     block = options.block_override or found or fallback_block(kernel)
-    launch_block, where = launch.proved_block(program, kernel)
+    launch_block, where = proved_block(program, kernel)
     return KernelFacts(
         naive_block=block, bindings=MappingProxyType(dict(options.bindings)),
         device_functions=program.device_functions,
@@ -86,7 +87,7 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
 
 def _launch_block_z(program, kernel: Kernel) -> int | None:
     found = launch.naive_launch(program, kernel, {})
-    return None if found is None or launch.proved_block(program, kernel)[0][0] is None else found.block[2]
+    return None if found is None or proved_block(program, kernel)[0][0] is None else found.block[2]
 
 
 def fallback_block(kernel: Kernel) -> tuple[int, int]:

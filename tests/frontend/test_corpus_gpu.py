@@ -246,10 +246,10 @@ def test_a_run_may_take_longer_than_run_timeout_where_its_inputs_say(tmp_path, m
     entry = run["rows"][0]["files"][0]
     for path in (entry["path"], entry["output"]):
         text = Path(path).read_text().replace("#include <stdio.h>\n", "#include <stdio.h>\n#include <unistd.h>\n")
-        Path(path).write_text(text.replace("{\n    printf(", "{\n    sleep(2);\n    printf(", 1))
+        Path(path).write_text(text.replace("{\n    printf(", "{\n    usleep(800000);\n    printf(", 1))
     monkeypatch.setitem(bundle.GENERATED, "prog/main.cu", rodinia_data.GeneratedRun((), (), run_timeout=30))
     bundle.write([run], str(tmp_path / "bundle"))
     proc = subprocess.run(["bash", str(tmp_path / "bundle" / "run.sh"), "--runs", "1"], capture_output=True,
-                          text=True, env={**os.environ, "RUN_TIMEOUT": "1"})
+                          text=True, env={**os.environ, "RUN_TIMEOUT": "0.3"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "| prog | 1 |" in proc.stdout and "| ok" in proc.stdout, proc.stdout

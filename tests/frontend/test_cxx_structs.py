@@ -168,10 +168,10 @@ def test_restrict_and_vectorize_see_the_dereferences_and_the_check_passes(deref_
     assert "((float4 *) b)[i / 4] = make_float4(" in head  # the store is widened like any other
 
 
-# --- arrays of structs whose layout is certain (gpgpu_opt/analysis/aggregates.py) ---
+# --- arrays of structs whose layout is certain (gpgpu_opt/frontend/struct_layouts.py) ---
 
 def _layouts(text: str) -> dict:
-    from gpgpu_opt.analysis.aggregates import uniform_layouts
+    from gpgpu_opt.frontend.struct_layouts import uniform_layouts
     from gpgpu_opt.frontend.cuda_c import parse_c
 
     ast = parse_c(f'#line 1 "<typedefs>"\n{text}', "<t>")

@@ -1,4 +1,4 @@
-"""Induction variables read in closed form (passes/normalize/induction.py): a 2-D grid of threads marching a
+"""Induction variables read in closed form (analysis/induction.py): a 2-D grid of threads marching a
 z loop, its center and clamped neighbours stepped a plane at a time, as 3-D heat stencils write them. The rewrite
 restates the kernel for the later passes: alone it is no transformation (the output keeps the user's text, so
 compile has nothing to check), and each rewrite is emulated here against the naive kernel, with a z extent

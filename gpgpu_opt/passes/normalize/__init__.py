@@ -9,7 +9,7 @@ Thread indices are made canonical (gpgpu_opt.passes.normalize.index: `int bx = b
 NUMBER_THREADS + tx` is `blockIdx.x * blockDim.x + threadIdx.x` where every launch has blocks of
 NUMBER_THREADS), and a final `return;` is dropped (gpgpu_opt.passes.normalize.returns). Induction variables
 (`int c = ...; ... c += xy;` once per iteration of a z loop) are read in closed form, `c + k * xy`
-(gpgpu_opt.passes.normalize.induction).
+(gpgpu_opt.analysis.induction).
 
 `for (k...) C[e] += f;` becomes `float C_acc = C[e]; for (k...) C_acc += f; C[e] = C_acc;` where that is
 safe (gpgpu_opt.passes.normalize.accumulators says when).
@@ -29,7 +29,7 @@ from gpgpu_opt.passes.normalize.accumulators import promote_accumulators
 from gpgpu_opt.passes.normalize.chains import split_chained_assignments
 from gpgpu_opt.passes.normalize.definitions import merge_single_definitions
 from gpgpu_opt.passes.normalize.index import canonical_indices
-from gpgpu_opt.passes.normalize.induction import closed_form_inductions
+from gpgpu_opt.analysis.induction import closed_form_inductions
 from gpgpu_opt.passes.normalize.returns import drop_trailing_returns
 from gpgpu_opt.passes.context import PassContext
 
@@ -40,7 +40,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     merge_single_definitions(kernel)
     transform(kernel.body, _fold)
     drop_trailing_returns(kernel.body)
-    closed_form_inductions(kernel, ctx)
+    closed_form_inductions(kernel, ctx.log)
     split_chained_assignments(kernel.body, {n.name for n in walk(kernel.body) if isinstance(n, c_ast.Decl)
                                             and "volatile" in (n.quals or [])})
     canonical_indices(kernel, ctx)

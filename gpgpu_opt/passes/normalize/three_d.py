@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import transform, walk
+from gpgpu_opt.analysis.z_axis import helpers_using_z, is_thread_z, uses_thread_z
+from gpgpu_opt.ast_util import transform
 from gpgpu_opt.kernel import Kernel
 
 #: What the passes may run on a kernel whose blocks may be 3-D: none that retiles x and y; merge only marches
@@ -32,40 +33,12 @@ class BlockZ:
     passes: tuple[str, ...] = PASSES_FOR_3D_BLOCKS
 
 
-def _is_thread_z(n: c_ast.Node) -> bool:
-    return isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) \
-        and n.name.name in ("threadIdx", "blockDim") and isinstance(n.field, c_ast.ID) and n.field.name == "z"
-
-
-def _is_z(n: c_ast.Node) -> bool:
-    return isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) \
-        and n.name.name in ("threadIdx", "blockDim", "blockIdx", "gridDim") \
-        and isinstance(n.field, c_ast.ID) and n.field.name == "z"
-
-
-def uses_thread_z(kernel: Kernel) -> bool:
-    """Does the kernel read threadIdx.z or blockDim.z?"""
-    return any(_is_thread_z(n) for n in walk(kernel.body))
-
-
-def uses_grid_z(body: c_ast.Node) -> bool:
-    """Does this code read blockIdx.z or gridDim.z (then the launch helpers keep the naive grid's z)?"""
-    return any(_is_z(n) and n.name.name in ("blockIdx", "gridDim") for n in walk(body))
-
-
-def _helpers_using_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef]) -> list[str]:
-    """The `__device__` helpers the kernel calls that read the z axis (the passes look only at the kernel)."""
-    called = {n.name.name for n in walk(kernel.body) if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID)}
-    return [name for name in sorted(called) if name in device_functions
-            and any(_is_z(n) for n in walk(device_functions[name].body))]
-
-
 def flatten_block_z(kernel: Kernel) -> Kernel:
     """A copy with `threadIdx.z` -> 0 and `blockDim.z` -> 1: the same kernel under blocks of one z."""
     flat = kernel.copy()
 
     def replace(n):
-        if _is_thread_z(n):
+        if is_thread_z(n):
             return c_ast.Constant("int", "0" if n.name.name == "threadIdx" else "1", n.coord)
         return None
     transform(flat.body, replace)
@@ -76,7 +49,7 @@ def block_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef], launch_b
             has_launch: bool) -> BlockZ:
     """`launch_block_z`: the block's z every launch site of the file gives (None: they disagree or it is not
     known); `has_launch`: the file launches the kernel."""
-    helpers = _helpers_using_z(kernel, device_functions)
+    helpers = helpers_using_z(kernel, device_functions)
     if helpers:
         return BlockZ(kernel, f"'{helpers[0]}', a __device__ function it calls, reads the z axis of the launch",
                       ("restrict",))
@@ -92,4 +65,4 @@ def block_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef], launch_b
     return BlockZ(flatten_block_z(kernel))
 
 
-__all__ = ["BlockZ", "PASSES_FOR_3D_BLOCKS", "block_z", "flatten_block_z", "uses_grid_z", "uses_thread_z"]
+__all__ = ["BlockZ", "PASSES_FOR_3D_BLOCKS", "block_z", "flatten_block_z"]

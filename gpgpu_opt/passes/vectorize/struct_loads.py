@@ -1,5 +1,5 @@
 """Whole-struct reads as one vector load: a thread that reads every field of `p[e]`, where `p` points to a
-struct of m fields of one scalar type T (analysis/aggregates.StructLayout) and m * sizeof(T) is 8 or 16
+struct of m fields of one scalar type T (frontend/struct_layouts.StructLayout) and m * sizeof(T) is 8 or 16
 bytes, loads the struct once as the CUDA vector of m T (`float2`, `float4`, `int2`, `double2`, ...):
 
     const float2 p_v = ((const float2 *)p)[e];   ... p_v.x ... p_v.y ...

@@ -1,6 +1,6 @@
-"""Induction variables in closed form (part of normalize): a local that a stencil marching along z steps
-plane by plane is replaced, at each use, by its value there, so that every subscript through it is affine
-in the thread and loop indices again (one definition, which the passes may rebuild anywhere).
+"""Induction variables in closed form: a local that a stencil marching along z steps plane by plane is replaced, at each use, by its value there, so that every subscript through it is affine
+in the thread and loop indices again (one definition, which the passes may rebuild anywhere). normalize
+writes it back (passes/normalize); verify reads a naive kernel's reach from it.
 
     int c = i + j * nx;                         int c = i + j * nx;
     out[c] = in[c];                             out[c] = in[c];
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import sympy
 from pycparser import c_ast
@@ -45,13 +46,23 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.loops import assigned_names, canonical_loop
 from gpgpu_opt.analysis.symbolic import NotAffine, cuda_text, to_sympy
 from gpgpu_opt.ast_util import ids_in, substitute, walk
+from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
+from gpgpu_opt.frontend.program import parse_expression as parse_expr
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.rewriting.cbuild import parse_expr, text
 
 _STEP_SIGN = {"+=": 1, "-=": -1, "++": 1, "p++": 1, "--": -1, "p--": -1}
 _JUMPS = (c_ast.Break, c_ast.Continue, c_ast.Return, c_ast.Goto, c_ast.Label)
+
+
+class DecisionSink(Protocol):
+    """Where the rewrites and refusals are said (a pass's decision log)."""
+    def applied(self, subject: str, reason: str, location: Location | None = None) -> None: ...
+    def skip(self, subject: str, reason: str, location: Location | None = None) -> None: ...
+
+
+def text(node: c_ast.Node) -> str:
+    return CudaGenerator().visit(node)
 
 
 class _Refused(Exception):
@@ -80,28 +91,28 @@ def in_closed_form(kernel: Kernel) -> Kernel:
     return work if closed_form_inductions(work, None) else kernel
 
 
-def closed_form_inductions(kernel: Kernel, ctx: PassContext | None) -> list[str]:
+def closed_form_inductions(kernel: Kernel, log: DecisionSink | None) -> list[str]:
     """Rewrites the kernel's induction variables in place (the module doc); returns the names rewritten.
-    `ctx`: where the notes go (None: nowhere)."""
-    return sorted(_in_blocks(kernel, kernel.body, ctx))
+    `log`: where the notes go (None: nowhere)."""
+    return sorted(_in_blocks(kernel, kernel.body, log))
 
 
-def _in_blocks(kernel: Kernel, block: c_ast.Compound, ctx: PassContext | None) -> list[str]:
+def _in_blocks(kernel: Kernel, block: c_ast.Compound, log: DecisionSink | None) -> list[str]:
     """The kernel body, then the branches of the `if`s at its top level (a guard's block), recursively."""
-    done = _in_block(kernel, block, ctx)
+    done = _in_block(kernel, block, log)
     for s in block.block_items or []:
         if isinstance(s, c_ast.If):
             for branch in (s.iftrue, s.iffalse):
                 if isinstance(branch, c_ast.Compound):
-                    done += _in_blocks(kernel, branch, ctx)
+                    done += _in_blocks(kernel, branch, log)
     return done
 
 
-def _in_block(kernel: Kernel, body: c_ast.Compound, ctx: PassContext | None) -> list[str]:
+def _in_block(kernel: Kernel, body: c_ast.Compound, log: DecisionSink | None) -> list[str]:
     """closed_form_inductions for the locals declared at the top level of `body`."""
     def skip(subject: str, why: str, where) -> None:
-        if ctx is not None:
-            ctx.log.skip(subject, f"not read in closed form: {why}", where)
+        if log is not None:
+            log.skip(subject, f"not read in closed form: {why}", where)
 
     items = body.block_items or []
     stepped = _stepped_locals(body)
@@ -131,9 +142,8 @@ def _in_block(kernel: Kernel, body: c_ast.Compound, ctx: PassContext | None) -> 
     except _Refused as why:
         skip(", ".join(sorted(inductions)), str(why), Location.of(kernel.funcdef))
         return []
-    for name in sorted(inductions) if ctx is not None else ():
-        ctx.log.applied(name, f"{RESTATED} (steps of {text(inductions[name].step)})",
-                        Location.of(kernel.funcdef))
+    for name in sorted(inductions) if log is not None else ():
+        log.applied(name, f"{RESTATED} (steps of {text(inductions[name].step)})", Location.of(kernel.funcdef))
     return sorted(inductions)
 
 
@@ -381,4 +391,4 @@ def _line(n: c_ast.Node) -> str:
     return str(n.coord.line) if n.coord else "?"
 
 
-__all__ = ["closed_form_inductions"]
+__all__ = ["RESTATED", "DecisionSink", "closed_form_inductions", "in_closed_form"]
