@@ -73,7 +73,8 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 @dataclass
 class HostDeclarations:
-    """Host variables whose value the text fixes: declared once with an initializer, never assigned again."""
+    """Host variables whose value the text fixes at a launch site: declared with an initializer, not assigned
+    again before the site (host_scopes.declarations_at finds them)."""
     scalars: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, initializer text)
     dim3: dict[str, list[str] | None] = field(default_factory=dict)    # name -> components; None: ambiguous
     reasons: dict[str, str] = field(default_factory=dict)              # name -> why its value is unknown
@@ -81,40 +82,10 @@ class HostDeclarations:
     #: their `maxThreadsPerBlock` is the GPU's own.
     device_props: set[str] = field(default_factory=set)
 
-    @classmethod
-    def at(cls, host_text: str, offset: int) -> "HostDeclarations":
-        """What a launch site at `offset` sees: the declarations of its host function and of file scope,
-        a dim3's plain member assignments before it applied (see host_scopes)."""
-        from gpgpu_opt.host_scopes import declarations_at
 
-        return declarations_at(host_text, offset)
-
-    @classmethod
-    def scan(cls, host_text: str) -> "HostDeclarations":
-        text = _COMMENT.sub(" ", host_text)
-        found = cls()
-        scalar_counts: dict[str, int] = {}
-        for m in _SCALAR_DECL.finditer(text):
-            name = m.group("name")
-            scalar_counts[name] = scalar_counts.get(name, 0) + 1
-            if len(split_top_level(m.group("init"))) == 1:  # `int a = 1, b = 2;` is left alone
-                found.scalars[name] = (" ".join(m.group("type").split()), m.group("init"))
-        for name, count in scalar_counts.items():
-            if count > 1 or _assigned_after_declaration(text, name):
-                found.scalars.pop(name, None)
-        from gpgpu_opt.host_scopes import dim3_declarators
-
-        for name, _, components in dim3_declarators(text):
-            again = name in found.dim3 or _assigned_after_declaration(text, name)
-            found.dim3[name] = None if again else components
-        return found
-
-
-def _assigned_after_declaration(text: str, name: str) -> bool:
-    """`name = ...`, `name += ...`, `name++`, `name.x = ...` anywhere but in its declaration."""
-    store = rf"(?:\+\+|--)\s*{name}\b|(?<![\w.>]){name}(?:\s*\.\s*[xyz])?\s*(?:\+\+|--|(?:[-+*/%&|^]|<<|>>)?=(?!=))"
-    declared = rf"\b(?:dim3|int|unsigned|long|short|size_t|float|double)\s+{name}\s*="
-    return len(re.findall(store, text)) > len(re.findall(declared, text))
+def evaluate_int(text: str, macros: dict[str, str]) -> int | None:
+    """Evaluate a host integer expression made of literals and object-like macros; None otherwise."""
+    return HostScope(macros).evaluate_int(text)
 
 
 class HostScope:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from gpgpu_opt.frontend.scanner import Token, tokenize
+from gpgpu_opt.host_expr import _COMMENT, _SCALAR_DECL, HostDeclarations, split_top_level
 
 _ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 _STEP = {"++", "--"}
@@ -244,8 +245,6 @@ def dim3_declarators(text: str):
     """(name, offset of the name, components) of each variable a `dim3` declaration statement declares,
     several in one (`dim3 grid(n / 192), block(192);`, `dim3 g, b(64);`) included; `dim3 g;` is 1x1x1.
     A parameter list (`f(dim3 g, dim3 b)`) is no declaration: its `)` closes before any `;`."""
-    from gpgpu_opt.host_expr import split_top_level
-
     for start in _DIM3_START.finditer(text):
         depth, end = 0, None
         for k in range(start.end(), min(len(text), start.end() + 2000)):
@@ -274,10 +273,8 @@ def _host_function(text: str) -> HostFunction:
 
 
 @functools.lru_cache(maxsize=256)
-def declarations_at(host_text: str, offset: int):
+def declarations_at(host_text: str, offset: int) -> HostDeclarations:
     """The HostDeclarations a launch site at `offset` of the host text sees (shared: not to be changed)."""
-    from gpgpu_opt.host_expr import _COMMENT, _SCALAR_DECL, HostDeclarations, split_top_level
-
     fn = _host_function(host_text)
     text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), host_text)   # offsets kept
     site = fn.index_at(offset)
@@ -390,8 +387,6 @@ def _dim3_at_site(fn: HostFunction, name: str, index: int, components: list[str]
 
 
 def _dim3_value(text: str) -> list[str] | None:
-    from gpgpu_opt.host_expr import split_top_level
-
     m = re.fullmatch(r"dim3\s*(?:\((.*)\)|\{(.*)\})", text.strip(), re.DOTALL)
     if m:
         return split_top_level(m.group(1) if m.group(1) is not None else m.group(2))

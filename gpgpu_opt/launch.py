@@ -13,12 +13,8 @@ from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
 from gpgpu_opt.host_view import view_of
 from gpgpu_opt.host_expr import HostDeclarations, HostScope, parse_host_expression, split_top_level
+from gpgpu_opt.host_scopes import declarations_at
 from gpgpu_opt.kernel import Kernel
-
-
-def evaluate_int(text: str, macros: dict[str, str]) -> int | None:
-    """Evaluate a host integer expression made of literals and object-like macros; None otherwise."""
-    return HostScope(macros).evaluate_int(text)
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,7 @@ def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]
     `sizes` are values of the kernel's scalar parameters and of host variables. A kernel parameter that
     a site passes as a plain host variable (`k<<<(n + 255) / 256, 256>>>(d, n)`) gives that variable its
     value, so the launch covers what the case's sizes say. Each site is read with the host variables its
-    own function sees (HostDeclarations.at). Without sizes it is asked once per kernel (host_view)."""
+    own function sees (declarations_at). Without sizes it is asked once per kernel (host_view)."""
     if not sizes:
         return view_of(program).answer("naive launch", kernel, lambda: _naive_launch(program, kernel, {}))
     return _naive_launch(program, kernel, sizes)
@@ -76,7 +72,7 @@ def _naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float
         return None
     blocks, grids, unknown = [], [], []
     for site in sites:
-        declarations = HostDeclarations.at(host_text(program, site.file), site.start)
+        declarations = declarations_at(host_text(program, site.file), site.start)
         scope = HostScope(program.macros, _site_values(kernel, site, sizes), declarations)
         blocks.append(scope.dim3(site.config[1]) or (None, None, None))
         grids.append(scope.dim3(site.config[0]) or (None, None, None))
@@ -101,7 +97,7 @@ def covered_parameters(program: Program, kernel: Kernel, axis: int = 0) -> froze
     covered: set[str] | None = None
     for site in sites:
         host = host_text(program, site.file)
-        declarations = HostDeclarations.at(host, site.start)
+        declarations = declarations_at(host, site.start)
         scope = HostScope(program.macros, {}, declarations)
         block = scope.dim3(site.config[1])
         components = _grid_components(site.config[0], declarations)
@@ -121,7 +117,7 @@ def truncating_grids(program: Program, kernel: Kernel) -> dict[str, str]:
     for site in program.launch_sites:
         if site.kernel != kernel.name or len(site.config) < 2:
             continue
-        declarations = HostDeclarations.at(host_text(program, site.file), site.start)
+        declarations = declarations_at(host_text(program, site.file), site.start)
         scope = HostScope(program.macros, {}, declarations)
         for axis, component in zip("xy", _grid_components(site.config[0], declarations)):
             if axis not in found and _rounds_down(component, scope):

@@ -22,6 +22,7 @@ from types import SimpleNamespace
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import call_name, is_member_of, walk
+from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting.guards import BLOCK_DEPENDENT_CALLS, normalize_early_returns
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
@@ -145,8 +146,6 @@ def has_launch_site(program, kernel: Kernel) -> bool:
 
 
 def _stated_space(program) -> tuple[int | None, int | None]:
-    from gpgpu_opt.launch import evaluate_int
-
     return tuple(evaluate_int(name, program.macros) if name in program.macros else None
                  for name in ("globalDimX", "globalDimY"))
 

@@ -16,6 +16,7 @@ from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, QUASI_FUNCTIONS, TID, 
                                          param_symbol, to_sympy)
 from gpgpu_opt.ast_util import call_args, call_name, ids_in, walk
 from gpgpu_opt.diagnostics import CompileError
+from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.kernel import Kernel
 
 def _element(base_type: str):
@@ -697,8 +698,6 @@ def _as_dim3(shape: tuple[int, ...] | None) -> tuple[int, int, int] | None:
 
 def infer_global_space(kernel: Kernel, program, sizes: dict[str, int]) -> tuple[int, int]:
     gx, gy = global_space_from_guards(kernel, sizes)
-    from gpgpu_opt.launch import evaluate_int
-
     macros = dict(program.macros)
     if gx is None and "globalDimX" in macros:
         gx = evaluate_int("globalDimX", macros)

@@ -5,7 +5,8 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.host_expr import split_top_level
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch import evaluate_int, pragma_launches
+from gpgpu_opt.host_expr import evaluate_int
+from gpgpu_opt.launch import pragma_launches
 from gpgpu_opt.launch_contract import guarded_axes, launch_assumptions
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import CompileOptions, compile_program, default_block

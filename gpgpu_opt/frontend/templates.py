@@ -24,6 +24,7 @@ from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
 from gpgpu_opt.frontend.cxx_lowering import Node, cooperative_groups_names, lower_function, parse_cxx, to_bytes
 from gpgpu_opt.frontend.cxx_types import INTEGER_TYPES as _INTEGER_TYPES, canonical
+from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.kernel import TemplateInstance
 
 
@@ -341,8 +342,6 @@ _VECTOR_TYPES = frozenset(n for n in PRELUDE_NAMES
 
 def _arguments(parameters: list[_Parameter], written: list[str], macros: dict[str, str]) -> list[str] | str:
     """Each parameter's argument (a canonical type, or an integer), or why the arguments are not read."""
-    from gpgpu_opt.launch import evaluate_int  # the host's view of a constant (macros, literals)
-
     if len(written) > len(parameters):
         return f"{len(written)} template arguments for {len(parameters)} parameters"
     args = []

@@ -1,8 +1,9 @@
 """Host expressions evaluated as the program computes them: launch configurations of real programs."""
 import pytest
 
-from gpgpu_opt.host_expr import HostDeclarations, HostScope
-from gpgpu_opt.launch import evaluate_int
+from gpgpu_opt.host_expr import HostScope
+from gpgpu_opt.host_scopes import declarations_at
+from gpgpu_opt.host_expr import evaluate_int
 
 MACROS = {"N": "100", "NI": "37", "NJ": "64", "DIM_THREAD_BLOCK_X": "32", "DIM_THREAD_BLOCK_Y": "8",
           "HALF": "(N / 2)"}
@@ -21,13 +22,19 @@ int main(int argc, char **argv) {
     dim3 threads2 = dim3(16, 16);
     dim3 flat{128};
     // int commented = 5;
+    kernel<<<grid, block>>>();
 }
 """
 
 
+def at_end_of_main():
+    """What the launch site at the end of main sees."""
+    return declarations_at(HOST, HOST.index("kernel<<<"))
+
+
 @pytest.fixture
 def scope():
-    return HostScope(MACROS, {"m": 37}, HostDeclarations.scan(HOST))
+    return HostScope(MACROS, {"m": 37}, at_end_of_main())
 
 
 @pytest.mark.parametrize("text, value", [
@@ -64,13 +71,14 @@ def test_dim3(scope, text, shape):
 
 
 def test_given_values_win_over_declarations_and_macros():
-    scope = HostScope(MACROS, {"N": 64, "M": 8}, HostDeclarations.scan(HOST))
+    scope = HostScope(MACROS, {"N": 64, "M": 8}, at_end_of_main())
     assert scope.dim3("grid") == (2, 1, 1) and scope.evaluate("M") == 8
 
 
-def test_a_dim3_declared_twice_is_unknown():
-    decls = HostDeclarations.scan("void f() { dim3 b(16, 16); } void g() { dim3 b(32, 8); }")
-    assert HostScope({}, {}, decls).dim3("b") == (None, None, None)
+def test_a_dim3_declared_in_two_functions_is_each_functions_own():
+    host = "void f() { dim3 b(16, 16); k<<<1, b>>>(); } void g() { dim3 b(32, 8); k<<<1, b>>>(); }"
+    shapes = [HostScope({}, {}, declarations_at(host, site)).dim3("b") for site in (host.index("k<<<"), host.rindex("k<<<"))]
+    assert shapes == [(16, 16, 1), (32, 8, 1)]
 
 
 def test_evaluate_int_keeps_its_signature():

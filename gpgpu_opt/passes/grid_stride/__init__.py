@@ -127,10 +127,11 @@ def _launch_edits(program: Program, kernel: Kernel, found: gs.GridStride) -> tup
 def _block_x(program: Program, site) -> str:
     """The block's x at the site: its value where the host code fixes it (`256`, `dim3 threads(128)`), else
     the expression `dim3(block).x`, which reads it whether the block is a number or a dim3."""
-    from gpgpu_opt.host_expr import HostDeclarations, HostScope
+    from gpgpu_opt.host_expr import HostScope
+    from gpgpu_opt.host_scopes import declarations_at
     from gpgpu_opt.launch import host_text
 
-    shape = HostScope(program.macros, {}, HostDeclarations.at(host_text(program), site.start)).dim3(site.config[1])
+    shape = HostScope(program.macros, {}, declarations_at(host_text(program), site.start)).dim3(site.config[1])
     if shape and isinstance(shape[0], int):
         return str(shape[0])
     return f"dim3({site.config[1].strip()}).x"
