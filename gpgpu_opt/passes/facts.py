@@ -11,6 +11,7 @@ from typing import Mapping
 from pycparser import c_ast
 
 from gpgpu_opt import launch, launch_dispatch
+from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import AliasFacts, alias_facts
@@ -102,5 +103,5 @@ def stated_space(program) -> tuple[int | None, int | None]:
 
 
 def _stated_space(program) -> tuple[int | None, int | None]:
-    return tuple(launch.evaluate_int(name, program.macros) if name in program.macros else None
+    return tuple(evaluate_int(name, program.macros) if name in program.macros else None
                  for name in ("globalDimX", "globalDimY"))
