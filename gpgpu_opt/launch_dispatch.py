@@ -152,7 +152,8 @@ def min_threads_widened(target, slow_chain: bool) -> int:
     A body that loops over a trip count the source fixes streams threads x trips elements: size_verdict counts
     those against the same threshold, at most STREAMED_TRIPS_COUNTED (2) trips a thread, so never below one
     GPU-full of threads (a streaming body without loops exactly as above; a loop whose trip count the source
-    leaves to a parameter is not widened by size at all: vectorize.run_time_loop). Measured on an H100 (CUDA events, L2 flushed,
+    leaves to a parameter counts threads alone, and is widened to 8-byte vectors at most:
+    vectorize.RUN_TIME_LOOP_VECTOR_BYTES). Measured on an H100 (CUDA events, L2 flushed,
     median of 21; bench/corpus_results/loop_fill_h100.txt), Rodinia hotspot3D's z-marching stencil widened by
     4: 0.69x to 0.82x at 65536 threads (4 to 32 trips), 0.82x at 147456, 0.84x to 0.88x at 200704 (8 and 32
     trips), 1.04x to 1.13x at 262144 (4 to 32), 1.02x at 331776, 1.22x at 409600, 1.17x at 589824: below about

@@ -102,15 +102,43 @@ def test_the_widened_column_builds(column, tmp_path_factory):
     assert_builds(column, tmp_path_factory)
 
 
-def test_a_loop_of_a_run_time_trip_count_is_widened_only_at_a_width_asked_for(tmp_path_factory):
-    """Measured, the widened z march followed the launch's waves, not its size (vectorize.run_time_loop)."""
-    result = compile_source(tmp_path_factory, "column_sized", COLUMN, passes="normalize,vectorize")
-    (k,) = result.kernels
+@pytest.fixture(scope="module")
+def column_sized(tmp_path_factory):
+    """No width asked for: the launch's size is known only at run time."""
+    return compile_source(tmp_path_factory, "column_sized", COLUMN, passes="normalize,vectorize")
+
+
+def test_a_loop_of_a_run_time_trip_count_is_widened_to_8_byte_vectors(column_sized):
+    """Measured, 16-byte vectors followed the launch's waves, 8-byte ones gained at every size
+    (vectorize.RUN_TIME_LOOP_VECTOR_BYTES): float2, size-dispatched like any widening."""
+    (k,) = column_sized.kernels
+    text = kernel_source(k.optimized.funcdef)
+    assert "int x = 2 * (blockIdx.x * blockDim.x + threadIdx.x);" in text
+    assert "up = ((const float2 *) (t_in + y * nx + z * layer + layer))[x / 2];" in text
+    assert "float4" not in text and "& 7) == 0" in text
+    (applied,) = [n for n in vectorize_notes(k, "applied") if n.startswith("kernel: widened")]
+    assert "as 2-element vectors (float2)" in applied and "8-byte vectors for a loop of a run-time trip count" in applied
+    assert k.optimized.size_dispatch == 540672
+    assert k.transformed and k.validation.status == "passed"
+
+
+@pytest.mark.parametrize("nx, ny, nz", [(64, 8, 5), (64, 8, 1), (34, 8, 4), (66, 4, 3)])
+def test_the_column_widened_by_two_matches_the_naive_one(column_sized, nx, ny, nz):
+    """nx = 34: rows that start unaligned (the scalar path); nz = 1: the loop does not run."""
+    (k,) = column_sized.kernels
+    assert_equivalent(k, {"nx": nx, "ny": ny, "nz": nz, **SIZES}, (nx // 32 * 32, ny // 4 * 4), seed=nx + nz)
+
+
+def test_the_column_widened_by_two_builds(column_sized, tmp_path_factory):
+    assert_builds(column_sized, tmp_path_factory)
+
+
+def test_a_double_z_march_is_not_widened_by_size(tmp_path_factory):
+    """8 bytes hold one double: no vector is narrow enough, and double2's 16 bytes are what lost."""
+    source = COLUMN.replace("float", "double")
+    (k,) = compile_source(tmp_path_factory, "column_double", source, passes="normalize,vectorize").kernels
     assert k.optimized.launch is None
-    notes = [d.reason for d in k.context.log.decisions if d.pass_name == "vectorize"]
-    assert any("a loop of a run-time trip count (a z march)" in n and "--vector-width" in n for n in notes), notes
-    # normalize restated its induction variables for the analyses; nothing else applied: the user's text stays
-    assert not k.transformed and "        here += layer;\n        w += layer;" in result.output
+    assert any("8-byte vectors at most" in n and "--vector-width" in n for n in vectorize_notes(k, "skipped"))
 
 
 # -- the fill rule: threads x trips ------------------------------------------------------------------------
@@ -137,14 +165,19 @@ def test_constant_trips_at_a_run_time_launch_set_the_threads_it_needs():
     assert size_verdict(unknown, MIN, "slow", 8).dispatch_threads == MIN // 2
 
 
-def test_a_run_time_trip_count_bound_when_compiling_is_still_not_widened(tmp_path_factory):
-    """Bindings that fix nz do not make the z march safe: the measured losses were at known sizes."""
-    result = compile_source(tmp_path_factory, "column_bound", COLUMN, passes="normalize,vectorize",
-                            bindings={"nx": 768, "ny": 768, "nz": 32})
+@pytest.mark.parametrize("side, widened", [(768, True), (512, False)])
+def test_a_run_time_trip_count_bound_when_compiling_widens_by_two_where_the_launch_fills_the_gpu(
+        tmp_path_factory, side, widened):
+    """Bindings that fix nz leave the loop's width at 8 bytes (768 x 768 x 32 is where float4 lost, 0.91x; float2
+    ran 1.02x); the fill rule counts the launch's threads: 589824 from 540672 on, 262144 below."""
+    result = compile_source(tmp_path_factory, f"column_bound{side}", COLUMN, passes="normalize,vectorize",
+                            bindings={"nx": side, "ny": side, "nz": 32})
     (k,) = result.kernels
-    assert k.optimized.launch is None
-    assert any("a loop of a run-time trip count" in d.reason for d in k.context.log.decisions), \
-        [d.reason for d in k.context.log.decisions]
+    if widened:
+        assert "float2" in kernel_source(k.optimized.funcdef) and k.optimized.size_dispatch is None
+    else:
+        assert k.optimized.launch is None
+        assert any("fewer than the 540672 that fill the GPU widened" in n for n in vectorize_notes(k, "skipped"))
 
 
 def test_a_body_without_a_loop_counts_threads_alone():

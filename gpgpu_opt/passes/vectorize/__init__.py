@@ -11,9 +11,10 @@
   widened launch still fills the GPU (launch_dispatch.py's fill rule: a size known when compiling decides
   then, a run-time size keeps the naive kernel beside it for small launches, a launch that can do neither is
   not widened); `latency` says why for long chains of slow arithmetic. A body with gathers is widened only at
-  a width asked for: measured, it did not gain at any size (gather_body); so is one that loops a trip count
-  known only at run time: measured, its gain followed the launch's waves (run_time_loop). A width asked for (`--vector-width`)
-  widens whatever the size.
+  a width asked for: measured, it did not gain at any size (gather_body). One that loops a trip count known
+  only at run time (a z march) is widened to 8-byte vectors at most (float2): measured, 16-byte ones followed
+  the launch's waves, 8-byte ones gained at every size (RUN_TIME_LOOP_VECTOR_BYTES). A width asked for
+  (`--vector-width`) widens whatever the size.
 Alignment is proved (analysis/alignment.py) or checked at run time with the scalar kernel as the fallback.
 """
 from __future__ import annotations
@@ -76,17 +77,18 @@ def gather_body(gathers: list[str]) -> str | None:
             "kernel on an H100, even at 16M threads (srad); --vector-width widens it")
 
 
-def run_time_loop(streamed) -> str | None:
-    """Why a body that loops a trip count known only at run time (a z march: `for (k = 1; k < nz - 1; k++)`) is
-    widened only at a width asked for: measured on an H100 (CUDA events, L2 flushed, median of 21), Rodinia
-    hotspot3D's kernel as widen writes it (64 registers against the naive 39) ran 1.13x, 1.25x and 1.21x of
-    the naive one at 512, 640 and 1024 squared by 8 planes, but 1.01x at 768 squared by 8 and 0.91x by 32:
-    there its 2304 blocks of 64 threads, 16 resident per SM, make 1.09 waves. No size rule separates them
-    (bench/corpus_results/loop_fill_h100.txt)."""
-    if not streamed or streamed[1] is None:      # no loop, or a trip count the source fixes
-        return None
-    return ("a loop of a run-time trip count (a z march): widened it ran 0.91x to 1.25x of the naive kernel on an "
-            "H100 by the launch's waves, not its size (hotspot3D); --vector-width widens it")
+#: The widest vector of a body that loops a trip count known only at run time (a z march: `for (k = 1; k <
+#: nz - 1; k++)`). Measured (CUDA events, L2 flushed; bench/corpus_results/z_march_widths_h200.txt), Rodinia
+#: hotspot3D's kernel as widen writes it, at 256 to 1024 squared by 8 and 32 planes: widened to float4 it ran
+#: 0.83x to 1.28x of the naive one on an H200 (0.91x to 1.25x on an H100), the losses where its blocks make
+#: just over one wave (768 squared by 32: 0.91x on both); widened to float2, twice the threads, 1.02x to
+#: 1.42x on the H200 at every size, 1.02x to 1.23x at those the fill rule widens.
+RUN_TIME_LOOP_VECTOR_BYTES = 8
+
+
+def run_time_loop(streamed) -> bool:
+    """Whether the widened body loops a trip count the source leaves to a parameter."""
+    return bool(streamed) and streamed[1] is not None
 
 
 def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
@@ -101,15 +103,29 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     g.normalize_early_returns(work.body)
     info = KernelInfo(work, ctx)
     try:
-        what, gathers, streamed = widen.widen(work, ctx, info, ctx.options.vector_width)
+        what, gathers, streamed, vector_bytes = widen.widen(work, ctx, info, ctx.options.vector_width)
+        width = work.launch.outputs_per_block[0] // work.launch.block[0]
+        if sized and run_time_loop(streamed) and vector_bytes > RUN_TIME_LOOP_VECTOR_BYTES:
+            narrower = width * RUN_TIME_LOOP_VECTOR_BYTES // vector_bytes
+            if narrower < 2:
+                raise Unsupported(f"a loop of a run-time trip count (a z march) is widened to "
+                                  f"{RUN_TIME_LOOP_VECTOR_BYTES}-byte vectors at most (measured: 16-byte ones "
+                                  f"followed the launch's waves), and {RUN_TIME_LOOP_VECTOR_BYTES} bytes hold one "
+                                  f"element; --vector-width widens it")
+            work = kernel.copy()
+            g.normalize_early_returns(work.body)
+            info = KernelInfo(work, ctx)
+            what, gathers, streamed, _ = widen.widen(work, ctx, info, narrower)
+            what += (f"; {RUN_TIME_LOOP_VECTOR_BYTES}-byte vectors for a loop of a run-time trip count (a z march: "
+                     f"16-byte ones followed the launch's waves)")
+            width = narrower
     except widen.NotWidenable as why:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
     except Unsupported as why:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
-    width = work.launch.outputs_per_block[0] // work.launch.block[0]
-    why_not = (gather_body(gathers) or run_time_loop(streamed)) if sized else None
+    why_not = gather_body(gathers) if sized else None
     if why_not is not None:     # measured: no size rule it follows
         ctx.log.skip("kernel", f"not widened: {why_not}", where)
         return None

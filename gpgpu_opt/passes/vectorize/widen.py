@@ -61,6 +61,8 @@ class Widened(NamedTuple):
     #: (constant, C text over the scalar parameters) of the trip count of the loop the widened body runs, each
     #: None where not known (the text None where the source fixes it); None where the body has no such loop.
     streamed: tuple | None = None
+    #: Bytes of the widest vector access: V times the largest element widened (float4: 16).
+    vector_bytes: int = 0
 
 
 def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -> Widened:
@@ -199,7 +201,7 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
     return Widened(f"{width} consecutive x per thread: {names} as {width}-element vectors ({vtypes})"
                    + (f"; tested at run time: {'; '.join(checks)} (else the scalar path)" if checks else
                       "; alignment and the thread space's edge proved, no scalar path"), gathers,
-                   streams.streamed(info, stmts, ctx))
+                   streams.streamed(info, stmts, ctx), width * max(element_size(elem[a]) for a, _, _ in widened))
 
 
 def _one_alignment(array: str, node: c_ast.ArrayRef, f: sympy.Expr, others: list, width: int) -> None:
