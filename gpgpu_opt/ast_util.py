@@ -71,6 +71,11 @@ def substitute(node: c_ast.Node, mapping: dict[str, c_ast.Node]) -> c_ast.Node:
     return transform(copy.deepcopy(node), replace, skip_member_names=True)
 
 
+def type_names(node: c_ast.Node) -> set[str]:
+    """The words of every type a subtree names (`float`, `half8`, `unsigned`, `int`)."""
+    return {name for n in walk(node) if isinstance(n, c_ast.IdentifierType) for name in n.names}
+
+
 def ids_in(node: c_ast.Node) -> set[str]:
     """Names of the variables an expression reads (member names excluded)."""
     found: set[str] = set()

@@ -6,7 +6,8 @@ import functools
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import ids_in, is_call_to, walk
+from gpgpu_opt import cuda_types
+from gpgpu_opt.ast_util import ids_in, is_call_to, type_names, walk
 from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.frontend.cuda_c import parse_c
 
@@ -57,12 +58,21 @@ def check_kernel(func: c_ast.FuncDef, struct_names=()) -> None:
     """`struct_names`: the struct type names the kernel's parameters use (declared for the parse)."""
     text = CudaGenerator(cuda_spellings=False).visit(func)
     declared = "".join(f"typedef struct {n} {n};\n" for n in struct_names if n.isidentifier())
+    declared += "".join(f"typedef struct {{ {v.base} {', '.join(v.fields)}; }} {v.name};\n"
+                        for v in _defined_vectors(func))
     try:
         _parses(declared + text)
     except Exception as err:  # noqa: BLE001 - any failure means the pass broke the kernel
         raise SanityError(f"the kernel no longer parses: {err}") from None
     thread_vars = _thread_variables(func)
     _check_barriers(func.body, thread_vars, divergent=False)
+
+
+def _defined_vectors(func: c_ast.FuncDef) -> list[cuda_types.VectorType]:
+    """The vectors the output defines (`half8`) that the kernel names: declared for the parse as the output's
+    definition declares them (rewriting/vector.py)."""
+    names = type_names(func)
+    return [v for v in cuda_types.DEFINED_VECTORS if v.name in names]
 
 
 @functools.lru_cache(maxsize=1024)

@@ -50,6 +50,11 @@ class VectorType:
     make: bool = True    # CUDA's `make_<name>(...)` constructor exists
 
     @property
+    def fields(self) -> tuple[str, ...]:
+        """The components' names: CUDA's `x`, `y`, `z`, `w`; `h0` ... `h7` for a defined 8-lane vector."""
+        return tuple("xyzw"[:self.n]) if self.n <= 4 else tuple(f"h{k}" for k in range(self.n))
+
+    @property
     def size(self) -> int:
         return scalar_type(self.base).size * self.n
 
@@ -122,6 +127,11 @@ VECTOR_ALIASES: dict[str, str] = {"half2": "__half2", "nv_bfloat162": "__nv_bflo
                                   "cuComplex": "float2", "cuDoubleComplex": "double2", "cufftComplex": "float2",
                                   "cufftDoubleComplex": "double2"}
 
+#: Vector types gpgpu-opt defines in the output where CUDA has none, and only where it uses them
+#: (rewriting/vector.py writes the definition): `half8`, 8 halves in one 16-byte access. Not CUDA's, so not in
+#: VECTOR_TYPES (the parser's prelude and the nvcc check of the table).
+DEFINED_VECTORS: tuple[VectorType, ...] = (VectorType("half8", "__half", 8),)
+
 _SCALARS = {t.name: t for t in SCALAR_TYPES}
 _VECTORS = {v.name: v for v in VECTOR_TYPES}
 _BY_BASE_AND_LANES = {(v.base, v.n): v for v in VECTOR_TYPES}
@@ -164,6 +174,17 @@ def _integer_from_words(words: list[str]) -> ScalarType | None:
 def vector(spelling: str) -> VectorType | None:
     """The vector type named `float4`, `half2`, `cuComplex`..., None for any other name."""
     return _VECTORS.get(VECTOR_ALIASES.get(spelling, spelling))
+
+
+def defined_vector(name: str) -> VectorType | None:
+    """The vector type gpgpu-opt defines by that name (`half8`), None for any other name."""
+    return next((v for v in DEFINED_VECTORS if v.name == name), None)
+
+
+def defined_vector_of(base: str, n: int) -> VectorType | None:
+    """The defined vector of n components of the scalar type `base` however written (`__half`, 8: half8)."""
+    t = scalar(base)
+    return next((v for v in DEFINED_VECTORS if t is not None and (v.base, v.n) == (t.name, n)), None)
 
 
 def vector_of(base: str, n: int) -> VectorType | None:

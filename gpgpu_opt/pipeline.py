@@ -31,6 +31,7 @@ from gpgpu_opt.passes.normalize.three_d import block_z
 from gpgpu_opt.passes.lowering import lower
 from gpgpu_opt.passes.schedule import Schedule
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
+from gpgpu_opt.rewriting.vector import definitions as vector_definitions
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
 
@@ -467,8 +468,9 @@ def _insert_helpers(program: Program, file: str, rewritten: list[KernelResult],
 
 def _helpers(program: Program, rewritten: list[KernelResult], headers: set[str], early: dict[str, set[str]]) -> str:
     """The helpers' text (their refusal needs cstdio and cstdlib, added to `headers`); those of a kernel
-    with copies in other files (`early`) under an include guard, so that the first copy seen defines them."""
-    out = []
+    with copies in other files (`early`) under an include guard, so that the first copy seen defines them.
+    First, the vectors CUDA lacks that the kernels use (`half8`), each under its own guard."""
+    out = list(dict.fromkeys(text for r in rewritten for text in vector_definitions(r.optimized.funcdef)))
     for r in rewritten:
         contract = launch_assumptions(program, r.naive, r.optimized, r.context.facts.naive_block)
         if contract is not None and contract.requirements():

@@ -13,8 +13,8 @@ from pycparser import c_ast
 from gpgpu_opt.emulator.errors import OutOfBoundsError, UndefinedBehaviorError, UnsupportedConstruct, where
 from gpgpu_opt.emulator.masks import m_and, m_andnot, m_any
 from gpgpu_opt.emulator.memory import PtrValue, width
-from gpgpu_opt.emulator.values import (BOOL, COMPONENTS, INT, LONG, UINT, ULONG, CType, Value, VecType, arith,
-                                       cast_data, common_type, convert, parse_constant, select, select_value,
+from gpgpu_opt.emulator.values import (BOOL, COMPONENTS, INT, LONG, UINT, ULONG, WIDE_FIELDS, CType, Value, VecType,
+                                       arith, cast_data, common_type, convert, parse_constant, select, select_value,
                                        truth, type_from_names, unary)
 from gpgpu_opt.frontend.environment import BOOL_LITERALS
 
@@ -127,7 +127,8 @@ class MemLV:
 
 
 def _component(field: str, t: VecType, node) -> int:
-    i = COMPONENTS.find(field)
+    i = COMPONENTS.find(field) if t.n <= 4 else (WIDE_FIELDS[t.name].index(field)
+                                                 if field in WIDE_FIELDS.get(t.name, ()) else -1)
     if i < 0 or i >= t.n:
         raise UnsupportedConstruct(f"member '.{field}' of {t} at {where(node)}")
     return i

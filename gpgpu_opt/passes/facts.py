@@ -4,13 +4,14 @@ kernel by `kernel_facts` from the program's host view (host_view.py: each launch
 once per file), then frozen: a pass reads facts, it never changes them."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
 from pycparser import c_ast
 
-from gpgpu_opt import launch, launch_dispatch
+from gpgpu_opt import cuda_types, launch, launch_dispatch
 from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
@@ -60,6 +61,9 @@ class KernelFacts:
     #: The launches' size where known when compiling, and whether they can choose a kernel by size at run
     #: time (launch_dispatch.DispatchFacts; None: not looked at).
     dispatch: launch_dispatch.DispatchFacts | None = None
+    #: The vectors CUDA lacks that the output may define (`half8`): those whose name the program does not
+    #: use for anything of its own.
+    definable_vectors: frozenset[str] = frozenset(v.name for v in cuda_types.DEFINED_VECTORS)
 
     def stated_space_tiled_by(self, covers: tuple[int, int]) -> bool:
         """Whether the program states its thread space and blocks covering `covers` naive threads tile it
@@ -83,7 +87,16 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
         alignment=MappingProxyType(base_alignment(kernel, program)),
         launch_block=launch_block, launch_block_where=where, launch_block_z=_launch_block_z(program, kernel),
         launch_covers_z=launch.covered_parameters(program, kernel, axis=2),
-        dispatch=launch_dispatch.dispatch_facts(program, kernel, options.bindings, stated_space(program)))
+        dispatch=launch_dispatch.dispatch_facts(program, kernel, options.bindings, stated_space(program)),
+        definable_vectors=definable_vectors(program))
+
+
+def definable_vectors(program) -> frozenset[str]:
+    """The vectors CUDA lacks whose name no file of the program spells (a type, a variable or a macro of the
+    user's own named `half8` would clash with the output's definition)."""
+    texts = [program.text_of(f.path) for f in program.source_files()]
+    return frozenset(v.name for v in cuda_types.DEFINED_VECTORS
+                     if not any(re.search(rf"\b{v.name}\b", text) for text in texts))
 
 
 def _launch_block_z(program, kernel: Kernel) -> int | None:

@@ -1,5 +1,5 @@
-"""The vectorize pass, wider: the vector width by element size (16 bytes: float4, double2; `__half` has only
-`__half2`), loops with a constant trip count in an elementwise body, and a note for every kernel it does
+"""The vectorize pass, wider: the vector width by element size (16 bytes: float4, double2; `__half` beside
+a float has `__half2`: halves alone, test_widen_half8.py), loops with a constant trip count in an elementwise body, and a note for every kernel it does
 not widen. Each rewrite is emulated against the naive kernel at sizes no vector width divides (ragged
 tails), with the race check, and built with nvcc."""
 from __future__ import annotations
@@ -78,8 +78,8 @@ def test_doubles_are_widened_by_double2(double_step, tmp_path_factory):
 
 
 def test_halves_are_widened_by_half2_with_exact_half_arithmetic(half_axpy, tmp_path_factory):
-    """Before: "'x_val' depends on x and is not a scalar of a vector type's element". The only vector of
-    `__half` in the type table is `__half2`: two halves a thread (and float2 for the float output), each lane
+    """Before: "'x_val' depends on x and is not a scalar of a vector type's element". With the float output
+    beside them, the vector of `__half` every element type has is `__half2`: two halves a thread (and float2 for the float output), each lane
     computed by the same half intrinsics, so the emulator's half rounding is the naive kernel's."""
     (k,) = half_axpy.kernels
     text = kernel_source(k.optimized.funcdef)

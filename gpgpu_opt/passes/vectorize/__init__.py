@@ -5,8 +5,8 @@
 - `struct_loads`: a thread's reads of every field of an 8- or 16-byte struct `p[e]` become one vector load;
 - `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
-  V-element vector: V = 16 bytes over the element size (float4, double2; `__half2` for halves, the widest
-  vector of the CUDA type table), or `--vector-width V` (1 turns widening off); `if`s on x run lane by lane,
+  V-element vector: V = 16 bytes over the element size (float4, double2, `half8`: 8 halves in a vector the
+  output defines; `__half2` for halves beside wider elements), or `--vector-width V` (1 turns widening off); `if`s on x run lane by lane,
   gathers read per lane (lanes.py). Why a kernel is not widened is a note. Widening gains only where the
   widened launch still fills the GPU (launch_dispatch.py's fill rule: a size known when compiling decides
   then, a run-time size keeps the naive kernel beside it for small launches, a launch that can do neither is

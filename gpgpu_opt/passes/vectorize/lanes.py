@@ -26,7 +26,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.cbuild import Unsupported, parse_expr, text
-from gpgpu_opt.rewriting.vector import COMPONENTS, constructor, parse_vector_statements, vector_type
+from gpgpu_opt.rewriting.vector import constructor, lane_field, parse_vector_statements, vector_type
 
 #: The nodes of an x-dependent statement before the guard: local arithmetic, no memory, no call.
 _PURE = (c_ast.ID, c_ast.Constant, c_ast.BinaryOp, c_ast.TernaryOp, c_ast.Cast, c_ast.Typename, c_ast.TypeDecl,
@@ -191,7 +191,7 @@ class Lowering:
 
         def per_lane(n: c_ast.Node):
             if isinstance(n, c_ast.ID) and n.name in self.lanes and n.name not in scalars:
-                return c_ast.StructRef(c_ast.ID(n.name), ".", c_ast.ID(COMPONENTS[c]))
+                return c_ast.StructRef(c_ast.ID(n.name), ".", c_ast.ID(lane_field(self.width, c)))
             return None
 
         return transform(e, per_lane, skip_member_names=True)

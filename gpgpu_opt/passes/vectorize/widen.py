@@ -23,8 +23,9 @@ read per lane from an array the kernel never writes (lanes.py). A subscript thro
 vector, one on x is read lane by lane (subscripts.py). Loops are widened only where they stream: an element
 read again by other threads (`B[k]`, `in[(y + j) * w + x]`) is left to coalesce, merge and prefetch, which
 reuse it; a loop marching planes (`k * nx * ny`) streams (streams.py says why). V fills the target's
-preferred access (16 bytes: float4, double2) with the widest element, lowered to a vector every element type
-has in the CUDA type table (`__half2` for halves).
+preferred access (16 bytes: float4, double2, `half8` for halves alone: a vector the output defines, CUDA
+having none) with the widest element, lowered to a vector every element type has (`__half2` for halves beside
+floats, or where the program names `half8` itself).
 Every refusal is a note.
 """
 from __future__ import annotations
@@ -39,6 +40,7 @@ from gpgpu_opt.analysis.loops import canonical_loop
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
 from gpgpu_opt.ast_util import ids_in, substitute, walk
 from gpgpu_opt.codegen import Comment
+from gpgpu_opt import cuda_types
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.vectorize import lanes, streams, subscripts
@@ -220,7 +222,7 @@ def _one_alignment(array: str, node: c_ast.ArrayRef, f: sympy.Expr, others: list
 def _width(requested: int | None, element_types: list[str], ctx) -> int:
     """V: `requested`, or the most elements of the widest element type that fill the target's preferred
     access (16 bytes: float4, double2), lowered until every type has a V-element vector in the type table
-    (`__half` has only `__half2`)."""
+    (`__half` has `__half2` and the output's `half8`, which needs a name the program leaves free: _usable)."""
     if requested:
         missing = sorted({t for t in element_types if vector_type(t, requested) is None})
         if missing:
@@ -231,12 +233,19 @@ def _width(requested: int | None, element_types: list[str], ctx) -> int:
     if unknown:
         raise Unsupported(f"no vector type of {', '.join(unknown)}")
     width = max(1, ctx.options.target.preferred_vector_bytes // max(element_size(t) for t in element_types))
-    while width > 1 and not all(vector_type(t, width) for t in element_types):
+    while width > 1 and not all(_usable(vector_type(t, width), ctx) for t in element_types):
         width //= 2
     if width == 1:
         raise Unsupported(f"no {ctx.options.target.preferred_vector_bytes}-byte-or-narrower vector type holds two "
                           f"elements of each of {', '.join(sorted(set(element_types)))}")
     return width
+
+
+def _usable(vtype: str | None, ctx) -> bool:
+    """A vector of the CUDA type table, or one the output defines (`half8`) where the program leaves its name
+    free (KernelFacts.definable_vectors)."""
+    return vtype is not None and (cuda_types.defined_vector(vtype) is None
+                                  or vtype in ctx.facts.definable_vectors)
 
 
 def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
