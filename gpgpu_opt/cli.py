@@ -74,7 +74,7 @@ RestrictOpt = typer.Option(False, "--restrict", help="kernel pointer parameters 
 StrictOpt = typer.Option(False, "--strict", help="an internal error in a pass fails the command (exit 3) "
                                                 "instead of rolling the pass back")
 VectorWidthOpt = typer.Option(None, "--vector-width", help="elements per widened access: 1 (no widening), "
-                                                           "2 or 4 (default: the vectorize pass's model)")
+                                                           "2, 4 or 8 (halves) (default: the vectorize pass's model)")
 
 
 def _defines(values: Optional[List[str]]) -> dict[str, str]:
@@ -95,8 +95,8 @@ def _merge(text: Optional[str]) -> Optional[MergeRequest]:
 
 
 def _vector_width(width: Optional[int]) -> Optional[int]:
-    if width is not None and width not in (1, 2, 4):
-        raise CompileError(f"--vector-width: expected 1, 2 or 4, got {width}")
+    if width is not None and width not in (1, 2, 4, 8):
+        raise CompileError(f"--vector-width: expected 1, 2, 4 or 8 (halves), got {width}")
     return width
 
 

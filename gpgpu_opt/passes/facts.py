@@ -12,6 +12,7 @@ from typing import Mapping
 from pycparser import c_ast
 
 from gpgpu_opt import cuda_types, launch, launch_dispatch
+from gpgpu_opt.frontend.scanner import tokenize
 from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
@@ -92,11 +93,16 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
 
 
 def definable_vectors(program) -> frozenset[str]:
-    """The vectors CUDA lacks whose name no file of the program spells (a type, a variable or a macro of the
-    user's own named `half8` would clash with the output's definition)."""
-    texts = [program.text_of(f.path) for f in program.source_files()]
-    return frozenset(v.name for v in cuda_types.DEFINED_VECTORS
-                     if not any(re.search(rf"\b{v.name}\b", text) for text in texts))
+    """The vectors CUDA lacks whose name no file of the program spells outside its comments and strings (a
+    type, a variable or a macro of the user's own named `half8` would clash with the output's definition)."""
+    spelled = set()
+    for f in program.source_files():
+        for token in tokenize(program.text_of(f.path)):
+            if token.kind == "ident":
+                spelled.add(token.text)
+            elif token.kind == "pp":
+                spelled.update(re.findall(r"[A-Za-z_]\w*", token.text))
+    return frozenset(v.name for v in cuda_types.DEFINED_VECTORS if v.name not in spelled)
 
 
 def _launch_block_z(program, kernel: Kernel) -> int | None:

@@ -84,3 +84,19 @@ def test_a_program_that_names_half8_keeps_half2(tmp_path_factory):
     text = kernel_source(result.kernels[0].optimized.funcdef)
     assert "const __half2 x_val = ((const __half2 *) x)[i / 2];" in text
     assert "GPGPU_OPT_HALF8" not in result.output
+
+
+def test_a_comment_or_string_naming_half8_leaves_the_name_free(tmp_path_factory):
+    source = HALF_KERNELS.replace("#include <cuda_fp16.h>", '#include <cuda_fp16.h>\n// half8 would be faster\n'
+                                  'static const char *how = "half8";')
+    result = compile_source(tmp_path_factory, "halves_comment", source, passes="restrict,vectorize")
+    assert "half8" in kernel_source(result.kernels[0].optimized.funcdef)
+
+
+def test_eight_asked_for_floats_is_a_note(tmp_path_factory):
+    source = HALF_KERNELS.replace("__half", "float").replace("__hadd(__hmul(alpha, x[i]), y[i])", "alpha * x[i] + y[i]")
+    source = source.replace("__hlt(v, __float2half(0.0f))", "v < 0.0f").replace("__float2half(0.0f)", "0.0f")
+    result = compile_source(tmp_path_factory, "floats8", source, passes="restrict,vectorize", vector_width=8)
+    assert result.kernels[0].optimized.launch is None
+    assert any("no 8-element vector type of float (--vector-width 8)" in n
+               for n in vectorize_notes(result.kernels[0], "skipped"))

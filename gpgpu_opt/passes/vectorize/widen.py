@@ -224,7 +224,7 @@ def _width(requested: int | None, element_types: list[str], ctx) -> int:
     access (16 bytes: float4, double2), lowered until every type has a V-element vector in the type table
     (`__half` has `__half2` and the output's `half8`, which needs a name the program leaves free: _usable)."""
     if requested:
-        missing = sorted({t for t in element_types if vector_type(t, requested) is None})
+        missing = sorted({t for t in element_types if not _usable(vector_type(t, requested), ctx)})
         if missing:
             raise Unsupported(f"no {requested}-element vector type of {', '.join(missing)} "
                               f"(--vector-width {requested})")
