@@ -9,7 +9,7 @@ bundle=$1 name=$2 dir=$3 regex=$4
 shift 4
 bash "$bundle/run.sh" --build-only "$name" > /dev/null 2>&1
 for variant in naive opt; do
-    (cd "$bundle/$name/$variant/$dir" && ncu --kernel-name "regex:$regex" --launch-skip 4 --launch-count 16 \
+    (cd "$bundle/$name/$variant/$dir" && ncu --clock-control none --kernel-name "regex:$regex" --launch-skip 4 --launch-count 16 \
         --metrics gpu__time_duration.sum --csv "../../$variant.bin" "$@" 2> /dev/null | grep -E '^"[0-9]' | python3 -c "
 import collections, csv, statistics, sys
 times = collections.defaultdict(list)
