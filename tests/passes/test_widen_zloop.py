@@ -117,7 +117,7 @@ def test_a_loop_of_a_run_time_trip_count_is_widened_to_8_byte_vectors(column_siz
     assert "up = ((const float2 *) (t_in + y * nx + z * layer + layer))[x / 2];" in text
     assert "float4" not in text and "& 7) == 0" in text
     (applied,) = [n for n in vectorize_notes(k, "applied") if n.startswith("kernel: widened")]
-    assert "as 2-element vectors (float2)" in applied and "8-byte vectors for a loop of a run-time trip count" in applied
+    assert "as 2-element vectors (float2)" in applied and "widened to 8-byte vectors at most" in applied
     assert k.optimized.size_dispatch == 540672
     assert k.transformed and k.validation.status == "passed"
 

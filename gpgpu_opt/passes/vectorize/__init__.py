@@ -6,8 +6,8 @@
 - `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
   V-element vector: V = 16 bytes over the element size (float4, double2, `half8`: 8 halves in a vector the
-  output defines; `__half2` for halves beside wider elements), or `--vector-width V` (1 turns widening off); `if`s on x run lane by lane,
-  gathers read per lane (lanes.py). Why a kernel is not widened is a note. Widening gains only where the
+  output defines; `__half2` for halves beside wider elements), or `--vector-width V` (1 turns widening off);
+  `if`s on x run lane by lane, gathers read per lane (lanes.py). Why a kernel is not widened is a note. Widening gains only where the
   widened launch still fills the GPU (launch_dispatch.py's fill rule: a size known when compiling decides
   then, a run-time size keeps the naive kernel beside it for small launches, a launch that can do neither is
   not widened); `latency` says why for long chains of slow arithmetic. A body with gathers is widened only at
@@ -104,27 +104,24 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     info = KernelInfo(work, ctx)
     try:
         what, gathers, streamed, vector_bytes = widen.widen(work, ctx, info, ctx.options.vector_width)
-        width = work.launch.outputs_per_block[0] // work.launch.block[0]
         if sized and run_time_loop(streamed) and vector_bytes > RUN_TIME_LOOP_VECTOR_BYTES:
-            narrower = width * RUN_TIME_LOOP_VECTOR_BYTES // vector_bytes
-            if narrower < 2:
-                raise Unsupported(f"a loop of a run-time trip count (a z march) is widened to "
-                                  f"{RUN_TIME_LOOP_VECTOR_BYTES}-byte vectors at most (measured: 16-byte ones "
-                                  f"followed the launch's waves), and {RUN_TIME_LOOP_VECTOR_BYTES} bytes hold one "
-                                  f"element; --vector-width widens it")
             work = kernel.copy()
             g.normalize_early_returns(work.body)
             info = KernelInfo(work, ctx)
-            what, gathers, streamed, _ = widen.widen(work, ctx, info, narrower)
-            what += (f"; {RUN_TIME_LOOP_VECTOR_BYTES}-byte vectors for a loop of a run-time trip count (a z march: "
-                     f"16-byte ones followed the launch's waves)")
-            width = narrower
+            why = (f"a loop of a run-time trip count (a z march) is widened to {RUN_TIME_LOOP_VECTOR_BYTES}-byte "
+                   f"vectors at most (measured: 16-byte ones followed the launch's waves)")
+            try:
+                what, gathers, streamed, _ = widen.widen(work, ctx, info, max_bytes=RUN_TIME_LOOP_VECTOR_BYTES)
+            except Unsupported as narrower:
+                raise Unsupported(f"{why}, and {narrower}; --vector-width widens it") from None
+            what += f"; {why}"
     except widen.NotWidenable as why:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
     except Unsupported as why:
         ctx.log.skip("kernel", f"not widened: {why}", where)
         return None
+    width = work.launch.outputs_per_block[0] // work.launch.block[0]
     why_not = gather_body(gathers) if sized else None
     if why_not is not None:     # measured: no size rule it follows
         ctx.log.skip("kernel", f"not widened: {why_not}", where)

@@ -47,7 +47,7 @@ from gpgpu_opt.passes.vectorize import lanes, streams, subscripts
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, text
-from gpgpu_opt.rewriting.vector import parse_vector_statements, vector_type
+from gpgpu_opt.rewriting.vector import MAX_VECTOR_BYTES, parse_vector_statements, vector_type
 
 _X_BUILTINS = {("threadIdx", "x"), ("blockIdx", "x"), ("blockDim", "x"), ("gridDim", "x")}
 
@@ -67,9 +67,11 @@ class Widened(NamedTuple):
     vector_bytes: int = 0
 
 
-def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -> Widened:
+def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None,
+          max_bytes: int | None = None) -> Widened:
     """Rewrite `kernel` in place; returns what was done, or raises NotWidenable/Unsupported. V is `requested`
-    (`--vector-width`), else the target's preferred access over the element size (`_width`)."""
+    (`--vector-width`), else the target's preferred access, or `max_bytes` where narrower, over the element
+    size (`_width`)."""
     body = kernel.body.block_items or []
     idx_pos, idx_decl = _index_local(info, body)
     idx = idx_decl.name
@@ -115,7 +117,7 @@ def widen(kernel: Kernel, ctx, info: KernelInfo, requested: int | None = None) -
         rows[id(node.subscript)] = written_out
     if loops:
         _no_reuse_in_loops(info, stmts, loops)
-    width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx)
+    width = _width(requested, [elem[a] for a, _, _ in widened] + list(local_types.values()), ctx, max_bytes)
     checks: list[str] = []
     starts: dict[str, list] = {}
     tested: dict[str, list] = {}        # array -> (f, its clamps) of each row start tested at run time
@@ -219,7 +221,7 @@ def _one_alignment(array: str, node: c_ast.ArrayRef, f: sympy.Expr, others: list
     others.append((node, f))
 
 
-def _width(requested: int | None, element_types: list[str], ctx) -> int:
+def _width(requested: int | None, element_types: list[str], ctx, max_bytes: int | None = None) -> int:
     """V: `requested`, or the most elements of the widest element type that fill the target's preferred
     access (16 bytes: float4, double2), lowered until every type has a V-element vector in the type table
     (`__half` has `__half2` and the output's `half8`, which needs a name the program leaves free: _usable)."""
@@ -232,12 +234,13 @@ def _width(requested: int | None, element_types: list[str], ctx) -> int:
     unknown = sorted({t for t in element_types if element_size(t) is None})
     if unknown:
         raise Unsupported(f"no vector type of {', '.join(unknown)}")
-    width = max(1, ctx.options.target.preferred_vector_bytes // max(element_size(t) for t in element_types))
+    widest = min(ctx.options.target.preferred_vector_bytes, max_bytes or MAX_VECTOR_BYTES)
+    width = max(1, widest // max(element_size(t) for t in element_types))
     while width > 1 and not all(_usable(vector_type(t, width), ctx) for t in element_types):
         width //= 2
     if width == 1:
-        raise Unsupported(f"no {ctx.options.target.preferred_vector_bytes}-byte-or-narrower vector type holds two "
-                          f"elements of each of {', '.join(sorted(set(element_types)))}")
+        raise Unsupported(f"no {widest}-byte-or-narrower vector type holds two elements of each of "
+                          f"{', '.join(sorted(set(element_types)))}")
     return width
 
 
