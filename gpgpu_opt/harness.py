@@ -17,6 +17,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import launch_assumptions
+from gpgpu_opt.rewriting.vector import definitions
 from gpgpu_opt.templating import render
 from gpgpu_opt.verify import (ATOMIC_TOLERANCE, Case, all_accesses, array_extents, infer_global_space,
                               optimized_launch)
@@ -24,11 +25,20 @@ from gpgpu_opt.verify import (ATOMIC_TOLERANCE, Case, all_accesses, array_extent
 
 def _fill(base_type: str) -> tuple[int, str] | None:
     """(size, fill function) of an element type the harness can fill: C's integer and floating types
-    however written (not bool, nor the half types, which host arithmetic does not take), else None."""
+    however written, and the half types (converted from and to double on the host by their headers'
+    constructors and conversions); not bool; else None."""
     t = cuda_types.scalar(base_type)
-    if t is None or t.kind not in "iuf" or t.is_half:
+    if t is None or t.kind not in "iuf":
         return None
     return t.size, "fill_real" if t.kind == "f" else "fill_int"
+
+
+def _half_header(base_type: str) -> str | None:
+    """The header that declares a half type (`__half`: cuda_fp16.h), None for any other type."""
+    t = cuda_types.scalar(base_type)
+    if t is None or not t.is_half:
+        return None
+    return next(a.header for a in cuda_types.TYPE_ALIASES if a.target == t.name and a.header)
 
 
 #: Reference kinds and the names they may be asked for by.
@@ -63,7 +73,14 @@ def _array_roles(kernel: Kernel) -> dict[str, tuple[bool, bool]]:
     return roles
 
 
+def _vector_definitions(variants: list["HarnessVariant"]) -> list[str]:
+    """The definitions of the vectors CUDA lacks (`half8`) that the variants use, each once."""
+    return list(dict.fromkeys(text for v in variants for text in definitions(v.kernel.funcdef)))
+
+
 def _literal(value, ctype: str) -> str:
+    if _half_header(ctype) is not None:
+        return f"{float(value)!r}"      # the half type's constructor from double rounds it
     if ctype == "float":
         return f"{float(value)!r}f"
     if ctype == "double":
@@ -231,7 +248,7 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     for p in naive.scalars:
         if p.name in sizes:
             value = sizes[p.name]
-        elif p.base_type in ("float", "double"):
+        elif p.base_type in ("float", "double") or _half_header(p.base_type) is not None:
             value = 0.75
         else:
             raise CompileError(f"kernel '{kernel_name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
@@ -263,7 +280,9 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     sizes_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "sizes fixed in the source"
     return render("run_harness.cu.j2", kernel=kernel_name, source=program.path, sizes_text=sizes_text,
                   global_space=global_space, naive_block=naive_block, naive_grid=naive_grid,
-                  variants=shown, headers=sorted({h for v in variants for h in v.kernel.includes}),
+                  variants=shown, headers=sorted({h for v in variants for h in v.kernel.includes}
+                                                | {_half_header(p.base_type) for p in naive.params} - {None}),
+                  vector_definitions=_vector_definitions(variants),
                   device_functions=[kernel_source(f) for f in program.device_functions.values()],
                   naive_source=renamed_source(naive, f"{kernel_name}_naive"),
                   scalars=scalars, arrays=arrays, call_args=call_args, total_bytes=total_bytes,

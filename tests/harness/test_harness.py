@@ -178,3 +178,16 @@ def test_harness_refuses_a_launch_the_helpers_refuse(tmp_path):
     with pytest.raises(CompileError, match="cannot serve the naive launch"):
         generate_harness(program, result, "add", {}, global_space=(96, 1))
     assert "add_opt" in generate_harness(program, result, "add", {}, global_space=(96 * tile, 1))
+
+
+@requires_nvcc
+def test_a_half_kernel_has_a_harness(tmp_path):
+    """__half arrays are filled and compared through double (cuda_fp16.h's host conversions), a __half scalar
+    is constructed from a double, and the header that declares them is included. Built whole: the host side is
+    where the conversions are."""
+    program = load_program(str(ROOT / "bench/half8/half_axpy.cu"))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
+    text = generate_harness(program, result, "haxpy", {"n": 5000}, runs=5)
+    assert "#include <cuda_fp16.h>" in text and "const __half s_alpha = 0.75;" in text
+    assert "fill_real(h_x, n_x);" in text and "half8" in text
+    _nvcc_compile(tmp_path, text, "haxpy")

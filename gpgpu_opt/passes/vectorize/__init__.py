@@ -7,11 +7,11 @@
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
   V-element vector: V = 16 bytes over the element size (float4, double2, `half8`: 8 halves in a vector the
   output defines; `__half2` for halves beside wider elements), or `--vector-width V` (1 turns widening off);
-  `if`s on x run lane by lane, gathers read per lane (lanes.py). Why a kernel is not widened is a note. Widening gains only where the
-  widened launch still fills the GPU (launch_dispatch.py's fill rule: a size known when compiling decides
-  then, a run-time size keeps the naive kernel beside it for small launches, a launch that can do neither is
-  not widened); `latency` says why for long chains of slow arithmetic. A body with gathers is widened only at
-  a width asked for: measured, it did not gain at any size (gather_body). One that loops a trip count known
+  `if`s on x run lane by lane, gathers read per lane (lanes.py). Why a kernel is not widened is a note.
+  Widening gains only where the widened launch still fills the GPU (launch_dispatch.py's fill rule: a size
+  known when compiling decides then, a run-time size keeps the naive kernel beside it for small launches, a
+  launch that can do neither is not widened); `latency` says why for long chains of slow arithmetic. A body
+  with gathers is widened only at a width asked for: measured, it did not gain at any size (gather_body). One that loops a trip count known
   only at run time (a z march) is widened to 8-byte vectors at most (float2): measured, 16-byte ones followed
   the launch's waves, 8-byte ones gained at every size (RUN_TIME_LOOP_VECTOR_BYTES). A width asked for
   (`--vector-width`) widens whatever the size.
