@@ -142,7 +142,7 @@ def test_host_sizeof():
 def test_harness_fills_by_the_table():
     assert _fill("float") == (4, "fill_real") and _fill("unsigned") == (4, "fill_int")
     assert _fill("uint64_t") == (8, "fill_int")
-    assert _fill("__half") is None and _fill("bool") is None and _fill("float4") is None
+    assert _fill("__half") == (2, "fill_real") and _fill("bool") is None and _fill("float4") is None
 
 
 def test_model_vector_casts_and_floating():
