@@ -194,7 +194,14 @@ def _function_declarator(function: Node) -> Node | None:
     return declarator
 
 
+#: `#include <...>` or `"..."`: the directive names a file, whose name mentions no identifier (`cuda_fp16.h`).
+_INCLUDE = re.compile(r"\s*#\s*include\s*[<\"][^>\"]*[>\"]\s*$")
+
+
 def _mentions(text: str, name: str) -> bool:
+    """Whether a preprocessor line names `name` (an include directive's file name does not)."""
+    if _INCLUDE.match(text):
+        return False
     return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text) is not None
 
 
