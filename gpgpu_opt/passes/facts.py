@@ -12,13 +12,13 @@ from typing import Mapping
 from pycparser import c_ast
 
 from gpgpu_opt import cuda_types, launch, launch_dispatch
-from gpgpu_opt.frontend.scanner import tokenize
-from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import AliasFacts, alias_facts
 from gpgpu_opt.analysis.alignment import base_alignment
 from gpgpu_opt.analysis.launch_blocks import proved_block
+from gpgpu_opt.frontend.scanner import tokenize
+from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.host_view import view_of
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch_contract import has_launch_site
