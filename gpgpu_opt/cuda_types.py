@@ -51,8 +51,7 @@ class VectorType:
 
     @property
     def fields(self) -> tuple[str, ...]:
-        """The components' names: CUDA's `x`, `y`, `z`, `w`; `h0` ... `h7` for a defined 8-lane vector."""
-        return tuple("xyzw"[:self.n]) if self.n <= 4 else tuple(f"h{k}" for k in range(self.n))
+        return component_names(self.n)
 
     @property
     def size(self) -> int:
@@ -174,6 +173,12 @@ def _integer_from_words(words: list[str]) -> ScalarType | None:
 def vector(spelling: str) -> VectorType | None:
     """The vector type named `float4`, `half2`, `cuComplex`..., None for any other name."""
     return _VECTORS.get(VECTOR_ALIASES.get(spelling, spelling))
+
+
+def component_names(n: int) -> tuple[str, ...]:
+    """The components of an n-element vector: CUDA's `x`, `y`, `z`, `w`; `h0` ... `h7` for the defined 8-lane
+    one (CUDA has no vector wider than 4)."""
+    return tuple("xyzw"[:n]) if n <= 4 else tuple(f"h{k}" for k in range(n))
 
 
 def defined_vector(name: str) -> VectorType | None:

@@ -38,7 +38,7 @@ def _half_header(base_type: str) -> str | None:
     t = cuda_types.scalar(base_type)
     if t is None or not t.is_half:
         return None
-    return next(a.header for a in cuda_types.TYPE_ALIASES if a.target == t.name and a.header)
+    return next((a.header for a in cuda_types.TYPE_ALIASES if a.target == t.name and a.header), None)
 
 
 #: Reference kinds and the names they may be asked for by.

@@ -127,8 +127,7 @@ class MemLV:
 
 
 def _component(field: str, t: VecType, node) -> int:
-    i = COMPONENTS.find(field) if t.n <= 4 else (WIDE_FIELDS[t.name].index(field)
-                                                 if field in WIDE_FIELDS.get(t.name, ()) else -1)
+    i = COMPONENTS.find(field) if t.n <= 4 else WIDE_FIELDS.get(t.name, {}).get(field, -1)
     if i < 0 or i >= t.n:
         raise UnsupportedConstruct(f"member '.{field}' of {t} at {where(node)}")
     return i

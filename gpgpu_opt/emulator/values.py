@@ -82,8 +82,8 @@ VECTOR_TYPES.update({alias: VECTOR_TYPES[name] for alias, name in cuda_types.VEC
 VECTOR_TYPES.update({v.name: VecType(v.name, SCALARS[v.base], v.n) for v in cuda_types.DEFINED_VECTORS})
 VECTOR_TYPES["dim3"] = VecType("dim3", UINT, 3)
 COMPONENTS = "xyzw"
-#: The components' names of the vectors with more than four (cuda_types.VectorType.fields: `h0` ... `h7`).
-WIDE_FIELDS = {v.name: v.fields for v in cuda_types.DEFINED_VECTORS}
+#: Component name -> index of the vectors with more than four (cuda_types.component_names: `h0` ... `h7`).
+WIDE_FIELDS = {v.name: {f: k for k, f in enumerate(v.fields)} for v in cuda_types.DEFINED_VECTORS}
 
 
 def type_from_names(names: list[str], node=None) -> CType | VecType | None:

@@ -33,7 +33,7 @@ def constructor(vtype: str) -> str:
 
 def lane_field(width: int, lane: int) -> str:
     """The component of a `width`-element vector that holds `lane`: `x` ... `w`, `h0` ... `h7` for 8."""
-    return COMPONENTS[lane] if width <= 4 else f"h{lane}"
+    return cuda_types.component_names(width)[lane]
 
 
 def definitions(funcdef: c_ast.FuncDef) -> list[str]:
