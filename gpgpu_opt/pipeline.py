@@ -30,6 +30,7 @@ from gpgpu_opt.passes.options import CompileOptions
 from gpgpu_opt.passes.normalize.three_d import block_z
 from gpgpu_opt.passes.lowering import lower
 from gpgpu_opt.passes.schedule import Schedule
+from gpgpu_opt.rewriting import flat_arrays
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
 from gpgpu_opt.rewriting.vector import definitions as vector_definitions
 from gpgpu_opt.signature import requalified
@@ -251,23 +252,30 @@ def compile_kernels(program: Program, canonical: dict, options: CompileOptions,
 def _compile_kernel(program: Program, kernel: Kernel, canonical, options: CompileOptions,
                     diagnostics: Diagnostics) -> KernelResult:
     pass_names = list(options.passes)
-    facts = kernel_facts(program, kernel, options)
+    flat = _flat_arrays(kernel, pass_names, diagnostics)
+    start = kernel if flat is None else flat.kernel   # what the passes see: arrays of arrays flat
+    facts = kernel_facts(program, start, options)
     log = DecisionLog(diagnostics, kernel.name)
     ctx = PassContext(options, facts, log, kernel.name, lowering=lower)
     if canonical is not None:
         log.record(grid_stride.PASS_NAME, "kernel", canonical.describe(), Location.of(kernel.funcdef.decl))
     block = facts.naive_block
     races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
-    held = bool(pass_names) and not races and _left_as_written(program, kernel, diagnostics)
+    held = bool(pass_names) and not races and _left_as_written(program, start, diagnostics)
     checker = None
     if options.self_check:
         from gpgpu_opt.verify import quick_check
 
-        checker = quick_check(program, kernel, block)
-    start, names = _z_axis(program, kernel, pass_names, diagnostics)
+        checker = quick_check(program, start, block)
+    start, names = _z_axis(program, start, pass_names, diagnostics)
     optimized, ran = optimize_kernel(start, ctx, [] if races or held else names, options.dump_dir, checker,
                                      options.strict)
+    if flat is not None:  # the user's declarations back, each array bound to its flat pointer
+        optimized = flat_arrays.rewrapped(optimized, kernel, flat)
+        ran = [(name, flat_arrays.rewrapped(version, kernel, flat)) for name, version in ran]
     result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
+    if flat is not None and not result.transformed:
+        result.optimized = kernel.copy()    # no pass paid: the kernel as written
     if options.validate and result.transformed:
         _validate(program, result, [("naive", kernel), *ran], block, dict(options.bindings), diagnostics,
                   options.strict)
@@ -340,6 +348,19 @@ def _validate(program: Program, result: KernelResult, versions: list[tuple[str, 
                          f"{_after(validation.kept_after)}", where, kernel=kernel.name)
     elif validation.status == "not checked":
         diagnostics.note(f"{kernel.name}: {validation.detail}", where, kernel=kernel.name)
+
+
+def _flat_arrays(kernel: Kernel, pass_names: list[str], diagnostics: Diagnostics) -> flat_arrays.FlatArrays | None:
+    """The kernel with its arrays of arrays flat for the passes (rewriting/flat_arrays.py), if it has any
+    and every other parameter is modelled; where a use keeps an array of arrays, a note says which."""
+    flat = flat_arrays.flatten(kernel) if pass_names else None
+    if isinstance(flat, str):
+        diagnostics.note(f"'{kernel.name}' left as written: its arrays of arrays are not read element by element "
+                         f"({flat})", Location.of(kernel.funcdef.decl), kernel=kernel.name)
+        return None
+    if flat is None or unmodelled_parameter(flat.kernel) is not None:
+        return None
+    return flat
 
 
 def _left_as_written(program: Program, kernel: Kernel, diagnostics: Diagnostics) -> bool:

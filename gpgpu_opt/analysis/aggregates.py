@@ -2,9 +2,10 @@
 `p[i].x`, a struct of pointers `Params s` read as `s.a[i]`) and pointers to pointers (`float **rows`).
 Their accesses are not the flat element accesses the passes rewrite, so a kernel with one is left as
 written, with a note naming the parameter. Arrays of arrays (`double c[][Y][X]`) are analysed, each access
-at its flattened subscript `(z * Y + y) * X + x` (see accesses), and emulated; but the passes find and
-rewrite element accesses as `a[subscript]` of a flat array (`c[z]` would be taken for an element), so such
-a kernel is left as written too.
+at its flattened subscript `(z * Y + y) * X + x` (see accesses), and emulated; the passes find and rewrite
+element accesses as `a[subscript]` of a flat array (`c[z]` would be taken for an element), so the pipeline
+gives them the kernel with those arrays flat (rewriting/flat_arrays.py) where nothing else keeps it as
+written.
 
 An array of structs whose layout is certain (frontend/struct_layouts.py: field k of element e is element
 `m * e + k` of the one field type) is analysed too: a field read `p[e].lat` is analysed at that subscript
@@ -40,12 +41,15 @@ def unmodelled_parameter(kernel) -> str | None:
         if p.indirect:
             return f"the parameter '{p.name}' is a pointer to pointers (or an array of arrays of unknown size)"
         if p.inner_dims:
-            return (f"the parameter '{p.name}' is an array of arrays (analysed as its flattened subscripts; the "
-                    "passes rewrite flat arrays only)")
+            continue    # flattened for the passes where nothing else keeps the kernel (pipeline)
         if not is_element_type(p.base_type):
             if param_layout(kernel, p.name) is not None:  # its fields: flat elements (emulator/structs.py)
                 continue
             what = "a pointer to a struct" if p.is_pointer else "a struct passed by value"
             spelled = "" if p.base_type == "struct" else f" ('{p.base_type}')"
             return f"the parameter '{p.name}' is {what}{spelled}, whose members the analyses do not model"
+    arrays = next((p.name for p in kernel.params if p.inner_dims), None)
+    if arrays is not None:
+        return (f"the parameter '{arrays}' is an array of arrays (analysed as its flattened subscripts; the "
+                "passes rewrite flat arrays only)")
     return None
