@@ -89,6 +89,9 @@ class Kernel:
     #: The certain layouts (frontend.struct_layouts.StructLayout) of the structs its pointer parameters point to,
     #: by type name: their fields are analysed as strided accesses.
     struct_layouts: dict = field(default_factory=dict)
+    #: The fields of the structs of pointers its parameters pass by value (`ParticlesSoA s`), by type name
+    #: (frontend.struct_layouts.Member): read as `s.x[i]`, flat arrays to the passes (rewriting/member_arrays.py).
+    struct_members: dict = field(default_factory=dict)
     #: The naive threads from which this (optimized) kernel gains: launches with fewer run the naive kernel,
     #: kept beside it (launch_dispatch.py). None: every launch runs it.
     size_dispatch: int | None = None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpgpu_opt import launch, launch_dispatch
 from gpgpu_opt.analysis.aggregates import unmodelled_parameter
+from gpgpu_opt.analysis.aliasing import AliasFacts
 from gpgpu_opt.analysis.file_scope import may_write_device_variable
 from gpgpu_opt.analysis.induction import RESTATED
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
@@ -30,7 +31,7 @@ from gpgpu_opt.passes.options import CompileOptions
 from gpgpu_opt.passes.normalize.three_d import block_z
 from gpgpu_opt.passes.lowering import lower
 from gpgpu_opt.passes.schedule import Schedule
-from gpgpu_opt.rewriting import flat_arrays
+from gpgpu_opt.rewriting.parameter_views import ParameterViews
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
 from gpgpu_opt.rewriting.vector import definitions as vector_definitions
 from gpgpu_opt.signature import requalified
@@ -252,9 +253,12 @@ def compile_kernels(program: Program, canonical: dict, options: CompileOptions,
 def _compile_kernel(program: Program, kernel: Kernel, canonical, options: CompileOptions,
                     diagnostics: Diagnostics) -> KernelResult:
     pass_names = list(options.passes)
-    flat = _flat_arrays(kernel, pass_names, diagnostics)
-    start = kernel if flat is None else flat.kernel   # what the passes see: arrays of arrays flat
-    facts = kernel_facts(program, start, options)
+    views = _views(kernel, pass_names, diagnostics)
+    start = kernel if views is None else views.start    # what the passes see: flat arrays
+    facts = kernel_facts(program, kernel if views is not None and views.members else start, options)
+    if views is not None and views.members:  # the launches' facts; of a struct's arrays nothing is known
+        facts = replace(facts, aliasing=AliasFacts(False, "", why_not=f"'{kernel.name}' reads arrays through a "
+                                                   "struct passed by value, which may point anywhere"))
     log = DecisionLog(diagnostics, kernel.name)
     ctx = PassContext(options, facts, log, kernel.name, lowering=lower)
     if canonical is not None:
@@ -270,15 +274,13 @@ def _compile_kernel(program: Program, kernel: Kernel, canonical, options: Compil
     start, names = _z_axis(program, start, pass_names, diagnostics)
     optimized, ran = optimize_kernel(start, ctx, [] if races or held else names, options.dump_dir, checker,
                                      options.strict)
-    if flat is not None:  # the user's declarations back, each array bound to its flat pointer
-        optimized = flat_arrays.rewrapped(optimized, kernel, flat)
-        ran = [(name, flat_arrays.rewrapped(version, kernel, flat)) for name, version in ran]
-    result = KernelResult(kernel, optimized, ctx, [name for name, _ in ran], races)
-    if flat is not None and not result.transformed:
+    result = KernelResult(kernel, optimized if views is None else views.declared(optimized), ctx,
+                          [name for name, _ in ran], races)
+    if views is not None and not result.transformed:
         result.optimized = kernel.copy()    # no pass paid: the kernel as written
-    if options.validate and result.transformed:
+    elif options.validate and result.transformed:
         _validate(program, result, [("naive", kernel), *ran], block, dict(options.bindings), diagnostics,
-                  options.strict)
+                  options.strict, views)
     return result
 
 
@@ -330,13 +332,22 @@ def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
 
 
 def _validate(program: Program, result: KernelResult, versions: list[tuple[str, Kernel]], block: tuple[int, int],
-              bindings: dict[str, int] | None, diagnostics: Diagnostics, strict: bool) -> None:
+              bindings: dict[str, int] | None, diagnostics: Diagnostics, strict: bool,
+              views: ParameterViews | None = None) -> None:
     """Emulate the versions against the naive kernel and keep the newest that the check vouches for (or that
-    is proved without it); a note says what was dropped or left unchecked, and why."""
+    is proved without it); a note says what was dropped or left unchecked, and why. With `views`, the
+    versions are the passes' (flat) ones: each is emulated as the views say, and the one kept is declared."""
     from gpgpu_opt.validate import validate as validate_kernel
 
     kernel = result.naive
-    result.optimized, result.validation = validate_kernel(program, kernel, versions, block, bindings=bindings)
+    if views is None:
+        result.optimized, result.validation = validate_kernel(program, kernel, versions, block, bindings=bindings)
+    else:
+        emulated = [("naive", views.emulated_naive)] + [(name, views.emulated(v)) for name, v in versions[1:]]
+        chosen, result.validation = validate_kernel(program, views.emulated_naive, emulated, block,
+                                                    bindings=bindings)
+        at = next(k for k, (_, v) in enumerate(emulated) if v is chosen)
+        result.optimized = kernel.copy() if at == 0 else views.declared(versions[at][1])
     validation, where = result.validation, Location.of(kernel.funcdef.decl)
     if strict and validation.error is not None:
         raise InternalError("validate (the emulator)", kernel.name, where, validation.error) from validation.error
@@ -350,17 +361,17 @@ def _validate(program: Program, result: KernelResult, versions: list[tuple[str, 
         diagnostics.note(f"{kernel.name}: {validation.detail}", where, kernel=kernel.name)
 
 
-def _flat_arrays(kernel: Kernel, pass_names: list[str], diagnostics: Diagnostics) -> flat_arrays.FlatArrays | None:
-    """The kernel with its arrays of arrays flat for the passes (rewriting/flat_arrays.py), if it has any
-    and every other parameter is modelled; where a use keeps an array of arrays, a note says which."""
-    flat = flat_arrays.flatten(kernel) if pass_names else None
-    if isinstance(flat, str):
-        diagnostics.note(f"'{kernel.name}' left as written: its arrays of arrays are not read element by element "
-                         f"({flat})", Location.of(kernel.funcdef.decl), kernel=kernel.name)
+def _views(kernel: Kernel, pass_names: list[str], diagnostics: Diagnostics) -> ParameterViews | None:
+    """The kernel's parameters as flat arrays for the passes (rewriting/parameter_views.py), where it has a
+    struct of arrays or arrays of arrays and nothing else keeps it as written; a use that keeps it has a note."""
+    views = ParameterViews.of(kernel) if pass_names else None
+    if isinstance(views, str):
+        diagnostics.note(f"'{kernel.name}' left as written: {views}", Location.of(kernel.funcdef.decl),
+                         kernel=kernel.name)
         return None
-    if flat is None or unmodelled_parameter(flat.kernel) is not None:
+    if views is None or unmodelled_parameter(views.start) is not None:
         return None
-    return flat
+    return views
 
 
 def _left_as_written(program: Program, kernel: Kernel, diagnostics: Diagnostics) -> bool:

@@ -17,7 +17,7 @@ from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variabl
 from gpgpu_opt.frontend.inline import NotInlined, ReferenceHelper, inline_reference_helpers
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.preprocess import preprocess_program
-from gpgpu_opt.frontend.struct_layouts import uniform_layouts
+from gpgpu_opt.frontend.struct_layouts import pointer_structs, uniform_layouts
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.frontend.dereferences import subscript_dereferences
 from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
@@ -232,10 +232,12 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                                                            instance=unit.instance))
             else:
                 program.device_functions[definition.name] = func
-    layouts = _struct_layouts(typedefs, path)
+    layouts, members = _struct_layouts(typedefs, path)
     for kernel in program.kernels:
         kernel.file_variables = variables_used(kernel.funcdef, file_variables, program.device_functions)
         kernel.struct_layouts = {p.base_type: layouts[p.base_type] for p in kernel.params if p.base_type in layouts}
+        kernel.struct_members = {p.base_type: members[p.base_type] for p in kernel.params
+                                 if not p.is_pointer and p.base_type in members}
     return program
 
 
@@ -268,12 +270,14 @@ def _parse_unit(unit: templates.FunctionUnit, pp_def: scanner.FunctionDefinition
     return func, launch_bounds, shorthand
 
 
-def _struct_layouts(typedefs: "_Typedefs", path: str) -> dict:
-    """The structs of the file whose layout is certain (frontend/struct_layouts.py), by type name."""
+def _struct_layouts(typedefs: "_Typedefs", path: str) -> tuple[dict, dict]:
+    """The structs of the file whose layout is certain, and the structs of pointers, by type name
+    (frontend/struct_layouts.py)."""
     try:
-        return uniform_layouts(parse_c(typedefs.text, path))
+        ast = parse_c(typedefs.text, path)
     except CompileError:
-        return {}
+        return {}, {}
+    return uniform_layouts(ast), pointer_structs(ast)
 
 
 def _called_functions(func: c_ast.FuncDef) -> set[str]:

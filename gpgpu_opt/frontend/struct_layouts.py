@@ -59,6 +59,53 @@ def uniform_layouts(ast: c_ast.FileAST) -> dict[str, StructLayout]:
     return layouts
 
 
+@dataclass(frozen=True)
+class Member:
+    """One field of a struct of pointers: `const float *vx` is Member('vx', 'float', True, True)."""
+    name: str
+    base_type: str
+    is_pointer: bool
+    is_const: bool
+
+
+def pointer_structs(ast: c_ast.FileAST) -> dict[str, tuple[Member, ...]]:
+    """The structs of `ast` whose fields are each a pointer to a scalar (`float *x`, `const int *idx`) or a
+    scalar (`int n`), with at least one pointer, by the name a kernel gives their type: a struct of arrays
+    passed by value (`ParticlesSoA s`, read as `s.x[i]`). A whitelist like the layouts': no arrays,
+    pointers to pointers, nested structs, bit-fields or unions."""
+    exts = [e for e in ast.ext if e.coord is None or e.coord.file != PRELUDE_FILE]
+    definitions = {st.name: st for st in map(_struct_of, exts) if st is not None and st.name and st.decls}
+    found: dict[str, tuple[Member, ...]] = {}
+    for ext in exts:
+        struct = _struct_of(ext)
+        if struct is not None and struct.decls is None:
+            struct = definitions.get(struct.name)
+        if struct is None:
+            continue
+        name = ext.name if isinstance(ext, c_ast.Typedef) else f"struct {struct.name}"
+        members = _members(struct)
+        if members is not None and any(m.is_pointer for m in members):
+            found[name] = members
+    return found
+
+
+def _members(struct: c_ast.Struct) -> tuple[Member, ...] | None:
+    members = []
+    for decl in struct.decls or []:
+        if not isinstance(decl, c_ast.Decl) or decl.bitsize is not None or not decl.name:
+            return None
+        t, pointer = decl.type, False
+        if isinstance(t, c_ast.PtrDecl):
+            t, pointer = t.type, True
+        if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
+            return None
+        base = " ".join(n for n in t.type.names)
+        if cuda_types.scalar(base) is None:
+            return None
+        members.append(Member(decl.name, base, pointer, "const" in (t.quals or [])))
+    return tuple(members) or None
+
+
 def _struct_of(ext) -> c_ast.Struct | None:
     """The struct a file-scope `typedef struct ... NAME;` or `struct TAG {...};` declares."""
     if isinstance(ext, c_ast.Typedef) and isinstance(ext.type, c_ast.TypeDecl) \
@@ -83,4 +130,4 @@ def _layout(name: str, struct: c_ast.Struct) -> StructLayout | None:
     return StructLayout(name, types.pop(), tuple(fields))
 
 
-__all__ = ["StructLayout", "uniform_layouts"]
+__all__ = ["Member", "StructLayout", "pointer_structs", "uniform_layouts"]

@@ -1,7 +1,7 @@
 """Our own C++ corpus (tests/programs/cxx): small complete programs written in the styles of Rodinia and NVIDIA's
 cuda-samples (templates launched as k<float, 256><<<...>>>, kernels in an included header, grid-stride loops, a
 3-D stencil with edge clamps, bool / M_PI / FLT_MAX, __constant__ coefficients, structs of arrays and arrays of
-structs, __half, an unsupported construct beside a good kernel, static_cast / auto / nullptr). Each program
+structs, arrays of arrays, __half, an unsupported construct beside a good kernel, static_cast / auto / nullptr). Each program
 checks its own result and prints a checksum, so it can also run on a GPU (bench/corpus_gpu.py).
 
 What is asserted: nvcc accepts every program; `gpgpu-opt compile -o OUTDIR/` (strict) never ends in a traceback
@@ -31,7 +31,7 @@ from corpus_kit.sources import program_kernels  # noqa: E402
 #: The main file of each program (kernels_header's kernels live in kernels.cuh).
 PROGRAMS = ["template_affine.cu", "kernels_header/main.cu", "saxpy_gridstride.cu", "stencil3d.cu",
             "bool_consts.cu", "constant_coeffs.cu", "particles.cu", "half_scale.cu", "mixed_good_bad.cu",
-            "cxx_casts.cu", "ref_helpers.cu"]
+            "cxx_casts.cu", "ref_helpers.cu", "fixed_rows.cu"]
 
 #: What the merged compiler makes of each kernel: "transformed" (a pass beyond restrict is kept,
 #: corpus_kit.runner.kernel_transformed) or a regular expression that one of the notes naming the kernel's file
@@ -47,10 +47,12 @@ OUTCOMES = {
     "constant_coeffs.cu": {"filter1d": r"coalesce: in\[j\]: not staged: .*halo"},
     "particles.cu": {"drift_aos": r"vectorize: kernel: not widened: 'p\[i\].x' depends on x and is a member of an "
                                   r"array element \(an array of structs\)",
-                     "drift_soa": r"'drift_soa' left as written: the parameter 's' is a struct passed by value"},
+                     "drift_soa": "transformed"},   # its struct's fields bound to locals, widened
     "half_scale.cu": {"haxpy": "transformed", "saxpy_ref": "transformed"},   # widened by __half2 (and float2)
     "mixed_good_bad.cu": {"lane_ids": r"'lane_ids' uses C\+\+ \(inline asm", "vadd": "transformed"},
     "cxx_casts.cu": {"scale_rows": "transformed"},     # checked with the bias given and null
+    "fixed_rows.cu": {"row_sums": "transformed",          # float a[][COLS] read flat: a warp per row
+                      "scale_rows": "transformed"},       # widened where the launch fills the GPU (dispatched)
     "ref_helpers.cu": {"energy_fluxes": "transformed",            # float& / float3& helpers inlined, widened
                        "step_factor": "transformed"},   # widened where the launch fills the GPU (dispatched)
 }
@@ -61,7 +63,6 @@ GAPS = {
     ("bool_consts.cu", "wave"): "an elementwise kernel with a bool parameter: no pass applies and no note says why",
     ("particles.cu", "drift_aos"): "an array of structs is analysed and emulated, but its 24-byte Particle is "
                                    "written and read two fields a statement: no whole-struct vector load applies",
-    ("particles.cu", "drift_soa"): "the members of a struct of pointers passed by value (s.x[i]) are not modelled",
 }
 
 

@@ -11,11 +11,8 @@ import pytest
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.rewriting import flat_arrays
-from gpgpu_opt.targets import get_target
-from tests.passes.vectorize_kit import assert_builds, assert_equivalent, compile_source
+from tests.passes.vectorize_kit import assert_builds, assert_equivalent, compile_source, compile_with_notes
 
 #: In the style of C numerical code ported to CUDA: fixed row widths in the types, the row count at run time.
 ROWS = """
@@ -107,7 +104,7 @@ def test_subscripts_are_flattened_row_major(tmp_path):
     ("const float *r = a[i]; if (i < n) o[i] = r[0];", "'a' is used as a row (1 of its 2 subscripts)"),
     ("float a = 1.0f; if (i < n) o[i] = a;", "a local declares the name 'a' of an array of arrays"),
 ])
-def test_an_array_used_otherwise_than_by_element_keeps_the_kernel_as_written(tmp_path, body, why):
+def test_an_array_used_otherwise_than_by_element_keeps_the_kernel_as_written(tmp_path_factory, body, why):
     source = f"""
         __global__ void k(const float a[][16], float *o, int n)
         {{
@@ -116,17 +113,8 @@ def test_an_array_used_otherwise_than_by_element_keeps_the_kernel_as_written(tmp
         }}
         int main() {{ float *o; float (*a)[16]; k<<<8, 128>>>(a, o, 1000); return 0; }}
     """
-    result, notes = compiled(tmp_path, source)
+    result, notes = compile_with_notes(tmp_path_factory, "kept", source)
     kernel = result.kernels[0]
     assert not kernel.transformed
     assert kernel_source(kernel.optimized.funcdef) == kernel_source(kernel.naive.funcdef)
     assert f"'k' left as written: its arrays of arrays are not read element by element ({why})" in notes
-
-
-def compiled(tmp_path, source: str):
-    path = tmp_path / "k.cu"
-    path.write_text(textwrap.dedent(source))
-    diagnostics = Diagnostics(quiet=True)
-    program = load_program(str(path), diagnostics=diagnostics)
-    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics, validate=True)
-    return result, [n.message for n in diagnostics.notes]

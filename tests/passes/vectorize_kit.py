@@ -27,6 +27,16 @@ def compile_source(tmp_path_factory, name: str, source: str, passes: str | None 
                         **options)
 
 
+def compile_with_notes(tmp_path_factory, name: str, source: str, passes: str | None = None):
+    """compile_source with every pass by default, and the notes the compile printed."""
+    path = tmp_path_factory.mktemp(name) / f"{name}.cu"
+    path.write_text(textwrap.dedent(source))
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(str(path), diagnostics=diagnostics)
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(passes), diagnostics, validate=True)
+    return result, [n.message for n in diagnostics.notes]
+
+
 def vectorize_notes(kernel, action: str) -> list[str]:
     """vectorize's decisions on `kernel` with `action` ('applied', 'skipped'), as 'subject: reason'."""
     return [f"{d.subject}: {d.reason}" for d in kernel.context.log.decisions
