@@ -2,6 +2,8 @@
 
 - `pairs`: the paper's rule on every target: `P[2*e + N]` and `P[2*e + N + 1]` (N even), both loads or both
   stores of one basic block, become one `float2` (int2, double2) access, `.x` the lower address;
+- `whole_structs`: a struct `p[e]` a thread reads whole and updates in one straight-line block is loaded as
+  8- or 16-byte vectors into locals and its written fields stored back once (measured 1.04x to 1.09x);
 - `struct_loads`: a thread's reads of every field of an 8- or 16-byte struct `p[e]` become one vector load;
 - `widen`: on targets that serve warps by 32-byte sectors (`coalescing_rule == 'sectors'`), a kernel whose
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
@@ -25,7 +27,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.schedule import remember
 from gpgpu_opt.passes.schedule import Widening, schedule_of
-from gpgpu_opt.passes.vectorize import latency, pairs, struct_loads, widen
+from gpgpu_opt.passes.vectorize import latency, pairs, struct_loads, whole_structs, widen
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported
@@ -37,7 +39,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     where = Location.of(kernel.funcdef)
     work = kernel.copy()
     info = KernelInfo(work, ctx)
-    done: list[str] = struct_loads.vectorize_struct_reads(work, ctx)
+    done: list[str] = whole_structs.rewrite_whole_structs(work, ctx)
+    done += struct_loads.vectorize_struct_reads(work, ctx)
     for compound, run_ in list(pairs.runs(work.body)):
         pairs.vectorize_run(info, compound, run_, ctx, done)
     for what in done:

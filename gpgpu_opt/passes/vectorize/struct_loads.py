@@ -43,7 +43,7 @@ def vectorize_struct_reads(kernel, ctx) -> list[str]:
     if not layouts:
         return []
     body = kernel.funcdef.body
-    pointers = _struct_pointers(kernel, layouts)
+    pointers = struct_pointers(kernel, layouts)
     if not pointers:
         return []
     done: list[str] = []
@@ -68,7 +68,7 @@ def vectorize_struct_reads(kernel, ctx) -> list[str]:
     return done
 
 
-def _struct_pointers(kernel, layouts) -> dict[str, tuple[object, str | None]]:
+def struct_pointers(kernel, layouts) -> dict[str, tuple[object, str | None]]:
     """Struct pointer name -> (layout, the parameter it is known to point into: itself for a parameter, for a
     local `S *q = p + e0;` never reassigned the parameter p, None when unknown)."""
     out: dict[str, tuple[object, str | None]] = {}
