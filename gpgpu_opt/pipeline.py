@@ -346,7 +346,7 @@ def _validate(program: Program, result: KernelResult, versions: list[tuple[str, 
         emulated = [("naive", views.emulated_naive)] + [(name, views.emulated(v)) for name, v in versions[1:]]
         chosen, result.validation = validate_kernel(program, views.emulated_naive, emulated, block,
                                                     bindings=bindings)
-        at = next(k for k, (_, v) in enumerate(emulated) if v is chosen)
+        at = next((k for k, (_, v) in enumerate(emulated) if v is chosen), 0)   # (0: as written)
         result.optimized = kernel.copy() if at == 0 else views.declared(versions[at][1])
     validation, where = result.validation, Location.of(kernel.funcdef.decl)
     if strict and validation.error is not None:
