@@ -88,12 +88,14 @@ ALIGNED_MULTIPLE = 16
 
 
 def _aligned_case(program, naive: Kernel, block: tuple[int, int], bindings: dict[str, int], case: Case) -> Case | None:
-    """The case at `case`'s sizes with each free integer size rounded up to ALIGNED_MULTIPLE; None when that
-    is the same case, cannot be set up, or is past the work budget."""
+    """The case at `case`'s sizes with each free integer size rounded up to ALIGNED_MULTIPLE (each bool flag the
+    other way); None when that is the same case, cannot be set up, or is past the work budget."""
     sizes = dict(case.sizes)
     for p in naive.scalars:
         value = sizes.get(p.name)
-        if p.name not in bindings and isinstance(value, int) and p.base_type not in ("float", "double"):
+        if p.name not in bindings and isinstance(value, int) and p.base_type == "bool":
+            sizes[p.name] = 1 - value   # the flag the ragged case did not try
+        elif p.name not in bindings and isinstance(value, int) and p.base_type not in ("float", "double"):
             sizes[p.name] = -(-value // ALIGNED_MULTIPLE) * ALIGNED_MULTIPLE
     if sizes == case.sizes:
         return None

@@ -661,12 +661,14 @@ def default_cases(kernel: Kernel, program, sizes: dict[str, int | float], global
         if not isinstance(sizes.get(name, 0), int):
             raise CompileError(f"kernel '{kernel.name}': '{name}' is an integer parameter, got --size "
                                f"{name}={sizes[name]}")
+    flags = {p.name for p in kernel.scalars if p.base_type == "bool"}    # true in one case, false in the other
     variants = []
     if all(name in sizes for name in int_params):
         variants.append(dict(sizes))
     else:
-        variants.append({**sizes, **{name: sizes.get(name, DIVIDING_SIZE) for name in int_params}})
-        variants.append({**sizes, **{name: sizes.get(name, RAGGED_SIZES[k % len(RAGGED_SIZES)])
+        variants.append({**sizes, **{name: sizes.get(name, 1 if name in flags else DIVIDING_SIZE)
+                                     for name in int_params}})
+        variants.append({**sizes, **{name: sizes.get(name, 0 if name in flags else RAGGED_SIZES[k % len(RAGGED_SIZES)])
                                      for k, name in enumerate(int_params)}})
     return [_case(kernel, program, values, global_space, block, grid, extents or {}) for values in variants]
 

@@ -9,7 +9,8 @@
   global accesses run along x one element per thread gets V consecutive x per thread, each such access one
   V-element vector: V = 16 bytes over the element size (float4, double2, `half8`: 8 halves in a vector the
   output defines; `__half2` for halves beside wider elements), or `--vector-width V` (1 turns widening off);
-  `if`s on x run lane by lane, gathers read per lane (lanes.py). Why a kernel is not widened is a note.
+  `if`s on x run lane by lane, gathers read per lane (lanes.py); a `bool` flag is an `int` lane where it only
+  holds and is tested as 0/1 (bool_lanes.py). Why a kernel is not widened is a note.
   Widening gains only where the widened launch still fills the GPU (launch_dispatch.py's fill rule: a size
   known when compiling decides then, a run-time size keeps the naive kernel beside it for small launches, a
   launch that can do neither is not widened); `latency` says why for long chains of slow arithmetic. A body
@@ -27,7 +28,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
 from gpgpu_opt.passes.schedule import remember
 from gpgpu_opt.passes.schedule import Widening, schedule_of
-from gpgpu_opt.passes.vectorize import latency, pairs, struct_loads, whole_structs, widen
+from gpgpu_opt.passes.vectorize import bool_lanes, latency, pairs, struct_loads, whole_structs, widen
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported
@@ -58,6 +59,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
 def lower_widening(kernel: Kernel, ctx: PassContext, width: int) -> Kernel:
     """A `schedule.Widening` lowered: `kernel` (rewritten in place) widened to `width` as `_widened` does."""
     g.normalize_early_returns(kernel.body)
+    bool_lanes.bool_locals_as_int(kernel.body)
     widen.widen(kernel, ctx, KernelInfo(kernel, ctx), width)
     return kernel
 
@@ -104,12 +106,14 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     slow = latency.slow_chain(kernel.body) if sized else None
     work = kernel.copy()
     g.normalize_early_returns(work.body)
+    bool_lanes.bool_locals_as_int(work.body)
     info = KernelInfo(work, ctx)
     try:
         what, gathers, streamed, vector_bytes = widen.widen(work, ctx, info, ctx.options.vector_width)
         if sized and run_time_loop(streamed) and vector_bytes > RUN_TIME_LOOP_VECTOR_BYTES:
             work = kernel.copy()
             g.normalize_early_returns(work.body)
+            bool_lanes.bool_locals_as_int(work.body)
             info = KernelInfo(work, ctx)
             why = (f"a loop of a run-time trip count (a z march) is widened to {RUN_TIME_LOOP_VECTOR_BYTES}-byte "
                    f"vectors at most (measured: 16-byte ones followed the launch's waves)")
