@@ -49,16 +49,30 @@ def transform(node: c_ast.Node, fn: Callable[[c_ast.Node], c_ast.Node | None], *
     if skip_member_names and isinstance(node, c_ast.StructRef):
         node.name = transform(node.name, fn, skip_member_names=True)
         return node
+    _rebuild_children(node, lambda child: transform(child, fn, skip_member_names=skip_member_names))
+    replacement = fn(node)
+    return node if replacement is None else replacement
+
+
+def transform_top_down(node: c_ast.Node, fn: Callable[[c_ast.Node], c_ast.Node | None]) -> c_ast.Node:
+    """Rebuild `node` top-down: where `fn(n)` returns a node, that node replaces n and n's children are not
+    visited (fn may visit them itself); else n's children are. Works in place on the children."""
+    replacement = fn(node)
+    if replacement is not None:
+        return replacement
+    _rebuild_children(node, lambda child: transform_top_down(child, fn))
+    return node
+
+
+def _rebuild_children(node: c_ast.Node, rebuild: Callable[[c_ast.Node], c_ast.Node]) -> None:
     for attr in node.__slots__:
         if attr in ("coord", "__weakref__"):
             continue
         value = getattr(node, attr, None)
         if isinstance(value, c_ast.Node):
-            setattr(node, attr, transform(value, fn, skip_member_names=skip_member_names))
+            setattr(node, attr, rebuild(value))
         elif isinstance(value, list) and value and isinstance(value[0], c_ast.Node):
-            setattr(node, attr, [transform(v, fn, skip_member_names=skip_member_names) for v in value])
-    replacement = fn(node)
-    return node if replacement is None else replacement
+            setattr(node, attr, [rebuild(v) for v in value])
 
 
 def substitute(node: c_ast.Node, mapping: dict[str, c_ast.Node]) -> c_ast.Node:

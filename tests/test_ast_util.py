@@ -1,9 +1,10 @@
-"""ast_util's recognizers: "is this a call to X" and "is this threadIdx.x", for the analyses and builders."""
+"""ast_util's recognizers ("is this a call to X", "is this threadIdx.x") and rewriters, for the analyses and builders."""
 from __future__ import annotations
 
-from pycparser import c_parser
+from pycparser import c_ast, c_parser
 
-from gpgpu_opt.ast_util import call_args, call_name, is_call_to, is_member_of, member_of
+from gpgpu_opt.ast_util import call_args, call_name, is_call_to, is_member_of, member_of, transform_top_down
+from gpgpu_opt.codegen import CudaGenerator
 
 
 def _expr(text: str):
@@ -72,3 +73,19 @@ def test_a_node_held_twice_is_copied_once():
     pair = c_ast.BinaryOp("+", shared, shared)
     copied = copy.deepcopy(pair)
     assert copied.left is copied.right and copied.left is not shared
+
+
+def test_transform_top_down_replaces_the_outermost_match_and_leaves_its_inside_to_fn():
+    expr = _expr("a[b[i]][j] + b[k]")
+    seen = []
+
+    def outer(node):
+        if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ArrayRef):
+            seen.append(CudaGenerator().visit(node))
+            return c_ast.ID("whole")
+        if isinstance(node, c_ast.ArrayRef):
+            return c_ast.ID("single")
+        return None
+
+    assert CudaGenerator().visit(transform_top_down(expr, outer)) == "whole + single"
+    assert seen == ["a[b[i]][j]"]       # b[i] inside it was not visited

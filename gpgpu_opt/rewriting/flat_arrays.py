@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import fresh_name, transform, walk
+from gpgpu_opt.ast_util import fresh_name, transform, transform_top_down, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
 
@@ -92,7 +92,7 @@ def flat_subscript(subscripts: list[c_ast.Node], dims: tuple[int, ...]) -> c_ast
 
 def _flat_uses(body: c_ast.Node, names: dict[str, tuple[int, ...]], problems: list[str]) -> c_ast.Node:
     """Every whole-element access of the arrays as a flat subscript; anything else noted in `problems`."""
-    def visit(node: c_ast.Node) -> c_ast.Node:
+    def flat(node: c_ast.Node) -> c_ast.Node | None:
         if isinstance(node, c_ast.ArrayRef):
             base, subscripts = _chain(node)
             if isinstance(base, c_ast.ID) and base.name in names:
@@ -101,25 +101,17 @@ def _flat_uses(body: c_ast.Node, names: dict[str, tuple[int, ...]], problems: li
                     problems.append(f"'{base.name}' is used as a row ({len(subscripts)} of its "
                                     f"{len(dims) + 1} subscripts)")
                     return node
-                flat = [visit(s) for s in subscripts]
-                return c_ast.ArrayRef(base, flat_subscript(flat, dims), node.coord)
+                inner = [transform_top_down(s, flat) for s in subscripts]
+                return c_ast.ArrayRef(base, flat_subscript(inner, dims), node.coord)
         if isinstance(node, c_ast.ID) and node.name in names:
             problems.append(f"'{node.name}' is used whole, not element by element")
             return node
-        if isinstance(node, c_ast.StructRef):
-            node.name = visit(node.name)
+        if isinstance(node, c_ast.StructRef):   # `v.x`: x names a member
+            node.name = transform_top_down(node.name, flat)
             return node
-        for attr in node.__slots__:
-            if attr in ("coord", "__weakref__"):
-                continue
-            value = getattr(node, attr, None)
-            if isinstance(value, c_ast.Node):
-                setattr(node, attr, visit(value))
-            elif isinstance(value, list) and value and isinstance(value[0], c_ast.Node):
-                setattr(node, attr, [visit(v) for v in value])
-        return node
+        return None
 
-    return visit(body)
+    return transform_top_down(body, flat)
 
 
 def _chain(node: c_ast.ArrayRef) -> tuple[c_ast.Node, list[c_ast.Node]]:

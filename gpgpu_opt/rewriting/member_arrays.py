@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import fresh_name, walk
+from gpgpu_opt.ast_util import fresh_name, transform_top_down, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
 
@@ -126,20 +126,8 @@ def _why_not_field_reads(body: c_ast.Node, structs: dict) -> str:
 
 
 def _replaced(body: c_ast.Node, structs: dict, holder: dict) -> c_ast.Node:
-    def visit(node: c_ast.Node) -> c_ast.Node:
-        if _is_field(node, structs):
-            return c_ast.ID(holder[(node.name.name, node.field.name)], node.coord)
-        for attr in node.__slots__:
-            if attr in ("coord", "__weakref__"):
-                continue
-            value = getattr(node, attr, None)
-            if isinstance(value, c_ast.Node):
-                setattr(node, attr, visit(value))
-            elif isinstance(value, list) and value and isinstance(value[0], c_ast.Node):
-                setattr(node, attr, [visit(v) for v in value])
-        return node
-
-    return visit(body)
+    return transform_top_down(body, lambda node: c_ast.ID(holder[(node.name.name, node.field.name)], node.coord)
+                              if _is_field(node, structs) else None)
 
 
 def _field_decl(member, name: str) -> c_ast.Decl:

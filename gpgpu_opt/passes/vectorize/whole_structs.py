@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
-from gpgpu_opt.ast_util import fresh_name, ids_in, walk
+from gpgpu_opt.ast_util import fresh_name, ids_in, transform_top_down, walk
 from gpgpu_opt.codegen import Comment, CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.passes.vectorize.struct_loads import struct_pointers
@@ -115,9 +115,8 @@ def _rewrite_block(block: c_ast.Compound, pointer: str, layout, kernel, ctx, tak
                     scalar_stores += 1
     loads_before = sum(1 for r in refs if _is_read(r, region))
     stores_before = sum(1 for r in refs if _is_written(r, region))
-    for stmt in region:
-        for ref in _field_refs(stmt, pointer):
-            _replace(stmt, ref, c_ast.ID(locals_[ref.field.name]))
+    replaced = {id(ref): c_ast.ID(locals_[ref.field.name]) for ref in refs}
+    region = [transform_top_down(stmt, lambda n: replaced.get(id(n))) for stmt in region]
     vector_stores = len(stores) - scalar_stores
     what = (f"{subject} ({layout.stride} {layout.field_type}s of '{layout.name}') moved as {pieces} {vector}: "
             f"{loads_before} loads and {stores_before} stores -> {pieces} and {len(stores)}")
@@ -204,19 +203,3 @@ def _math_call(call: c_ast.FuncCall) -> bool:
 
 def _line(node) -> int:
     return node.coord.line if getattr(node, "coord", None) is not None else 0
-
-
-def _replace(root, target, new) -> None:
-    """Replace the node `target` (by identity) under `root` with `new`."""
-    for node in walk(root):
-        for attr in node.__slots__:
-            if attr in ("coord", "__weakref__"):
-                continue
-            value = getattr(node, attr, None)
-            if value is target:
-                setattr(node, attr, new)
-                return
-            if isinstance(value, list) and any(v is target for v in value):
-                setattr(node, attr, [new if v is target else v for v in value])
-                return
-
