@@ -8,8 +8,9 @@ from gpgpu_opt import cuda_types
 from gpgpu_opt.ast_util import type_names
 from gpgpu_opt.rewriting.cbuild import parse_statements
 
-#: The element types (as written) whose accesses the passes widen; their vectors: the CUDA type table's.
-_VECTORIZABLE = frozenset({"float", "double", "int", "unsigned int", "unsigned", "__half", "half"})
+#: The element types whose accesses the passes widen (by the type table's name: `uint`, `uint32_t` and `unsigned`
+#: are `unsigned int`, `half` is `__half`); their vectors: the CUDA type table's.
+_VECTORIZABLE = frozenset({"float", "double", "int", "unsigned int", "__half"})
 COMPONENTS = "xyzw"
 #: The widest access a thread makes in one instruction.
 MAX_VECTOR_BYTES = 16
@@ -19,8 +20,10 @@ def vector_type(base_type: str, n: int) -> str | None:
     """`float2`, `int4`, `__half2`, ... for n elements of `base_type` (None: no such CUDA vector in the type
     table, e.g. `double4` is 32 bytes and `__half4` does not exist, or wider than 16 B); `half8` for 8 halves,
     a vector the output defines (`definition`)."""
-    if base_type not in _VECTORIZABLE:
+    scalar = cuda_types.scalar(base_type)
+    if scalar is None or scalar.name not in _VECTORIZABLE:
         return None
+    base_type = scalar.name
     vector = cuda_types.vector_of(base_type, n) if n in (2, 4) else cuda_types.defined_vector_of(base_type, n)
     return vector.name if vector is not None and vector.size <= MAX_VECTOR_BYTES else None
 

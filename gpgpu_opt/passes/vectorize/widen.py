@@ -37,7 +37,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import AS_WRITTEN
 from gpgpu_opt.analysis.loops import canonical_loop
-from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
+from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text, is_opaque
 from gpgpu_opt.ast_util import ids_in, substitute, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt import cuda_types
@@ -419,6 +419,10 @@ def _accesses(info: KernelInfo, stmts: list, idx: str, elem: dict, per_lane: set
                 continue
             if a is None or a.index is None:
                 gathers.append(_gather(info, n, "is not affine"))
+                per_lane |= {id(m) for m in walk(n.subscript)}
+                continue
+            if any(is_opaque(sym) for sym in a.index.free_symbols) and ids_in(n.subscript) & lane_defs[0]:
+                gathers.append(_gather(info, n, "reads at an index each lane loads"))   # `a[k]`, k = idx[i]
                 per_lane |= {id(m) for m in walk(n.subscript)}
                 continue
             elem[a.array] = params[a.array].base_type
