@@ -30,9 +30,18 @@ from gpgpu_opt.targets import DEFAULT_TARGET, get_target
 NVCC_VERSION_MAJOR = 13
 
 
+#: The platform macros gcc defines on Linux x86-64, which nvcc passes on to device code too (not `__GNUC__`,
+#: which would select code written for gcc's own builtins and attributes).
+HOST_PLATFORM_MACROS = {"__linux__": "1", "__linux": "1", "__unix__": "1", "__unix": "1", "__x86_64__": "1",
+                        "__x86_64": "1", "__LP64__": "1"}
+
+
 def nvcc_predefined_macros(cuda_arch: int | None) -> dict[str, str]:
-    """What nvcc defines while compiling device code for an architecture (None: host code)."""
+    """What nvcc defines while compiling device code for an architecture (None: host code), on the host it runs
+    on here and on the GPU machines, Linux on x86-64 (its host compiler's platform macros: code that chooses
+    `#if defined(__linux__) ... #else #error Unsupported system` takes nvcc's branch)."""
     return {
+        **HOST_PLATFORM_MACROS,
         "__CUDACC__": "1",
         "__NVCC__": "1",
         **({"__CUDA_ARCH__": str(cuda_arch)} if cuda_arch is not None else {}),

@@ -152,6 +152,23 @@ def test_true_is_one_in_if_as_in_cxx(tmp_path):
     assert tokens(text) == ["int", "cxx", ";"]
 
 
+def test_the_host_platform_is_linux_on_x86_64_as_nvcc_sees_it(tmp_path):
+    """cuda-samples' IPC samples choose `#if defined(__linux__) ... #else #error Unsupported system`."""
+    text, _ = expand(tmp_path, """\
+        #if defined(__linux__) && defined(__unix__) && defined(__x86_64__) && defined(__LP64__)
+        int linux_host;
+        #elif defined(_WIN32)
+        int windows_host;
+        #else
+        #error Unsupported system
+        #endif
+        #ifdef __GNUC__
+        int gcc_builtins;
+        #endif
+        """)
+    assert tokens(text) == ["int", "linux_host", ";"]
+
+
 def test_function_like_macro_over_several_lines_and_called_over_several(tmp_path):
     text, macros = expand(tmp_path, """\
         #define MAD(a, b, \\
