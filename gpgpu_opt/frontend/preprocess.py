@@ -162,10 +162,11 @@ def _is_toolkit_include_dir(path: str) -> bool:
 @lru_cache(maxsize=16)
 def modelled_include_dirs(include_dirs: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The directories whose headers are modelled, not expanded: the system's and the CUDA toolkit's
-    (wherever a toolkit is found, and any -I directory that is one), as real paths."""
+    (wherever a toolkit is found, with its cccl directory, and any -I directory that is one), as real paths."""
     dirs = ["/usr/include", "/usr/local/include"]
-    for root in _toolkit_roots():
-        dirs += [os.path.join(root, "include"), *glob.glob(os.path.join(root, "targets", "*", "include"))]
+    for root in _toolkit_roots():   # include/cccl: thrust, cub and libcu++ since CUDA 12.x, on nvcc's own path
+        for include in [os.path.join(root, "include"), *glob.glob(os.path.join(root, "targets", "*", "include"))]:
+            dirs += [include, os.path.join(include, "cccl")]
     dirs += [d for d in include_dirs if _is_toolkit_include_dir(d)]
     return tuple(sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)}))
 

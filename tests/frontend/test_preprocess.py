@@ -3,6 +3,7 @@
 Where the system `cpp` is installed, each case is also run through it (as C++, like nvcc, with the same
 macros defined) and the two token streams must agree.
 """
+import os
 import re
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.frontend.preprocess import nvcc_predefined_macros, preprocess
+from gpgpu_opt.frontend.preprocess import modelled_include_dirs, nvcc_predefined_macros, preprocess
 from gpgpu_opt.targets import DEFAULT_TARGET, TARGETS, get_target
 from tests.cli_in_process import run_cli
 
@@ -258,6 +259,15 @@ def test_missing_system_include_is_kept_for_the_host_compiler(tmp_path):
     path = tmp_path / "t.cu"
     text, _ = preprocess("#include <no_such_system_header.h>\nint a;\n", str(path))
     assert "#include <no_such_system_header.h>" in text
+
+
+@pytest.mark.skipif(not any(os.path.isfile(os.path.join(d, "thrust", "device_ptr.h"))
+                            for d in modelled_include_dirs()), reason="no CUDA toolkit with thrust here")
+def test_a_quoted_toolkit_header_in_the_cccl_directory_is_kept_for_the_host_compiler(tmp_path):
+    """cuda-samples' particles: `#include "thrust/device_ptr.h"`, which nvcc finds in include/cccl (CUDA 12.x+)."""
+    path = tmp_path / "t.cu"
+    text, _ = preprocess('#include "thrust/device_ptr.h"\nint a;\n', str(path))
+    assert '#include "thrust/device_ptr.h"' in text and "int a;" in text
 
 
 UTIL_HEADER = """\
