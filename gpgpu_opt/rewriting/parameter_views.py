@@ -8,6 +8,7 @@ holds arrays, not structs of them: member_arrays.emulated)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import flat_arrays, member_arrays
@@ -36,8 +37,9 @@ class ParameterViews:
     def start(self) -> Kernel:
         return self.flat.kernel if self.flat is not None else self.members.kernel
 
-    @property
+    @cached_property
     def emulated_naive(self) -> Kernel:
+        """The naive kernel as the emulator runs it (one object: the check finds it among the versions)."""
         return member_arrays.emulated(self.naive)
 
     def emulated(self, version: Kernel) -> Kernel:

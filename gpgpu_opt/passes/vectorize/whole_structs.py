@@ -25,8 +25,9 @@ struct's fields read in one statement):
   assignments and `++`/`--` with no calls but math functions, all at its top level (no branch or loop between
   them), every access of a struct of that type is `p[e].f` with the same subscript text `e`, side-effect free,
   whose names the block does not assign, and no field's address is taken;
-- the same memory: every field of the struct is read or written in the block (the loads fetch no byte it
-  would not), and the block accesses no other memory unless the kernel's pointers are proved not to alias
+- the same memory: every field of the struct is read in the block (the loads fetch no byte the naive kernel
+  does not), the block accesses other memory only through other pointer parameters (no `*`, no local pointer,
+  which could be an offset of `p`), and those only where the kernel's pointers are proved not to alias
   (another array could otherwise alias the struct's words between the loads and the stores); a store of
   another thread to `p[e]` between them would be a race of the naive kernel already.
 """
@@ -183,11 +184,16 @@ def _refusal(region, refs, pointer, layout, subscript, kernel, ctx) -> str | Non
                 assigned.add(n.name)
     if ids_in(sub) & assigned:
         return "the block assigns a name of the subscript"
-    if {r.field.name for r in refs} != set(layout.fields):
-        return "the block does not use every field (the vectors would load bytes it does not need)"
+    if {r.field.name for r in refs if _is_read(r, region)} != set(layout.fields):
+        return "the block does not read every field (the vectors would load bytes the kernel does not)"
+    if any(isinstance(n, c_ast.UnaryOp) and n.op == "*" for stmt in region for n in walk(stmt)):
+        return "the block also accesses memory through '*', which may alias the struct's"
     others = [n for stmt in region for n in walk(stmt) if isinstance(n, c_ast.ArrayRef)
               and not (isinstance(n.name, c_ast.ID) and n.name.name == pointer)]
-    others += [n for stmt in region for n in walk(stmt) if isinstance(n, c_ast.UnaryOp) and n.op == "*"]
+    pointer_params = {p.name for p in kernel.params if p.is_pointer}
+    local = next((n for n in others if not (isinstance(n.name, c_ast.ID) and n.name.name in pointer_params)), None)
+    if local is not None:   # a local pointer (an offset of `p`, say) is not covered by the parameters' proof
+        return f"the block also accesses {_text(local)}, not through a parameter, which may alias the struct's memory"
     aliasing = ctx.facts.aliasing
     if others and not (aliasing is not None and aliasing.restrict):
         return (f"the block also accesses {_text(others[0])}, which may alias the struct's memory "
