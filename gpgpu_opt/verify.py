@@ -668,8 +668,8 @@ def default_cases(kernel: Kernel, program, sizes: dict[str, int | float], global
     else:
         variants.append({**sizes, **{name: sizes.get(name, 1 if name in flags else DIVIDING_SIZE)
                                      for name in int_params}})
-        variants.append({**sizes, **{name: sizes.get(name, 0 if name in flags else RAGGED_SIZES[k % len(RAGGED_SIZES)])
-                                     for k, name in enumerate(int_params)}})
+        ragged = {name: 0 if name in flags else RAGGED_SIZES[k % len(RAGGED_SIZES)] for k, name in enumerate(int_params)}
+        variants.append({**sizes, **{name: sizes.get(name, ragged[name]) for name in int_params}})
     return [_case(kernel, program, values, global_space, block, grid, extents or {}) for values in variants]
 
 

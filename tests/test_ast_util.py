@@ -1,4 +1,5 @@
-"""ast_util's recognizers ("is this a call to X", "is this threadIdx.x") and rewriters, for the analyses and builders."""
+"""ast_util's recognizers ("is this a call to X", "is this threadIdx.x") and rewriters, for the analyses and
+builders."""
 from __future__ import annotations
 
 from pycparser import c_ast, c_parser

@@ -73,7 +73,8 @@ def rewrapped(result: Kernel, naive: Kernel, flat: FlatArrays) -> Kernel:
             continue
         element = _element_type(decl.type)          # its qualifiers as the passes left them (a const)
         params[k] = copy.deepcopy(declared[decl.name])
-        zeros = _subscripted(c_ast.ID(decl.name), [c_ast.Constant("int", "0")] * (len(flat.dims[flat.names.index(decl.name)]) + 1))
+        depth = len(flat.dims[flat.names.index(decl.name)]) + 1
+        zeros = _subscripted(c_ast.ID(decl.name), [c_ast.Constant("int", "0")] * depth)
         pointer = c_ast.PtrDecl([], _renamed_type(copy.deepcopy(element), renamed[decl.name]))
         bindings.append(c_ast.Decl(renamed[decl.name], [], None, [], [], pointer, c_ast.UnaryOp("&", zeros), None))
     shapes = ", ".join(f"{name} ({' x '.join(['n', *map(str, dims)])})" for name, dims in zip(flat.names, flat.dims))

@@ -104,7 +104,10 @@ def test_a_block_that_is_not_a_whole_struct_update_is_left_as_written(tmp_path_f
                 {body}
             }}
         }}
-        int main() {{ S *s; cudaMalloc(&s, 1000 * sizeof(S)); float *out = (float *)s; k<<<8, 128>>>(s, out, 1000); return 0; }}
+        int main() {{
+            S *s; cudaMalloc(&s, 1000 * sizeof(S));
+            float *out = (float *)s; k<<<8, 128>>>(s, out, 1000); return 0;
+        }}
     """
     result = compile_source(tmp_path_factory, "kept", source, passes="restrict,vectorize")
     kernel = result.kernels[0]
