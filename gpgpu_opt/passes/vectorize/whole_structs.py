@@ -36,17 +36,13 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import fresh_name, ids_in, transform_top_down, walk
-from gpgpu_opt.codegen import Comment, CudaGenerator
+from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.passes.vectorize.struct_loads import struct_pointers
-from gpgpu_opt.rewriting.vector import constructor, parse_vector_statements, vector_type
+from gpgpu_opt.rewriting.cbuild import text
+from gpgpu_opt.rewriting.vector import COMPONENTS, constructor, parse_vector_statements, vector_type
 
-COMPONENTS = "xyzw"
 _STEPS = ("++", "--", "p++", "p--")
-
-
-def _text(node) -> str:
-    return CudaGenerator(cuda_spellings=False).visit(node)
 
 
 def rewrite_whole_structs(kernel, ctx) -> list[str]:
@@ -83,7 +79,7 @@ def _rewrite_block(block: c_ast.Compound, pointer: str, layout, kernel, ctx, tak
     refs = [r for stmt in region for r in _field_refs(stmt, pointer)]
     if not refs:
         return
-    subscript = _text(refs[0].name.subscript)
+    subscript = text(refs[0].name.subscript)
     subject = f"{pointer}[{subscript}]"
     why = _refusal(region, refs, pointer, layout, subscript, kernel, ctx)
     if why is not None:
@@ -164,7 +160,7 @@ def _refusal(region, refs, pointer, layout, subscript, kernel, ctx) -> str | Non
                 return f"a call at line {_line(n)}"
             if isinstance(n, c_ast.UnaryOp) and n.op == "&":
                 return f"an address taken at line {_line(n)}"
-    if any(_text(r.name.subscript) != subscript for r in refs):
+    if any(text(r.name.subscript) != subscript for r in refs):
         return "the block reads it at more than one subscript"
     uses = sum(1 for stmt in region for n in walk(stmt) if isinstance(n, c_ast.ID) and n.name == pointer)
     if uses != len(refs):
@@ -193,10 +189,10 @@ def _refusal(region, refs, pointer, layout, subscript, kernel, ctx) -> str | Non
     pointer_params = {p.name for p in kernel.params if p.is_pointer}
     local = next((n for n in others if not (isinstance(n.name, c_ast.ID) and n.name.name in pointer_params)), None)
     if local is not None:   # a local pointer (an offset of `p`, say) is not covered by the parameters' proof
-        return f"the block also accesses {_text(local)}, not through a parameter, which may alias the struct's memory"
+        return f"the block also accesses {text(local)}, not through a parameter, which may alias the struct's memory"
     aliasing = ctx.facts.aliasing
     if others and not (aliasing is not None and aliasing.restrict):
-        return (f"the block also accesses {_text(others[0])}, which may alias the struct's memory "
+        return (f"the block also accesses {text(others[0])}, which may alias the struct's memory "
                 f"({aliasing.why_not if aliasing is not None and aliasing.why_not else 'not proved otherwise'})")
     return None
 
