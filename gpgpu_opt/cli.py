@@ -116,7 +116,7 @@ def _bindings(values: Optional[List[str]]) -> dict[str, int]:
 def _sizes(values: Optional[List[str]]) -> dict[str, int | float]:
     """`--size NAME=VAL`: an integer is a size (a thread space, an array length), so it must be positive;
     float parameters (`alpha=-1.5`) take any value."""
-    from gpgpu_opt.verify_command import parse_sizes
+    from gpgpu_opt.check.command import parse_sizes
 
     sizes = parse_sizes(values)
     for name, value in sizes.items():
@@ -126,7 +126,7 @@ def _sizes(values: Optional[List[str]]) -> dict[str, int | float]:
 
 
 def _global_space(text: Optional[str]) -> Optional[tuple[int, int]]:
-    from gpgpu_opt.verify_command import parse_shape
+    from gpgpu_opt.check.command import parse_shape
 
     parts = parse_shape("--global", text)
     return None if parts is None else (parts[0], parts[1] if len(parts) > 1 else 1)
@@ -328,7 +328,7 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
            define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
            bind: Optional[List[str]] = BindOpt, strict: bool = StrictOpt) -> None:
     """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
-    from gpgpu_opt.verify_command import parse_extents, parse_shape, run_verify
+    from gpgpu_opt.check.command import parse_extents, parse_shape, run_verify
 
     _strict(strict)
     try:
@@ -390,7 +390,7 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         strict: bool = StrictOpt) -> None:
     """Compile FILE, then build and run naive vs optimized on this machine's GPU: time, bandwidth, speedup, error."""
     from gpgpu_opt.gpu import commands
-    from gpgpu_opt.verify_command import parse_shape
+    from gpgpu_opt.check.command import parse_shape
 
     _strict(strict)
     def body() -> int:

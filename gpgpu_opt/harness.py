@@ -16,11 +16,11 @@ from gpgpu_opt import cuda_types
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch_contract import launch_assumptions
+from gpgpu_opt.launch.contract import launch_assumptions
 from gpgpu_opt.rewriting.vector import definitions
 from gpgpu_opt.templating import render
-from gpgpu_opt.verify import (ATOMIC_TOLERANCE, Case, all_accesses, array_extents, infer_global_space,
-                              optimized_launch)
+from gpgpu_opt.check.cases import ATOMIC_TOLERANCE, Case, optimized_launch
+from gpgpu_opt.check.extents import all_accesses, array_extents, infer_global_space
 
 
 def _fill(base_type: str) -> tuple[int, str] | None:

@@ -7,22 +7,23 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from gpgpu_opt import launch, launch_dispatch
+from gpgpu_opt.launch import sites
+from gpgpu_opt.launch import dispatch
 from gpgpu_opt.analysis.aggregates import unmodelled_parameter
 from gpgpu_opt.analysis.aliasing import AliasFacts
 from gpgpu_opt.analysis.file_scope import may_write_device_variable
 from gpgpu_opt.analysis.induction import RESTATED
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
-from gpgpu_opt.checks import SanityError, check_kernel
+from gpgpu_opt.check.sanity import SanityError, check_kernel
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import outside_namespaces
 from gpgpu_opt.frontend.templates import specialization_edits
-from gpgpu_opt.host_view import view_of
+from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch_contract import launch_assumptions
-from gpgpu_opt.launch_lowering import launch_helper, rewrite_launch
+from gpgpu_opt.launch.contract import launch_assumptions
+from gpgpu_opt.launch.lowering import launch_helper, rewrite_launch
 from gpgpu_opt.passes import registered_passes
 from gpgpu_opt.passes import grid_stride
 from gpgpu_opt.passes.context import DecisionLog, PassContext
@@ -38,7 +39,7 @@ from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
 
 if TYPE_CHECKING:
-    from gpgpu_opt.validate import Validation
+    from gpgpu_opt.check.validate import Validation
 
 
 @dataclass
@@ -109,14 +110,14 @@ def _kernel_report(result: KernelResult) -> dict:
                        "grid": [gx, gy]}
         if k.launch.z_steps:                # marching z: the grid's z is the naive launch's z threads over it
             d["launch"]["z_steps"] = k.launch.z_steps
-        if launch_dispatch.dispatched(k):   # launched where the naive launch has at least this many threads
+        if dispatch.dispatched(k):   # launched where the naive launch has at least this many threads
             d["launch"]["dispatch_min_threads"] = k.size_dispatch
     return d
 
 
 def default_block(program: Program, kernel: Kernel) -> tuple[int, int]:
     """The naive block: the launch sites', else 16x16 for a kernel that uses y, else 256."""
-    return launch.naive_block(program, kernel) or fallback_block(kernel)
+    return sites.naive_block(program, kernel) or fallback_block(kernel)
 
 
 STRICT_ENV = "GPGPU_OPT_STRICT"
@@ -268,7 +269,7 @@ def _compile_kernel(program: Program, kernel: Kernel, canonical, options: Compil
     held = bool(pass_names) and not races and _left_as_written(program, start, diagnostics)
     checker = None
     if options.self_check:
-        from gpgpu_opt.verify import quick_check
+        from gpgpu_opt.check.cases import quick_check
 
         checker = quick_check(program, start, block)
     start, names = _z_axis(program, start, pass_names, diagnostics)
@@ -320,7 +321,7 @@ def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
             diagnostics: Diagnostics) -> tuple[Kernel, list[str]]:
     """The kernel the passes start from and the passes that may run, as its blocks' z allows
     (passes/normalize/three_d.py): blocks of one z make threadIdx.z 0, else no pass may retile."""
-    found = launch.naive_launch(program, kernel, {})
+    found = sites.naive_launch(program, kernel, {})
     z = block_z(kernel, program.device_functions, None if found is None else found.block[2], found is not None)
     if z.why_not is None:
         return z.start, pass_names
@@ -337,7 +338,7 @@ def _validate(program: Program, result: KernelResult, versions: list[tuple[str, 
     """Emulate the versions against the naive kernel and keep the newest that the check vouches for (or that
     is proved without it); a note says what was dropped or left unchecked, and why. With `views`, the
     versions are the passes' (flat) ones: each is emulated as the views say, and the one kept is declared."""
-    from gpgpu_opt.validate import validate as validate_kernel
+    from gpgpu_opt.check.validate import validate as validate_kernel
 
     kernel = result.naive
     if views is None:
@@ -399,7 +400,7 @@ def _report_launch_races(program: Program, kernel: Kernel, block: tuple[int, int
                          diagnostics: Diagnostics) -> list[RacyWrite]:
     """Stores that several threads of the program's own launch make to one element: a warning each; the
     kernel is then left as written (its result already depends on the order the threads run in)."""
-    found = launch.naive_launch(program, kernel, {})
+    found = sites.naive_launch(program, kernel, {})
     if found is None:
         return []
     for line, why, file in found.unknown:
@@ -445,13 +446,13 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
         if r.naive.name in declared.keep_declared:  # or, where one cannot be edited, keep their signature
             r = replace(r, optimized=with_declared_signature(r.optimized, r.naive))
         start, end = r.naive.source_span
-        naive_copy = launch_dispatch.naive_copy(program, r.naive, r.optimized.size_dispatch) \
-            if launch_dispatch.dispatched(r.optimized) else ""   # launched where the launch is small
+        naive_copy = dispatch.naive_copy(program, r.naive, r.optimized.size_dispatch) \
+            if dispatch.dispatched(r.optimized) else ""   # launched where the launch is small
         edits[file].append((start, end, _kernel_text(program.text_of(file)[start:end], r) + naive_copy))
     for file in edits:
         mine = [r for r in results if file_of(r.naive.source_file) == file]
         edits[file] += specialization_edits(mine, lambda r: _kernel_text("", r))
-        edits[file] += launch_dispatch.naive_template_copies(program, mine)  # the naive instances the launches choose
+        edits[file] += dispatch.naive_template_copies(program, mine)  # the naive instances the launches choose
     rewritten = [r for r in results if r.rewritten]
     names = {r.naive.name for r in rewritten}
     early = _sites_maybe_before_definition(program, rewritten)
@@ -463,10 +464,10 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
             if file in early.get(r.naive.name, ()):
                 at = _after_preamble(program.text_of(file))
                 edits[file].append((at, at, _helpers(program, [r], headers[file], early)))
-    dispatched = {r.naive.name: r.optimized for r in rewritten if launch_dispatch.dispatched(r.optimized)}
+    dispatched = {r.naive.name: r.optimized for r in rewritten if dispatch.dispatched(r.optimized)}
     for site in program.launch_sites:
         if site.kernel in dispatched:
-            edits[file_of(site.file)].append(launch_dispatch.dispatch_site(site, program.text_of(file_of(site.file))))
+            edits[file_of(site.file)].append(dispatch.dispatch_site(site, program.text_of(file_of(site.file))))
         elif site.kernel in names and len(site.config) >= 2:
             file = file_of(site.file)
             edits[file].append((site.config_start, site.config_end, rewrite_launch(site)))
@@ -540,7 +541,7 @@ def _kernel_text(as_written: str, result: KernelResult) -> str:
             return requalified(as_written, result.optimized)
         except ValueError:
             pass  # a parameter list the text edit cannot follow (a comment with a comma): print it
-    pragma = launch.launch_pragma(result.optimized) + "\n" if result.rewritten else ""
+    pragma = sites.launch_pragma(result.optimized) + "\n" if result.rewritten else ""
     return pragma + result.optimized.with_launch_bounds(kernel_source(result.optimized.funcdef).rstrip("\n"))
 
 

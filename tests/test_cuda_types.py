@@ -22,7 +22,7 @@ from gpgpu_opt.host_expr import HostScope
 from gpgpu_opt.model.syntax import vector_view
 from gpgpu_opt.rewriting.vector import vector_type
 from gpgpu_opt.targets import TARGETS, Target
-from gpgpu_opt.verify import _dtype, _words
+from gpgpu_opt.check.inputs import _dtype, _words
 
 _HEADERS = ("cstdint", "cstddef", "cuda_fp16.h", "cuda_bf16.h", "cuComplex.h", "sys/types.h", "ctime")
 #: Names of the table nvcc's C++ does not declare: C's `_Bool`, and `uchar` (glibc declares `ushort`, `uint`,

@@ -75,3 +75,33 @@ def test_a_debt_whose_import_went_must_leave_the_list(tmp_path):
     proc = lint(root)
     assert proc.returncode != 0 and "No matches for ignored import gpgpu_opt.kernel -> gpgpu_opt.pipeline" \
         in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def _floor_entries() -> list[str]:
+    text = CONFIG.read_text()
+    block = text.split("layers =\n", 1)[1].split("\n\n", 1)[0]
+    return [name.strip() for line in block.splitlines() for name in line.split("|") if name.strip()]
+
+
+def _modules() -> list[str]:
+    package = ROOT / "gpgpu_opt"
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
+def test_every_module_stands_on_a_floor():
+    """A module on no floor of the contract is checked by none of its rules: each one is a floor or inside one.
+    The packages that hold modules of several floors (the root, its wings launch/ and check/) are no floor;
+    their `__init__` imports nothing of the compiler, so that importing one module of a wing does not bring
+    the others."""
+    floors = _floor_entries()
+    wings = {"gpgpu_opt", "gpgpu_opt.launch", "gpgpu_opt.check"}
+    stray = [m for m in _modules() if m not in wings
+             and not any(m == f or m.startswith(f + ".") for f in floors)]
+    assert not stray, f"modules on no floor of .importlinter: {stray}"
+    for wing in wings:
+        init = ROOT / wing.replace(".", "/") / "__init__.py"
+        assert "import gpgpu_opt" not in init.read_text() and "from gpgpu_opt" not in init.read_text(), init

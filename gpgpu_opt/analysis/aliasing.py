@@ -56,7 +56,7 @@ from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.host_syntax import HostSyntax, Node, host_syntax, walk
 from gpgpu_opt.frontend.preprocess import preprocess
-from gpgpu_opt.host_view import view_of
+from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.kernel import Kernel
 
 @dataclass

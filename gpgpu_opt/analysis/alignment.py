@@ -14,7 +14,7 @@ import re
 from gpgpu_opt.analysis.aliasing import read_launches
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch import host_text
+from gpgpu_opt.launch.sites import host_text
 
 #: What cudaMalloc guarantees.
 ALLOCATION_ALIGNMENT = 256

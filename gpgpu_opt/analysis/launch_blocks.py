@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpgpu_opt.analysis.aliasing import unread_launches
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch import naive_launch
+from gpgpu_opt.launch.sites import naive_launch
 
 
 def proved_block(program: Program, kernel: Kernel) -> tuple[tuple[int | None, int | None], str]:

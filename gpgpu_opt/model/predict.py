@@ -78,7 +78,7 @@ def predict_result(result, target: Target, sizes: dict[str, int], resources: Res
     space (from the naive kernel's bounding guards, else its sizes), are the naive kernel's, not guessed
     from the optimized one (whose merged threads may use threadIdx.y where the naive kernel is 1-D)."""
     if global_space is None:
-        from gpgpu_opt.verify import global_space_from_guards
+        from gpgpu_opt.check.extents import global_space_from_guards
 
         naive = result.naive
         gx, gy = global_space_from_guards(naive, sizes)

@@ -11,7 +11,9 @@ from typing import Mapping
 
 from pycparser import c_ast
 
-from gpgpu_opt import cuda_types, launch, launch_dispatch
+from gpgpu_opt import cuda_types
+from gpgpu_opt.launch import sites
+from gpgpu_opt.launch.dispatch import DispatchFacts, dispatch_facts
 from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.aliasing import AliasFacts, alias_facts
@@ -19,9 +21,9 @@ from gpgpu_opt.analysis.alignment import base_alignment
 from gpgpu_opt.analysis.launch_blocks import proved_block
 from gpgpu_opt.frontend.scanner import tokenize
 from gpgpu_opt.host_expr import evaluate_int
-from gpgpu_opt.host_view import view_of
+from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch_contract import has_launch_site
+from gpgpu_opt.launch.contract import has_launch_site
 from gpgpu_opt.passes.options import CompileOptions
 
 
@@ -46,7 +48,7 @@ class KernelFacts:
     #: Integer parameters n that every launch site provably covers with at least n threads in x
     #: (`(n + 255) / 256` blocks of 256): a grid-stride loop bounded by n visits only naive threads' work.
     launch_covers: frozenset[str] = frozenset()
-    #: Axis -> a launch site whose grid rounds down along it (launch.truncating_grids): the naive threads
+    #: Axis -> a launch site whose grid rounds down along it (sites.truncating_grids): the naive threads
     #: may stop short of the guard there, so a new grid must not round up past them.
     grid_rounds_down: Mapping[str, str] = field(default_factory=dict)
     #: Pointer parameter -> the byte alignment every launch gives it (analysis/alignment.py).
@@ -60,8 +62,8 @@ class KernelFacts:
     launch_block_z: int | None = None
     launch_covers_z: frozenset[str] = frozenset()
     #: The launches' size where known when compiling, and whether they can choose a kernel by size at run
-    #: time (launch_dispatch.DispatchFacts; None: not looked at).
-    dispatch: launch_dispatch.DispatchFacts | None = None
+    #: time (DispatchFacts; None: not looked at).
+    dispatch: DispatchFacts | None = None
     #: The vectors CUDA lacks that the output may define (`half8`): those whose name the program does not
     #: use for anything of its own.
     definable_vectors: frozenset[str] = frozenset(v.name for v in cuda_types.DEFINED_VECTORS)
@@ -74,7 +76,7 @@ class KernelFacts:
 
 def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFacts:
     """The facts of one kernel of `program`, each launch question answered from the program's host view."""
-    found = launch.naive_block(program, kernel)
+    found = sites.naive_block(program, kernel)
     block = options.block_override or found or fallback_block(kernel)
     launch_block, where = proved_block(program, kernel)
     return KernelFacts(
@@ -83,12 +85,12 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
         aliasing=alias_facts(kernel, program, options.assume_restrict), global_space=stated_space(program),
         naive_block_known=options.block_override is not None or found is not None,
         launched_in_file=has_launch_site(program, kernel),
-        launch_covers=launch.covered_parameters(program, kernel),
-        grid_rounds_down=MappingProxyType(launch.truncating_grids(program, kernel)),
+        launch_covers=sites.covered_parameters(program, kernel),
+        grid_rounds_down=MappingProxyType(sites.truncating_grids(program, kernel)),
         alignment=MappingProxyType(base_alignment(kernel, program)),
         launch_block=launch_block, launch_block_where=where, launch_block_z=_launch_block_z(program, kernel),
-        launch_covers_z=launch.covered_parameters(program, kernel, axis=2),
-        dispatch=launch_dispatch.dispatch_facts(program, kernel, options.bindings, stated_space(program)),
+        launch_covers_z=sites.covered_parameters(program, kernel, axis=2),
+        dispatch=dispatch_facts(program, kernel, options.bindings, stated_space(program)),
         definable_vectors=definable_vectors(program))
 
 
@@ -106,7 +108,7 @@ def definable_vectors(program) -> frozenset[str]:
 
 
 def _launch_block_z(program, kernel: Kernel) -> int | None:
-    found = launch.naive_launch(program, kernel, {})
+    found = sites.naive_launch(program, kernel, {})
     return None if found is None or proved_block(program, kernel)[0][0] is None else found.block[2]
 
 

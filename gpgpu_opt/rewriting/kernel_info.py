@@ -14,7 +14,7 @@ from gpgpu_opt.analysis.calls import pure_calls, why_impure
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, opaque, param_symbol, to_sympy
 from gpgpu_opt.ast_util import call_name, ids_in, is_member_of, member_of, walk
-from gpgpu_opt.checks import _thread_variables
+from gpgpu_opt.check.sanity import _thread_variables
 from gpgpu_opt.rewriting.cbuild import Unsupported, text
 from gpgpu_opt.rewriting.guards import (_BUILTINS, BLOCK_DEPENDENT_CALLS, clauses, frames_to, has_jumps, is_pure,
                                         loop_var, parents_of, slack)

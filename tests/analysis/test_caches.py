@@ -6,7 +6,8 @@ import textwrap
 import pytest
 import sympy
 
-from gpgpu_opt import analysis, checks
+from gpgpu_opt import analysis
+from gpgpu_opt.check import sanity
 from gpgpu_opt.analysis import analyze_kernel
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.coalescing import substitutions
@@ -119,9 +120,9 @@ def test_parse_statements_hands_out_new_nodes_equal_to_a_fresh_parse():
 def test_a_text_that_does_not_parse_fails_every_time_and_a_good_kernel_passes_every_time(tmp_path):
     k = kernel(tmp_path, WINDOW.replace("BOUND", "3"))
     for _ in range(2):                                           # the second time from the cache
-        checks.check_kernel(k.funcdef)
+        sanity.check_kernel(k.funcdef)
         with pytest.raises(Exception, match="before"):           # failures are never cached
-            checks._parses("int f(void) { int x = ; }")
+            sanity._parses("int f(void) { int x = ; }")
 
 
 def test_stencil_offsets_cached_equal_computed():

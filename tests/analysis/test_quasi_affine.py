@@ -21,7 +21,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import default_cases, run_case
+from gpgpu_opt.check.cases import default_cases, run_case
 from tests.cli_in_process import run_cli
 
 GLOBAL_X = BID["x"] * BDIM["x"] + TID["x"]

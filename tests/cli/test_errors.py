@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from gpgpu_opt.cli import app
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.launch import naive_launch, truncating_grids
+from gpgpu_opt.launch.sites import naive_launch, truncating_grids
 from tests.cli_in_process import run_cli
 from tests.conftest import ROOT
 

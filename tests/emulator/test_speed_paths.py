@@ -12,7 +12,8 @@ from gpgpu_opt.emulator import UnsupportedConstruct, run_kernel
 from gpgpu_opt.emulator.expressions import Expressions
 from gpgpu_opt.emulator.values import CHAR, INT, SCALARS, UINT, VECTOR_TYPES, Value, arith
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.verify import Case, CaseResult, _compare, _signed_uniform
+from gpgpu_opt.check.cases import Case, CaseResult, _compare
+from gpgpu_opt.check.inputs import _signed_uniform
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
@@ -116,7 +117,7 @@ def test_pointer_operators_beside_the_value_shortcut(tmp_path):
 def test_the_passes_that_changed_a_kernel_with_each_text_generated_once(tmp_path):
     """validate's _changed_by renders each version once: the same object twice is unchanged, another
     object with the same text too, and one with other text is a change, wherever it sits in the list."""
-    from gpgpu_opt.validate import _changed_by
+    from gpgpu_opt.check.validate import _changed_by
 
     def kernel(body: str, name: str):
         path = tmp_path / f"{name}.cu"
@@ -135,7 +136,7 @@ def test_poisoned_arrays_leave_every_other_array_as_it_was(tmp_path, first, size
     """make_arguments moves the generator past an array the caller fills with NaN: the arrays after it (and
     their signs, drawn from held 32-bit halves) hold the same values, and the generator ends where it did.
     `first` integers drawn before leave a half held or not."""
-    from gpgpu_opt.verify import make_arguments, skip_signed_uniform
+    from gpgpu_opt.check.inputs import make_arguments, skip_signed_uniform
 
     path = tmp_path / "k.cu"
     path.write_text("__global__ void k(const int *idx, float *out, const float *a, double *b, int n) "

@@ -145,7 +145,7 @@ def deref_program(tmp_path_factory):
 
 def test_a_store_through_a_dereference_is_a_write_access(deref_program):
     from gpgpu_opt.analysis import collect_accesses
-    from gpgpu_opt.verify import written_arrays
+    from gpgpu_opt.check.extents import written_arrays
 
     kernel = deref_program.kernel("scale")
     modes = {(a.array, a.index_text, a.mode) for a in collect_accesses(kernel)}

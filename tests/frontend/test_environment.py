@@ -20,7 +20,7 @@ from gpgpu_opt.frontend import environment, load_program
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES
 from gpgpu_opt.frontend.math_api import BY_NAME, FUNCTIONS
 from gpgpu_opt.frontend.preprocess import preprocess
-from gpgpu_opt.verify import written_arrays
+from gpgpu_opt.check.extents import written_arrays
 
 NVCC = shutil.which("nvcc")
 

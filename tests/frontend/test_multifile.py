@@ -11,7 +11,7 @@ import pytest
 
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.launch import naive_block, naive_launch
+from gpgpu_opt.launch.sites import naive_block, naive_launch
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target

@@ -13,7 +13,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import Case, run_case
+from gpgpu_opt.check.cases import Case, run_case
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "cxx" / "ref_helpers.cu"
 
@@ -183,7 +183,7 @@ def test_vectorize_widens_a_local_declared_before_it_is_assigned_with_its_own_ty
 
 def test_every_declarator_of_a_dim3_declaration_is_read():
     """cfd's `dim3 Dg(nelr / BLOCK_SIZE_2), Db(BLOCK_SIZE_2);` gave Dg the text `nelr / B), Db(B` and no Db."""
-    from gpgpu_opt.host_scopes import declarations_at
+    from gpgpu_opt.launch.host_scopes import declarations_at
 
     text = "void f(int n) { dim3 Dg(n / 2), Db(128), Dz{4, 2}; k<<<Dg, Db>>>(n); }"
     found = declarations_at(text, text.index("k<<<"))

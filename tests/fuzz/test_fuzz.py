@@ -29,9 +29,9 @@ from gpgpu_opt.frontend import load_program  # noqa: E402
 from gpgpu_opt.passes import parse_pass_list  # noqa: E402
 from gpgpu_opt.pipeline import compile_with, default_block  # noqa: E402
 from gpgpu_opt.targets import get_target  # noqa: E402
-from gpgpu_opt.launch_contract import launch_assumptions  # noqa: E402
-from gpgpu_opt.verify import Case, run_case  # noqa: E402
-from gpgpu_opt.verify_launches import check_launch  # noqa: E402
+from gpgpu_opt.launch.contract import launch_assumptions  # noqa: E402
+from gpgpu_opt.check.cases import Case, run_case  # noqa: E402
+from gpgpu_opt.check.launches import check_launch  # noqa: E402
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "5"))
 #: A seed of one's own (a shard of a long run: FUZZ_SEED=1, 2, ... run other examples); else derandomized.

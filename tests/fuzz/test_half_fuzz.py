@@ -19,7 +19,7 @@ from gpgpu_opt.frontend import load_program  # noqa: E402
 from gpgpu_opt.passes import parse_pass_list  # noqa: E402
 from gpgpu_opt.pipeline import compile_with  # noqa: E402
 from gpgpu_opt.targets import get_target  # noqa: E402
-from gpgpu_opt.verify import Case, run_case  # noqa: E402
+from gpgpu_opt.check.cases import Case, run_case  # noqa: E402
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "5"))
 SEED = os.environ.get("FUZZ_SEED")

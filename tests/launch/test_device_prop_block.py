@@ -11,7 +11,7 @@ import pytest
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.host_expr import HostScope
-from gpgpu_opt.host_scopes import declarations_at
+from gpgpu_opt.launch.host_scopes import declarations_at
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target

@@ -2,7 +2,7 @@
 import pytest
 
 from gpgpu_opt.host_expr import HostScope
-from gpgpu_opt.host_scopes import declarations_at
+from gpgpu_opt.launch.host_scopes import declarations_at
 from gpgpu_opt.host_expr import evaluate_int
 
 MACROS = {"N": "100", "NI": "37", "NJ": "64", "DIM_THREAD_BLOCK_X": "32", "DIM_THREAD_BLOCK_Y": "8",

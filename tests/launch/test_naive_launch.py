@@ -3,7 +3,7 @@ import pytest
 import textwrap
 
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.launch import NaiveLaunch, naive_block, naive_launch
+from gpgpu_opt.launch.sites import NaiveLaunch, naive_block, naive_launch
 
 PROGRAM = textwrap.dedent("""
     #include <math.h>

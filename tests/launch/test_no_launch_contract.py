@@ -12,15 +12,15 @@ import textwrap
 
 import pytest
 
-from gpgpu_opt import validate as validate_module
+from gpgpu_opt.check import validate as validate_module
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.launch_contract import guarded_axes, helper_launch, launch_assumptions
+from gpgpu_opt.launch.contract import guarded_axes, helper_launch, launch_assumptions
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import CaseResult, default_cases
-from gpgpu_opt.verify_launches import check_launch, launch_cases, odd_launch_check
+from gpgpu_opt.check.cases import CaseResult, default_cases
+from gpgpu_opt.check.launches import check_launch, launch_cases, odd_launch_check
 from tests.cli_in_process import run_cli
 from tests.conftest import INPUTS, ROOT, requires_nvcc
 
@@ -130,7 +130,7 @@ def test_unguarded_matrix_product_refuses_200x200_threads_in_8x8_blocks(tmp_path
     assert refused.refusal == refusal and refused.result is None
     # the launch the helpers refuse is one the optimized kernel gets wrong: it reads A past its end
     (case,) = default_cases(kernel.naive, program, {}, None, (8, 8), (25, 25))
-    from gpgpu_opt.verify import run_case
+    from gpgpu_opt.check.cases import run_case
     wrong = run_case(kernel.naive, kernel.optimized, (8, 8), case, 5, {},
                      launch=helper_launch(kernel.optimized, (25, 25), (8, 8)))
     assert not wrong.ok and "out-of-bounds" in wrong.error
@@ -277,7 +277,7 @@ def test_emitted_helpers_compile_and_refuse_as_the_python_side_does(tmp_path, na
 
 
 def test_block_dependence_looks_into_device_functions(tmp_path):
-    from gpgpu_opt.launch_contract import block_dependence
+    from gpgpu_opt.launch.contract import block_dependence
 
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent("""
@@ -298,9 +298,9 @@ def test_block_dependence_looks_into_device_functions(tmp_path):
 
 
 def test_a_naive_kernel_invalid_under_a_fuzzed_launch_is_skipped_but_fails_under_the_programs(capsys):
-    from gpgpu_opt.verify import Case
-    from gpgpu_opt.verify_command import _print_outcome
-    from gpgpu_opt.verify_launches import LaunchOutcome
+    from gpgpu_opt.check.cases import Case
+    from gpgpu_opt.check.command import _print_outcome
+    from gpgpu_opt.check.launches import LaunchOutcome
 
     outcome = LaunchOutcome(Case({}, (24, 24)), (8, 8, 1), (3, 3, 1), naive_invalid="the naive kernel races")
     assert _print_outcome("k", outcome, fuzzed=True) is True

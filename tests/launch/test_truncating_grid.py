@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.launch import truncating_grids
-from gpgpu_opt.verify import default_cases, run_case
+from gpgpu_opt.launch.sites import truncating_grids
+from gpgpu_opt.check.cases import default_cases, run_case
 from tests.passes.test_split_loop import compile_text, only
 
 BOX5 = """

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pycparser import c_ast, c_parser
 
-from gpgpu_opt import launch
+from gpgpu_opt.launch import sites
 from gpgpu_opt.analysis.loops import canonical_loop
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
@@ -128,7 +128,7 @@ def test_block_size_macro_index_is_the_global_index_and_vectorized(srad):
 def test_dim3_member_copies_a_value_a_later_write_does_not_change(srad):
     result, diagnostics = srad
     assert "may change before the launch" not in notes(diagnostics)
-    found = launch.naive_launch(result.program, result.program.kernels[0], {"Ne": 1000})
+    found = sites.naive_launch(result.program, result.program.kernels[0], {"Ne": 1000})
     assert found.block[:2] == (256, 1) and found.grid[:2] == (4, 1)
 
 
@@ -239,7 +239,7 @@ def test_a_file_scope_const_int_is_a_constant_in_kernels(tmp_path):
 @pytest.mark.parametrize("ne, blocks", [(1024, 4), (1025, 5)])
 def test_the_copied_value_follows_the_branch_that_rounds_up(srad, ne, blocks):
     result, _ = srad
-    assert launch.naive_launch(result.program, result.program.kernels[0], {"Ne": ne}).grid[0] == blocks
+    assert sites.naive_launch(result.program, result.program.kernels[0], {"Ne": ne}).grid[0] == blocks
 
 
 @pytest.mark.parametrize("change", [
@@ -257,5 +257,5 @@ def test_a_copy_whose_value_is_not_proved_leaves_the_launch_unknown(tmp_path, ch
     path = tmp_path / "k.cu"
     path.write_text(text)
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
-    found = launch.naive_launch(program, program.kernels[0], {"Ne": 1000})
+    found = sites.naive_launch(program, program.kernels[0], {"Ne": 1000})
     assert found.grid[0] is None and any("may change before the launch" in why for _, why, _ in found.unknown)

@@ -404,7 +404,7 @@ def test_hoisted_tile_with_thread_dependent_inner_loop_start(tmp_path):
 
 
 def test_no_doubled_or_divergent_barriers(tmp_path):
-    from gpgpu_opt.checks import check_kernel
+    from gpgpu_opt.check.sanity import check_kernel
     for src, name in ((MV_RETURN, "mvr"), (MM_INNER_GUARD, "mmg"), (TRANSPOSE_SUM, "tsum")):
         for target in ("g80", "sm_90"):
             c = compile_source(tmp_path, src, target)
@@ -481,7 +481,7 @@ def test_rows_per_thread_not_used_when_statements_precede_the_load(tmp_path):
 
 
 def test_rows_per_thread_barriers(tmp_path):
-    from gpgpu_opt.checks import check_kernel
+    from gpgpu_opt.check.sanity import check_kernel
     for src, name in ((TRANSPOSE_DIRECT, "td"), (TRANSPOSE_RETURN, "tr"), (TRANSPOSE_SUM, "tsum")):
         c = compile_source(tmp_path, src, "sm_90")
         check_kernel(c.kernel(name).optimized.funcdef)

@@ -18,7 +18,7 @@ from gpgpu_opt.frontend.program import parse_expression
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import Case, default_cases, run_case
+from gpgpu_opt.check.cases import Case, default_cases, run_case
 
 K = 5
 DECLARATIONS = """

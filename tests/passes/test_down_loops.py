@@ -18,7 +18,7 @@ from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify_command import run_verify
+from gpgpu_opt.check.command import run_verify
 from tests.nvcc_batch import build_device_only
 
 PASSES = ["normalize", "coalesce"]

@@ -16,7 +16,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.launch import naive_launch
+from gpgpu_opt.launch.sites import naive_launch
 from gpgpu_opt.passes import grid_stride, parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target

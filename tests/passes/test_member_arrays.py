@@ -9,7 +9,7 @@ import pytest
 
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.rewriting import member_arrays
-from gpgpu_opt.verify import Case, run_case
+from gpgpu_opt.check.cases import Case, run_case
 from tests.passes.vectorize_kit import assert_builds, compile_source, compile_with_notes
 
 #: Parameters gathered in a struct, in the style of simulation codes: arrays, a count and a constant.

@@ -20,7 +20,7 @@ from gpgpu_opt.passes import PIPELINE_ORDER, parse_pass_list, registered_passes
 from gpgpu_opt.passes.partition.diagonal import diagonal_order
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import Case, run_case
+from gpgpu_opt.check.cases import Case, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ROOT / "inputs"

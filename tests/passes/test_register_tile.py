@@ -10,7 +10,7 @@ import pytest
 
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.passes.context import MergeRequest
-from gpgpu_opt.verify import Case, run_case
+from gpgpu_opt.check.cases import Case, run_case
 from tests.passes.test_split_loop import INPUTS, assert_nvcc_compiles, compile_file, compile_text, merge_decisions, only
 
 

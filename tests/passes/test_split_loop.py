@@ -17,7 +17,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import Case, run_case
+from gpgpu_opt.check.cases import Case, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ROOT / "inputs"

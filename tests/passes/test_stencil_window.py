@@ -12,7 +12,7 @@ import pytest
 
 from gpgpu_opt.codegen import kernel_source
 from tests.passes.test_split_loop import compile_file, compile_text, merge_decisions, only
-from gpgpu_opt.verify import Case, run_case
+from gpgpu_opt.check.cases import Case, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ROOT / "inputs"

@@ -20,7 +20,8 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify import Case, array_extents, run_case
+from gpgpu_opt.check.cases import Case, run_case
+from gpgpu_opt.check.extents import array_extents
 
 KERNEL_3D = """
 __global__ void add3d(float *out, const float *a, const float *b, int nx, int ny, int nz)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gpgpu_opt.codegen import kernel_source
-from gpgpu_opt.launch_dispatch import DispatchFacts, size_verdict
+from gpgpu_opt.launch.dispatch import DispatchFacts, size_verdict
 from tests.passes.vectorize_kit import assert_builds, assert_equivalent, compile_source, vectorize_notes
 
 #: A diffusion step on a 3-D grid in the style of a thermal simulation: one thread per (x, y) column, a

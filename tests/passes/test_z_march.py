@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from gpgpu_opt.codegen import kernel_source
-from gpgpu_opt.verify import Case, run_case
+from gpgpu_opt.check.cases import Case, run_case
 from tests.passes.vectorize_kit import compile_source
 
 SEVEN_MIN_MAX = """

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from pycparser import c_ast, c_parser
 
-from gpgpu_opt import launch, pipeline
+from gpgpu_opt import pipeline
+from gpgpu_opt.launch import sites
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
@@ -64,12 +65,12 @@ def _compile(program, pass_names):
 
 
 def test_both_dim3_of_one_declaration_are_read(program):
-    found = launch.naive_launch(program, program.kernels[0], {"nelr": 421})
+    found = sites.naive_launch(program, program.kernels[0], {"nelr": 421})
     assert found.block == (192, 1, 1) and found.grid == (2, 1, 1)
 
 
 def test_dim3_declarators_of_a_statement_and_not_of_a_parameter_list():
-    from gpgpu_opt.host_scopes import dim3_declarators
+    from gpgpu_opt.launch.host_scopes import dim3_declarators
 
     text = "void f(dim3 g, dim3 b) { dim3 grid(n / 4, 2), blk, t = dim3(8); dim3 w{16, 16}; }"
     found = {name: (components, text[at:at + len(name)]) for name, at, components in dim3_declarators(text)}
@@ -189,7 +190,7 @@ def test_cxx_casts_optional_bias_kernel_is_checked_and_transformed():
 
 
 def test_a_pointer_tested_by_its_truth_value_is_checked_null_too(tmp_path):
-    from gpgpu_opt.verify import null_tested_pointers
+    from gpgpu_opt.check.cases import null_tested_pointers
 
     path = tmp_path / "truth.cu"
     path.write_text(ADD_BIAS.replace("if (bias != 0)", "if (bias)"))
@@ -199,7 +200,7 @@ def test_a_pointer_tested_by_its_truth_value_is_checked_null_too(tmp_path):
 
 
 def test_no_grown_case_when_the_program_fixes_every_size(tmp_path):
-    from gpgpu_opt.validate import _case, _grown_cases
+    from gpgpu_opt.check.validate import _case, _grown_cases
 
     path = tmp_path / "fixed.cu"
     path.write_text("#define N 1000\n__global__ void flag(float *f, const float *a)\n{\n"

@@ -4,11 +4,11 @@ import dataclasses
 
 import pytest
 
-from gpgpu_opt import launch
+from gpgpu_opt.launch import sites
 from gpgpu_opt.analysis import aliasing
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.host_view import view_of
+from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.passes.context import Decision, DecisionLog
 from gpgpu_opt.passes.facts import kernel_facts
@@ -96,7 +96,7 @@ def _counting(monkeypatch, module, name: str) -> list:
 
 
 def test_each_launch_question_is_computed_once_per_kernel_of_a_file(tmp_path, monkeypatch):
-    launches = _counting(monkeypatch, launch, "_naive_launch")
+    launches = _counting(monkeypatch, sites, "_naive_launch")
     readings = _counting(monkeypatch, aliasing, "_read_launches")
     unread = _counting(monkeypatch, aliasing, "_unread_launches")
     program = _program(tmp_path)

@@ -56,7 +56,7 @@ def test_accumulator_that_may_alias_is_left_alone(tmp_path):
 def test_promoted_accumulator_computes_the_same_at_a_ragged_size(tmp_path):
     import pytest
     pytest.importorskip("gpgpu_opt.emulator")
-    from gpgpu_opt.verify import Case, run_case
+    from gpgpu_opt.check.cases import Case, run_case
 
     path = tmp_path / "k.cu"
     path.write_text(textwrap.dedent("""

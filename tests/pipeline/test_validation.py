@@ -96,7 +96,7 @@ def test_sizes_too_large_to_emulate_are_checked_at_two_corners(tmp_path, monkeyp
 
 def test_a_sample_of_blocks_runs_only_those_blocks():
     from gpgpu_opt.emulator import run_kernel
-    from gpgpu_opt.verify import blocks_covering
+    from gpgpu_opt.check.cases import blocks_covering
 
     program_text = "__global__ void mark(float *x) { x[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }"
     func = c_parser_parse(program_text)
@@ -204,7 +204,7 @@ def _emulator_bug(*args, **kwargs):
 
 
 def test_an_emulator_failure_rolls_back_or_fails_in_strict_mode(monkeypatch):
-    from gpgpu_opt import validate
+    from gpgpu_opt.check import validate
 
     monkeypatch.setattr(validate, "run_case", _emulator_bug)
     program = load_program(MV, diagnostics=Diagnostics(quiet=True))

@@ -11,7 +11,8 @@ import pytest
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.emulator import run_kernel
 from gpgpu_opt.frontend import load_program
-from gpgpu_opt.verify import Case, array_extents, run_case
+from gpgpu_opt.check.cases import Case, run_case
+from gpgpu_opt.check.extents import array_extents
 
 #: A diffusion-like step: a row and a column from the linear index (% and /), neighbours read through index
 #: arrays the kernel never writes, one output per thread.

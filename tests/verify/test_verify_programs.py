@@ -7,7 +7,7 @@ import pytest
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.targets import get_target
-from gpgpu_opt.verify_command import run_verify
+from gpgpu_opt.check.command import run_verify
 from tests.cli_in_process import run_cli
 from tests.conftest import ROOT
 

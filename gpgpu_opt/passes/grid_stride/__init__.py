@@ -128,8 +128,8 @@ def _block_x(program: Program, site) -> str:
     """The block's x at the site: its value where the host code fixes it (`256`, `dim3 threads(128)`), else
     the expression `dim3(block).x`, which reads it whether the block is a number or a dim3."""
     from gpgpu_opt.host_expr import HostScope
-    from gpgpu_opt.host_scopes import declarations_at
-    from gpgpu_opt.launch import host_text
+    from gpgpu_opt.launch.host_scopes import declarations_at
+    from gpgpu_opt.launch.sites import host_text
 
     shape = HostScope(program.macros, {}, declarations_at(host_text(program), site.start)).dim3(site.config[1])
     if shape and isinstance(shape[0], int):
@@ -141,7 +141,7 @@ def _only_launches_name_it(program: Program, kernel: Kernel, sites) -> None:
     """A kernel named in host code other than at its launches (a function pointer, cudaLaunchKernel) may be
     launched where the grid is not re-sized: then the loop stays. Its declarations (`__global__ void k(...);`)
     and occupancy and attribute queries (`cudaOccupancyMaxPotentialBlockSize(&g, &b, k)`) are fine."""
-    from gpgpu_opt.launch import host_text
+    from gpgpu_opt.launch.sites import host_text
 
     tokens = scanner.tokenize(host_text(program))   # comments and strings are not names
     at_sites = {s.start for s in sites}

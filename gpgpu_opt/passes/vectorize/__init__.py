@@ -22,7 +22,7 @@ Alignment is proved (analysis/alignment.py) or checked at run time with the scal
 """
 from __future__ import annotations
 
-from gpgpu_opt import launch_dispatch
+from gpgpu_opt.launch import dispatch
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.context import PassContext
@@ -133,13 +133,13 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     if why_not is not None:     # measured: no size rule it follows
         ctx.log.skip("kernel", f"not widened: {why_not}", where)
         return None
-    unsized = launch_dispatch.unsized(ctx.facts.dispatch) if sized else None
+    unsized = dispatch.unsized(ctx.facts.dispatch) if sized else None
     if unsized is not None:     # the gain depends on the launch's size, which nothing here can choose by
         ctx.log.skip("kernel", f"not widened: {slow or fewer_threads(width)}; {unsized}", where)
         return None
     if sized:                   # it gains only where the widened launch still fills the GPU
-        min_threads = launch_dispatch.min_threads_widened(ctx.options.target, slow_chain=slow is not None)
-        verdict = launch_dispatch.size_verdict(ctx.facts.dispatch, min_threads, slow or fewer_threads(width),
+        min_threads = dispatch.min_threads_widened(ctx.options.target, slow_chain=slow is not None)
+        verdict = dispatch.size_verdict(ctx.facts.dispatch, min_threads, slow or fewer_threads(width),
                                                streamed[0] if streamed else None)
         if not verdict.keep:
             ctx.log.skip("kernel", f"not widened: {verdict.reason}", where)

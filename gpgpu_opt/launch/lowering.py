@@ -5,8 +5,8 @@ from __future__ import annotations
 from gpgpu_opt.analysis.z_axis import uses_grid_z
 from gpgpu_opt.frontend.scanner import LaunchSite
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.launch import naive_launch_name
-from gpgpu_opt.launch_contract import LaunchAssumptions, helper_message
+from gpgpu_opt.launch.sites import naive_launch_name
+from gpgpu_opt.launch.contract import LaunchAssumptions, helper_message
 from gpgpu_opt.templating import render
 
 

@@ -11,9 +11,9 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import is_call_to
 from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite, find_functions
-from gpgpu_opt.host_view import view_of
+from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.host_expr import HostDeclarations, HostScope, evaluate_int, parse_host_expression, split_top_level
-from gpgpu_opt.host_scopes import declarations_at
+from gpgpu_opt.launch.host_scopes import declarations_at
 from gpgpu_opt.kernel import Kernel
 
 

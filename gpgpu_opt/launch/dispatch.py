@@ -35,7 +35,7 @@ from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite
 from gpgpu_opt.host_expr import parse_host_expression
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch import naive_launch_name, naive_name
+from gpgpu_opt.launch.sites import naive_launch_name, naive_name
 
 #: Calls a launch's grid or block may make and still be read twice: they have no side effects.
 _PURE_CALLS = frozenset({"dim3", "min", "max", "ceil", "ceilf", "floor", "floorf"})
@@ -57,7 +57,7 @@ def dispatch_facts(program: Program, kernel: Kernel, bindings: dict[str, int] | 
                    stated_space: tuple[int | None, int | None] = (None, None)) -> DispatchFacts:
     """`stated_space`: the thread space the program states (`#define globalDimX 4096`, the original compiler's
     inputs, passes/facts.stated_space): the size of a kernel the file does not launch."""
-    from gpgpu_opt.launch import naive_launch
+    from gpgpu_opt.launch.sites import naive_launch
 
     found = naive_launch(program, kernel, dict(bindings or {}))
     if found is None:

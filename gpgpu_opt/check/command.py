@@ -6,12 +6,12 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.host_expr import split_top_level
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.host_expr import evaluate_int
-from gpgpu_opt.launch import pragma_launches
-from gpgpu_opt.launch_contract import guarded_axes, launch_assumptions
+from gpgpu_opt.launch.sites import pragma_launches
+from gpgpu_opt.launch.contract import guarded_axes, launch_assumptions
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import CompileOptions, compile_program, default_block
-from gpgpu_opt.verify import default_cases, run_case
-from gpgpu_opt.verify_launches import check_launch, describe, launch_cases
+from gpgpu_opt.check.cases import default_cases, run_case
+from gpgpu_opt.check.launches import check_launch, describe, launch_cases
 
 
 def parse_sizes(values: list[str] | None) -> dict[str, int | float]:

@@ -25,9 +25,8 @@ from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.verify import (WORK_BUDGET, Case, Region, default_cases, estimated_work, naive_geometry,
-                              null_tested_pointers, run_case)
-from gpgpu_opt.verify_launches import odd_launch_check
+from gpgpu_opt.check.cases import WORK_BUDGET, Case, Region, default_cases, estimated_work, naive_geometry, null_tested_pointers, run_case
+from gpgpu_opt.check.launches import odd_launch_check
 
 
 @dataclass
@@ -253,7 +252,7 @@ def _grown_cases(program, naive: Kernel, block: tuple[int, int], bindings: dict[
     block at the ragged case: the integer parameters the launch's grid depends on (all free ones when it
     depends on none) grow by whole naive blocks, so their residue stays ragged and the program's own
     launch expression still decides the thread space. Only cases within the work budget."""
-    from gpgpu_opt.launch import naive_launch
+    from gpgpu_opt.launch.sites import naive_launch
 
     free = [p.name for p in naive.scalars if p.name not in bindings and isinstance(case.sizes.get(p.name), int)
             and p.base_type not in ("float", "double")]

@@ -11,8 +11,8 @@ from gpgpu_opt.analysis import uses_y
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch_contract import LaunchAssumptions, guarded_axes, helper_launch, launch_assumptions
-from gpgpu_opt.verify import WORK_BUDGET, Case, CaseResult, default_cases, estimated_work, naive_geometry, run_case
+from gpgpu_opt.launch.contract import LaunchAssumptions, guarded_axes, helper_launch, launch_assumptions
+from gpgpu_opt.check.cases import WORK_BUDGET, Case, CaseResult, default_cases, estimated_work, naive_geometry, run_case
 
 #: Naive block shapes tried, for kernels indexed in x only and for 2-D kernels.
 BLOCKS_1D = [(32, 1), (64, 1), (96, 1)]
