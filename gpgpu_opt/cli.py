@@ -19,7 +19,7 @@ from gpgpu_opt.cli_output import (STDOUT, PendingWrites, check_directory_destina
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pass_api.context import MergeRequest
 from gpgpu_opt.pipeline import STRICT_ENV, CompileOptions, InternalError, compile_program, default_block
 from gpgpu_opt.targets import DEFAULT_TARGET, TARGETS, get_target
 

@@ -12,9 +12,8 @@ from gpgpu_opt.launch import dispatch
 from gpgpu_opt.analysis.aggregates import unmodelled_parameter
 from gpgpu_opt.analysis.aliasing import AliasFacts
 from gpgpu_opt.analysis.file_scope import may_write_device_variable
-from gpgpu_opt.analysis.induction import RESTATED
 from gpgpu_opt.analysis.launch_races import RacyWrite, launch_races
-from gpgpu_opt.check.sanity import SanityError, check_kernel
+from gpgpu_opt.check.sanity import SanityError
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend.program import Program
@@ -24,14 +23,13 @@ from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch.contract import launch_assumptions
 from gpgpu_opt.launch.lowering import launch_helper, rewrite_launch
-from gpgpu_opt.passes import registered_passes
-from gpgpu_opt.passes import grid_stride
-from gpgpu_opt.passes.context import DecisionLog, PassContext
-from gpgpu_opt.passes.facts import fallback_block, kernel_facts
-from gpgpu_opt.passes.options import CompileOptions
-from gpgpu_opt.passes.normalize.three_d import block_z
-from gpgpu_opt.passes.lowering import lower
-from gpgpu_opt.passes.schedule import Schedule
+from gpgpu_opt import passes as registry
+from gpgpu_opt.pass_api.instruments import Dump, PassInstrument, SanityCheck, SelfCheck
+from gpgpu_opt.pass_api.context import DecisionLog, PassContext
+from gpgpu_opt.pass_api.facts import fallback_block, kernel_facts
+from gpgpu_opt.pass_api.options import CompileOptions
+from gpgpu_opt.rewriting.three_d import block_z
+from gpgpu_opt.pass_api.schedule import Schedule
 from gpgpu_opt.rewriting.parameter_views import ParameterViews
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
 from gpgpu_opt.rewriting.vector import definitions as vector_definitions
@@ -57,16 +55,15 @@ class KernelResult:
 
     @property
     def transformed(self) -> bool:
-        """Did a pass transform the kernel? Pointer qualifiers alone, or normalize's temporaries and induction
-        variables in closed form alone (a form for the later passes), are not a transformation: such a kernel is written as the user wrote it; so
-        is one whose check rolled back every pass but those (their decisions are in the log all the same)."""
+        """Did a pass transform the kernel? Restatements alone (pointer qualifiers, induction variables in closed
+        form: a form for the later passes) are not a transformation: such a kernel is written as the user wrote
+        it; so is one whose check rolled back every pass but the form passes (their decisions are in the log
+        all the same)."""
         kept = self.validation.kept_after if self.validation is not None else None
         if self.validation is not None and self.validation.status == "rolled back" \
-                and (kept or "naive") in {"naive", "restrict", "normalize"}:
+                and (kept or "naive") in registry.form_passes() | {"naive"}:
             return False
-        return self.rewritten or any(d.action == "applied" and d.pass_name != "restrict"
-                                     and not (d.pass_name == "normalize" and d.reason.startswith(RESTATED))
-                                     for d in self.context.log.decisions)
+        return self.rewritten or any(d.applied and not d.restatement for d in self.context.log.decisions)
 
 
 @dataclass
@@ -147,14 +144,15 @@ def strict_default() -> bool:
 
 
 def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
-                    dump_dir: str | None = None, self_check=None,
+                    instruments: list[PassInstrument] | None = None,
                     strict: bool = False) -> tuple[Kernel, list[tuple[str, Kernel]]]:
-    """Run the passes in order. A pass that raises or leaves a broken kernel is rolled back with a note;
-    the kernel then continues from the last good version. `strict`: a pass that raises anything but a
-    SanityError (a bug in the pass) raises InternalError instead. `self_check(kernel)` (optional) returns
-    None when the kernel still computes what the naive one does, else why not. Returns the final kernel and
-    each pass that ran with the kernel it left."""
-    passes = registered_passes()
+    """Run the passes in order, each followed by the instruments (pass_api/instruments.py: the sanity checks
+    by default). A pass that raises, or whose kernel an instrument refuses, is rolled back with a note; the
+    kernel then continues from the last good version. `strict`: a pass that raises anything but a
+    SanityError (a bug in the pass) raises InternalError instead. Returns the final kernel and each pass that
+    ran with the kernel it left."""
+    passes = registry.registered_passes()
+    instruments = [SanityCheck()] if instruments is None else instruments
     current = kernel
     schedule = Schedule(kernel)
     ran: list[tuple[str, Kernel]] = []
@@ -164,14 +162,8 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
         before = current.copy()
         try:
             result = passes[name](before, ctx)
-            check_kernel(result.funcdef, result.struct_layouts)
-            overreach = _grid_overreach(result, ctx)
-            if overreach:
-                raise SanityError(overreach)
-            if self_check is not None:
-                problem = self_check(result)
-                if problem:
-                    raise SanityError(f"self-check failed: {problem}")
+            for instrument in instruments:
+                instrument.after_pass(name, result, ctx)
         except SanityError as err:
             ctx.log.skip("kernel", f"rolled back: {err}", Location.of(kernel.funcdef))
             continue
@@ -184,10 +176,8 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
         schedule = _scheduled(schedule, ctx.schedule, result, current)
         current = result
         ran.append((name, current))
-        if dump_dir:
-            os.makedirs(dump_dir, exist_ok=True)
-            with open(os.path.join(dump_dir, f"{kernel.name}.{len(ran):02d}.{name}.cu"), "w") as fh:
-                fh.write(kernel_source(current.funcdef))
+        for instrument in instruments:
+            instrument.kept(name, current, len(ran))
     ctx.schedule = schedule         # the kept kernel's schedule: `current` is its lowering
     return current, ran
 
@@ -203,30 +193,16 @@ def _scheduled(schedule: Schedule, recorded: Schedule, result: Kernel, current: 
     return Schedule(result)
 
 
-def _grid_overreach(kernel: Kernel, ctx: PassContext) -> str | None:
-    """Why the kernel's grid could start threads past the naive launch's, or None. Blocks covering more
-    naive threads than a naive block round the grid up; past a grid that rounds down, such threads can pass
-    the guard and compute outputs the naive launch never did."""
-    if kernel.launch is None:
-        return None
-    for dim, axis in enumerate("xy"):
-        covers = kernel.launch.outputs_per_block[dim]
-        if axis in ctx.facts.grid_rounds_down and ctx.facts.naive_block[dim] % covers:
-            return (f"{ctx.facts.grid_rounds_down[axis]} rounds down, so the naive threads may stop short of the "
-                    f"guard; blocks covering {covers} naive threads in {axis} would round the grid up past them")
-    return None
-
-
 def compile_program(program: Program, options: CompileOptions, diagnostics: Diagnostics) -> CompileResult:
     """Optimize every kernel of `program` as `options` say (passes/options.py)."""
     if options.strict is None:
         options = options.but(strict=strict_default())
     log = Diagnostics(quiet=True)   # the notes of a compile that may be redone, told once it is kept
-    canonical_program, canonical = _grid_stride(program, options, log)
+    canonical_program, canonical = _program_steps(program, options, log)
     if canonical:
         result = compile_kernels(canonical_program, canonical, options, log)
         idle = frozenset(r.naive.name for r in result.kernels if r.naive.name in canonical and not _built_on(r))
-        if idle:    # the form alone is no faster than the user's loop: compile again with those loops kept
+        if idle:    # the form alone is no faster than what the user wrote: compile again with those kept as written
             return compile_program(program, options.but(keep_loops=options.keep_loops | idle), diagnostics)
         _replay(log, diagnostics)
         return result
@@ -243,8 +219,8 @@ def compile_with(program: Program, target: Target, pass_names: list[str], diagno
 
 def compile_kernels(program: Program, canonical: dict, options: CompileOptions,
                     diagnostics: Diagnostics) -> CompileResult:
-    """Run the passes over each kernel of the program (`canonical`: the kernels grid_stride canonicalized,
-    by name) and assemble the files."""
+    """Run the passes over each kernel of the program (`canonical`: the kernels a program step canonicalized,
+    by name, with the step's name) and assemble the files."""
     results = [_compile_kernel(program, kernel, canonical.get(kernel.name), options, diagnostics)
                for kernel in program.kernels]
     outputs = assemble_files(program, results)
@@ -261,20 +237,16 @@ def _compile_kernel(program: Program, kernel: Kernel, canonical, options: Compil
         facts = replace(facts, aliasing=AliasFacts(False, "", why_not=f"'{kernel.name}' reads arrays through a "
                                                    "struct passed by value, which may point anywhere"))
     log = DecisionLog(diagnostics, kernel.name)
-    ctx = PassContext(options, facts, log, kernel.name, lowering=lower)
+    ctx = PassContext(options, facts, log, kernel.name, lowering=registry.lowering())
     if canonical is not None:
-        log.record(grid_stride.PASS_NAME, "kernel", canonical.describe(), Location.of(kernel.funcdef.decl))
+        name, form = canonical
+        log.record(name, "kernel", form.describe(), Location.of(kernel.funcdef.decl))
     block = facts.naive_block
     races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
     held = bool(pass_names) and not races and _left_as_written(program, start, diagnostics)
-    checker = None
-    if options.self_check:
-        from gpgpu_opt.check.cases import quick_check
-
-        checker = quick_check(program, start, block)
     start, names = _z_axis(program, start, pass_names, diagnostics)
-    optimized, ran = optimize_kernel(start, ctx, [] if races or held else names, options.dump_dir, checker,
-                                     options.strict)
+    optimized, ran = optimize_kernel(start, ctx, [] if races or held else names,
+                                     _instruments(program, start, block, options), options.strict)
     result = KernelResult(kernel, optimized if views is None else views.declared(optimized), ctx,
                           [name for name, _ in ran], races)
     if views is not None and not result.transformed:
@@ -285,18 +257,29 @@ def _compile_kernel(program: Program, kernel: Kernel, canonical, options: Compil
     return result
 
 
+def _instruments(program: Program, kernel: Kernel, block: tuple[int, int],
+                 options: CompileOptions) -> list[PassInstrument]:
+    """The instruments run around each pass: the sanity checks, and as the options ask the emulated self-check
+    and the dumps."""
+    instruments: list[PassInstrument] = [SanityCheck()]
+    if options.self_check:
+        from gpgpu_opt.check.cases import quick_check
+
+        instruments.append(SelfCheck(quick_check(program, kernel, block)))
+    if options.dump_dir:
+        instruments.append(Dump(options.dump_dir, kernel.name))
+    return instruments
+
+
 def _built_on(result: KernelResult) -> bool:
-    """Did a pass transform a canonicalized grid-stride kernel beyond the forms (restrict's qualifiers,
-    normalize's temporaries)? Otherwise its one thread per element only costs blocks: the loop stays."""
+    """Did a pass transform a canonicalized kernel beyond the forms (PassRecord.form: restrict's qualifiers,
+    normalize's temporaries)? Otherwise its canonical form only costs (a grid-stride loop's one thread per
+    element, more blocks): it stays as written."""
+    form = registry.form_passes()
     kept = result.validation.kept_after if result.validation is not None else None
-    if result.validation is not None and (kept or "naive") in FORM_PASSES | {"naive"}:
+    if result.validation is not None and (kept or "naive") in form | {"naive"}:
         return False    # the check rolled back what the later passes did
-    return result.rewritten or any(d.action == "applied" and d.pass_name not in FORM_PASSES
-                                   for d in result.context.log.decisions)
-
-
-#: Passes that change a kernel's form, not its speed: a canonicalized loop needs another pass to pay.
-FORM_PASSES = frozenset({"restrict", "normalize", grid_stride.PASS_NAME})
+    return result.rewritten or any(d.applied and d.pass_name not in form for d in result.context.log.decisions)
 
 
 def _replay(log: Diagnostics, diagnostics: Diagnostics) -> None:
@@ -304,28 +287,31 @@ def _replay(log: Diagnostics, diagnostics: Diagnostics) -> None:
         diagnostics._emit(note)
 
 
-def _grid_stride(program: Program, options: CompileOptions, diagnostics: Diagnostics) -> tuple[Program, dict]:
-    """Grid-stride loops canonicalized to one thread per element, their launches re-sized (a form for the
-    passes, like normalize's, so it runs with it): the program re-read from the rewritten text."""
-    if "normalize" not in options.passes:
-        return program, {}
+def _program_steps(program: Program, options: CompileOptions, diagnostics: Diagnostics) -> tuple[Program, dict]:
+    """The program as the passes' program steps canonicalize it, in pipeline order (grid-stride loops as one
+    thread per element, their launches re-sized: a form for the passes), each re-read from the rewritten
+    text; and the kernels they changed, by name: (the step's pass, what it did)."""
     from gpgpu_opt.frontend import load_program
 
-    def reload(text: str) -> Program:
-        return load_program(program.path, program.defines, program.include_dirs, Diagnostics(quiet=True),
-                            target=options.target, text=text)
-    return grid_stride.canonicalize(program, diagnostics, options.assume_restrict, reload, options.keep_loops)
+    canonical: dict = {}
+    for record in registry.program_steps():
+        def reload(text: str, path=program.path, defines=program.defines, dirs=program.include_dirs) -> Program:
+            return load_program(path, defines, dirs, Diagnostics(quiet=True), target=options.target, text=text)
+        program, changed = record.program_step.canonicalize(program, options, diagnostics, reload)
+        canonical.update({name: (record.name, form) for name, form in changed.items()})
+    return program, canonical
 
 
 def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
             diagnostics: Diagnostics) -> tuple[Kernel, list[str]]:
     """The kernel the passes start from and the passes that may run, as its blocks' z allows
-    (passes/normalize/three_d.py): blocks of one z make threadIdx.z 0, else no pass may retile."""
+    (rewriting/three_d.py): blocks of one z make threadIdx.z 0, else only the passes whose records say they
+    may run on 3-D blocks (PassRecord.three_d)."""
     found = sites.naive_launch(program, kernel, {})
     z = block_z(kernel, program.device_functions, None if found is None else found.block[2], found is not None)
     if z.why_not is None:
         return z.start, pass_names
-    kept = [name for name in pass_names if name in z.passes]
+    kept = [name for name in pass_names if registry.runs_on_3d_blocks(name, z.reads_z_itself)]
     if kept != list(pass_names):
         diagnostics.note(f"{kernel.name}: not retiled: {z.why_not}", Location.of(kernel.funcdef.decl),
                          kernel=kernel.name)

@@ -40,8 +40,11 @@ def test_the_import_contracts_hold():
     ("analysis/loops.py", "from gpgpu_opt.pipeline import compile_program",
      "Floors: commands > pipeline", "gpgpu_opt.analysis.loops -> gpgpu_opt.pipeline"),
     # the rewriting floor reaching up to a pass at run time
-    ("rewriting/tiles/plan.py", "from gpgpu_opt.passes.context import PassContext",
-     "Floors: commands > pipeline", "gpgpu_opt.rewriting.tiles.plan -> gpgpu_opt.passes.context"),
+    ("rewriting/tiles/plan.py", "from gpgpu_opt.passes.merge import register_tile",
+     "Floors: commands > pipeline", "gpgpu_opt.rewriting.tiles.plan -> gpgpu_opt.passes.merge.register_tile"),
+    # the pass API reaching up to the builders the passes share
+    ("pass_api/context.py", "from gpgpu_opt.rewriting.cbuild import Unsupported",
+     "Floors: commands > pipeline", "gpgpu_opt.pass_api.context -> gpgpu_opt.rewriting.cbuild"),
     # coalesce asking merge directly instead of through the registry
     ("passes/coalesce/halo.py", "from gpgpu_opt.passes.merge.split_loop import plan_split",
      "No pass package imports another", "gpgpu_opt.passes.coalesce.halo -> gpgpu_opt.passes.merge.split_loop"),
@@ -105,3 +108,17 @@ def test_every_module_stands_on_a_floor():
     for wing in wings:
         init = ROOT / wing.replace(".", "/") / "__init__.py"
         assert "import gpgpu_opt" not in init.read_text() and "from gpgpu_opt" not in init.read_text(), init
+
+
+def test_the_passes_folder_holds_the_registry_and_the_passes_alone():
+    """The independence contract names `gpgpu_opt.passes.*`: that is every pass the registry lists, and nothing
+    else may stand there (a shared module would be a pass to the contract: it belongs in pass_api/,
+    rewriting/ or analysis/)."""
+    from gpgpu_opt.passes import PACKAGES, records
+
+    folder = ROOT / "gpgpu_opt" / "passes"
+    present = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"} | \
+        {p.name for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert present == set(PACKAGES)
+    assert "gpgpu_opt.passes.*" in CONFIG.read_text().split("[importlinter:contract:passes]", 1)[1]
+    assert [r.name for r in records()] == list(PACKAGES)

@@ -57,7 +57,8 @@ _JUMPS = (c_ast.Break, c_ast.Continue, c_ast.Return, c_ast.Goto, c_ast.Label)
 
 class DecisionSink(Protocol):
     """Where the rewrites and refusals are said (a pass's decision log)."""
-    def applied(self, subject: str, reason: str, location: Location | None = None) -> None: ...
+    def applied(self, subject: str, reason: str, location: Location | None = None,
+                restatement: bool = False) -> None: ...
     def skip(self, subject: str, reason: str, location: Location | None = None) -> None: ...
 
 
@@ -143,7 +144,8 @@ def _in_block(kernel: Kernel, body: c_ast.Compound, log: DecisionSink | None) ->
         skip(", ".join(sorted(inductions)), str(why), Location.of(kernel.funcdef))
         return []
     for name in sorted(inductions) if log is not None else ():
-        log.applied(name, f"{RESTATED} (steps of {text(inductions[name].step)})", Location.of(kernel.funcdef))
+        log.applied(name, f"{RESTATED} (steps of {text(inductions[name].step)})", Location.of(kernel.funcdef),
+                    restatement=True)
     return sorted(inductions)
 
 

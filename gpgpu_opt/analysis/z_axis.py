@@ -1,4 +1,4 @@
-"""Which code reads the z axis of a launch: recognizers that normalize's 3-D rule (passes/normalize/three_d)
+"""Which code reads the z axis of a launch: recognizers that normalize's 3-D rule (rewriting/three_d)
 and the launch helpers (launch_lowering: the naive grid's z is kept where a kernel reads it) both ask."""
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ case whose sizes do not divide the tiles, with the race check on. A version that
 newest earlier version (after fewer passes) that passes; at worst the naive kernel is written. A version the
 check cannot run on (sizes it cannot know or emulate, a construct the emulator lacks, the emulator's own
 failure) counts as failing, unless every pass that changed it is proved without emulation
-(passes.PROVED_WITHOUT_EMULATION): then it is kept, reported 'not checked'.
+(PassRecord.proved_without_emulation): then it is kept, reported 'not checked'.
 
 Where the program fixes its sizes (macros) and the whole launch is too large to emulate, the check runs the
 blocks that cover two corners of the thread space, the first and the last (where a ragged edge would be),
@@ -59,7 +59,7 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
     `--bind` fixed (the versions are specialized to them, so the case takes them too). Returns the newest
     version that computes what the naive kernel computes on the check's case, and what the check found. A
     version the check cannot run on is only kept when every pass that changed it is proved without emulation
-    (PROVED_WITHOUT_EMULATION); else an earlier version is, at worst the naive kernel. A version vectorize
+    (PassRecord.proved_without_emulation); else an earlier version is, at worst the naive kernel. A version vectorize
     changed that passes is also checked where its vector path runs (ALIGNED_MULTIPLE)."""
     found = _validate_ragged(program, naive, versions, block, seed, bindings)
     kernel, validation = found
@@ -220,10 +220,11 @@ def _without_check(versions: list[tuple[str, Kernel]], why: str, case: Case | No
 
 def _proved_changes(versions: list[tuple[str, Kernel]]) -> list[str] | None:
     """The passes that changed the kernel along `versions` when each is proved without emulation, else None."""
-    from gpgpu_opt.passes import PROVED_WITHOUT_EMULATION
+    from gpgpu_opt.passes import proved_without_emulation
 
     changed = _changed_by(versions)
-    return changed if all(name in PROVED_WITHOUT_EMULATION for name in changed) else None
+    proved = proved_without_emulation()
+    return changed if all(name in proved for name in changed) else None
 
 
 def _changed_by(versions: list[tuple[str, Kernel]]) -> list[str]:

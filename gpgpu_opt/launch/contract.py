@@ -24,6 +24,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import call_name, is_member_of, walk
 from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.launch.sites import has_launch_site
 from gpgpu_opt.rewriting.guards import BLOCK_DEPENDENT_CALLS, normalize_early_returns
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported
@@ -141,10 +142,6 @@ def launch_assumptions(program, naive: Kernel, optimized: Kernel,
     return LaunchAssumptions(naive.name, block, multiple, extent)
 
 
-def has_launch_site(program, kernel: Kernel) -> bool:
-    return any(s.kernel == kernel.name and len(s.config) >= 2 for s in program.launch_sites)
-
-
 def _stated_space(program) -> tuple[int | None, int | None]:
     return tuple(evaluate_int(name, program.macros) if name in program.macros else None
                  for name in ("globalDimX", "globalDimY"))
@@ -205,4 +202,4 @@ def helper_launch(optimized: Kernel, naive_grid: Shape, naive_block: Shape) -> t
 
 
 __all__ = ["LaunchAssumptions", "launch_assumptions", "helper_launch", "block_dependence", "guarded_axes",
-           "has_launch_site", "refusal_message", "helper_message"]
+           "refusal_message", "helper_message"]

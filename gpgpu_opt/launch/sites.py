@@ -288,3 +288,8 @@ def naive_launch_name(kernel: Kernel) -> str:
     if kernel.instance is None:
         return naive_name(kernel.name)
     return f"{naive_name(kernel.instance.template_name)}<{', '.join(kernel.instance.args)}>"
+
+
+def has_launch_site(program, kernel: Kernel) -> bool:
+    """Does the program launch the kernel with a configuration (`k<<<grid, block>>>`)?"""
+    return any(s.kernel == kernel.name and len(s.config) >= 2 for s in program.launch_sites)

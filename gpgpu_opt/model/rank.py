@@ -23,7 +23,7 @@ from gpgpu_opt.model.predict import Prediction, predict
 from gpgpu_opt.model.resources import resources
 from gpgpu_opt.model.stats import spearman
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pass_api.context import MergeRequest
 from gpgpu_opt.pipeline import CompileOptions, compile_program
 from gpgpu_opt.targets import Target, get_target
 

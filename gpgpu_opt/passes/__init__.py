@@ -1,4 +1,5 @@
-"""Transformation passes, one module each, registered by name: `run(kernel, ctx) -> kernel`.
+"""The pass registry: the pass packages, in pipeline order, each declared once by the record in its package
+(`PASS`, a pass_api.record.PassRecord). Adding a pass is its package and one line of `PACKAGES`.
 
 A pass that cannot prove a transformation safe returns the kernel unchanged and records why with
 `ctx.log.skip(...)`; the pipeline rolls back a pass that raises or breaks the kernel's sanity checks.
@@ -10,27 +11,90 @@ import importlib
 from typing import Callable
 
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.lowering import Lowering
+from gpgpu_opt.pass_api.record import PassRecord
 
 PassFunction = Callable[[Kernel, PassContext], Kernel]
 
-#: The paper's order (vectorize before coalesce; merge, prefetch, partition after), after the two passes
-#: every other one builds on: pointer qualifiers from the alias facts, then the normal form.
-PIPELINE_ORDER = ["restrict", "normalize", "vectorize", "coalesce", "merge", "prefetch", "partition"]
-_FOUNDATION = ["restrict", "normalize"]
-_MODULES = {"restrict": "gpgpu_opt.passes.restrict", "normalize": "gpgpu_opt.passes.normalize",
-            "coalesce": "gpgpu_opt.passes.coalesce", "merge": "gpgpu_opt.passes.merge",
-            "vectorize": "gpgpu_opt.passes.vectorize", "prefetch": "gpgpu_opt.passes.prefetch",
-            "partition": "gpgpu_opt.passes.partition"}
+#: The pass packages under gpgpu_opt/passes/, in the order they run: the paper's (vectorize before coalesce;
+#: merge, prefetch, partition after), after what every other pass builds on (pointer qualifiers from the
+#: alias facts, then the normal form; grid_stride canonicalizes the program's loops before the kernel passes).
+PACKAGES = (
+    "restrict",
+    "normalize",
+    "grid_stride",
+    "vectorize",
+    "coalesce",
+    "merge",
+    "prefetch",
+    "partition",
+)
 
-#: Questions a pass asks a later one before it runs (pass -> later pass -> its `claim(kernel, ctx, info)`: why
-#: the later pass will take the kernel, or None), wired here so that no pass package imports another.
-_CLAIMS = {"coalesce": {"merge": "gpgpu_opt.passes.merge.claims"}}
 
-#: Passes whose safety does not rest on compile's emulated check: what they change is proved by an analysis
-#: the emulator could not confirm anyway (restrict: the alias proof; the emulator gives every pointer its own
-#: buffer). A kernel changed only by these is written even where the check cannot run. Keep it minimal.
-PROVED_WITHOUT_EMULATION = frozenset({"restrict"})
+@functools.cache
+def records() -> tuple[PassRecord, ...]:
+    """Every pass's record, in pipeline order."""
+    found = tuple(importlib.import_module(f"{__name__}.{package}").PASS for package in PACKAGES)
+    names = [r.name for r in found]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two passes share a name: {names}")
+    return found
+
+
+def record(name: str) -> PassRecord:
+    return next(r for r in records() if r.name == name)
+
+
+def pipeline_order() -> list[str]:
+    """The kernel passes `--passes` may name, in the order they run."""
+    return [r.name for r in records() if r.in_pipeline]
+
+
+def registered_passes() -> dict[str, PassFunction]:
+    """Each kernel pass's driver by name, with the claims of the later passes it asks wired in (so that no
+    pass package imports another)."""
+    passes = {}
+    for r in records():
+        if not r.in_pipeline:
+            continue
+        later = {other: record(other).claim for other in r.asks if record(other).claim is not None}
+        passes[r.name] = functools.partial(r.run, later=later) if later else r.run
+    return passes
+
+
+@functools.cache
+def lowering() -> Lowering:
+    """The lowering of every schedule entry, from the steps the passes register beside their entries."""
+    steps: dict = {}
+    for r in records():
+        for entry, step in r.steps.items():
+            if entry in steps:
+                raise ValueError(f"two passes lower the schedule's '{entry}' entry")
+            steps[entry] = step
+    return Lowering(steps)
+
+
+def program_steps() -> list[PassRecord]:
+    """The passes that canonicalize the whole program before the kernel passes run."""
+    return [r for r in records() if r.program_step is not None]
+
+
+def form_passes() -> frozenset[str]:
+    """Passes whose changes are a form for the later passes, not speed (PassRecord.form)."""
+    return frozenset(r.name for r in records() if r.form)
+
+
+def proved_without_emulation() -> frozenset[str]:
+    """Passes whose safety does not rest on compile's emulated check (PassRecord.proved_without_emulation)."""
+    return frozenset(r.name for r in records() if r.proved_without_emulation)
+
+
+def runs_on_3d_blocks(name: str, kernel_reads_z: bool) -> bool:
+    """May pass `name` run on a kernel whose blocks may have several threads in z? (`kernel_reads_z`: the
+    kernel reads the z axis itself, not only through a helper.)"""
+    three_d = record(name).three_d
+    return three_d == "always" or (three_d == "own_z" and kernel_reads_z)
 
 
 class PassList(list):
@@ -42,44 +106,20 @@ class PassList(list):
         self.named = frozenset(named)
 
 
-def registered_passes() -> dict[str, PassFunction]:
-    passes = {}
-    for name in PIPELINE_ORDER:
-        module_name = _MODULES.get(name)
-        if module_name is None:
-            continue
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            if err.name == module_name:
-                continue
-            raise
-        passes[name] = module.run
-    for name, asked in _CLAIMS.items():
-        later = {other: importlib.import_module(module_name).claim for other, module_name in asked.items()
-                 if other in passes}
-        if name in passes and later:
-            passes[name] = functools.partial(passes[name], later=later)
-    return passes
-
-
 def parse_pass_list(text: str | None) -> PassList:
     """`--passes` value: 'none', a comma list, or None for the default pipeline. Order follows the
-    paper's pipeline; restrict and normalize always run first when any other pass runs. A pass left out
-    of the list does not run; the ones in it are also `named` (the default pipeline names none)."""
-    available = registered_passes()
+    pipeline; the foundation passes (restrict, normalize) always run first when any other pass runs. A pass
+    left out of the list does not run; the ones in it are also `named` (the default pipeline names none)."""
+    order = pipeline_order()
     if text is None:
-        return PassList(p for p in PIPELINE_ORDER if p in available)
+        return PassList(order)
     if text.strip() == "none":
         return PassList()
     wanted = [p.strip() for p in text.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in PIPELINE_ORDER]
+    unknown = [p for p in wanted if p not in order]
     if unknown:
-        raise ValueError(f"unknown pass '{unknown[0]}' (passes: {', '.join(PIPELINE_ORDER)})")
-    missing = [p for p in wanted if p not in available]
-    if missing:
-        raise ValueError(f"pass '{missing[0]}' is not implemented yet (available: {', '.join(available)})")
+        raise ValueError(f"unknown pass '{unknown[0]}' (passes: {', '.join(order)})")
     named = frozenset(wanted)
     if wanted:
-        wanted += [p for p in _FOUNDATION if p not in wanted]
-    return PassList((p for p in PIPELINE_ORDER if p in wanted), named)
+        wanted += [r.name for r in records() if r.foundation and r.name not in wanted]
+    return PassList((p for p in order if p in wanted), named)

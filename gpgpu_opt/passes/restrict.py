@@ -10,7 +10,8 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.record import PassRecord
 
 _PROOFS = {"declared": "declared __restrict__", "--restrict": "--restrict",
            "launch sites": "every launch passes each pointer its own cudaMalloc buffer",
@@ -43,7 +44,8 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     if facts.sites:
         proof += f" (launch{'es' if len(facts.sites) > 1 else ''} at line {', '.join(map(str, facts.sites))})"
     detail = f"; read-only: {', '.join(made_const)} const" if made_const else ""
-    ctx.log.applied("pointer parameters", f"do not alias: {proof}; declared __restrict__{detail}", where)
+    ctx.log.applied("pointer parameters", f"do not alias: {proof}; declared __restrict__{detail}", where,
+                    restatement=True)
     return kernel
 
 
@@ -65,3 +67,8 @@ def _only_subscripted(body: c_ast.Node, name: str) -> bool:
                 and isinstance(node.expr.name, c_ast.ID) and node.expr.name.name == name:
             return False  # `&name[i]` is a pointer, which may be handed on
     return all(id(n) in bases for n in walk(body) if isinstance(n, c_ast.ID) and n.name == name)
+
+
+PASS = PassRecord(
+    "restrict", "pointer parameters declared __restrict__ (and const where only read) where they cannot alias",
+    run, foundation=True, form=True, proved_without_emulation=True, three_d="always")

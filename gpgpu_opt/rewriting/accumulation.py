@@ -22,7 +22,7 @@ from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
 if TYPE_CHECKING:
-    from gpgpu_opt.passes.context import PassContext     # the type only
+    from gpgpu_opt.pass_api.context import PassContext     # the type only
 
 
 class NotAccumulation(Unsupported):

@@ -14,7 +14,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.harness import renamed_source
 from gpgpu_opt.nvcc import nvcc_available, resource_usage
-from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pass_api.context import MergeRequest
 from gpgpu_opt.pipeline import CompileOptions, KernelResult, compile_program
 from gpgpu_opt.tune.db import Choice
 

@@ -90,8 +90,8 @@ def test_an_internal_error_exits_3_as_main_says(tmp_path, monkeypatch):
     def crashing(kernel, ctx):
         raise RuntimeError("pass bug")
 
-    registered = pipeline.registered_passes()
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "coalesce": crashing})
+    registered = pipeline.registry.registered_passes()
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {**registered, "coalesce": crashing})
     proc = run_cli("compile", INPUTS / "mv.cu", "-o", tmp_path / "o.cu", "--passes", "coalesce", "--no-tuned",
                    "--strict")
     assert proc.returncode == 3 and "error: internal error in pass coalesce" in proc.stderr, proc.stderr

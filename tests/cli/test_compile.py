@@ -264,7 +264,7 @@ def test_3x3_stencils_stage_18x18_halos_on_g80_and_keep_l1_reads_on_sm90(name, a
 
 
 def test_merge_option_is_parsed_and_bad_values_are_errors(tmp_path):
-    from gpgpu_opt.passes.context import MergeRequest
+    from gpgpu_opt.pass_api.context import MergeRequest
 
     assert MergeRequest.parse("x=2,y=8") == MergeRequest(2, 8)
     assert MergeRequest.parse("y=4") == MergeRequest(1, 4)

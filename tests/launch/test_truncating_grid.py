@@ -1,6 +1,6 @@
 """A launch whose grid rounds down (`dim3(nx / 32, ny / 4)`) may stop short of the kernel's guard: the last
 rows and columns stay undone, and that is the program's meaning. No pass may round such a grid up to bigger
-blocks (launch.truncating_grids, pipeline._grid_overreach)."""
+blocks (launch.truncating_grids, pass_api.instruments.grid_overreach)."""
 from __future__ import annotations
 
 import textwrap

@@ -16,7 +16,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.model import occupancy, predict, resources, spearman
 from gpgpu_opt.model.rank import Variant, main as rank_main, rank_variants
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pass_api.context import MergeRequest
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import TARGETS, get_target
 from tests.conftest import INPUTS, requires_nvcc

@@ -15,7 +15,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pass_api.context import MergeRequest
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.check.cases import Case, run_case

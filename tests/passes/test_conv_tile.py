@@ -10,7 +10,7 @@ import pytest
 
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.nvcc import nvcc_available, resource_usage
-from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pass_api.context import MergeRequest
 from gpgpu_opt.targets import get_target
 from tests.passes.test_register_tile import assert_equivalent_2d
 from tests.passes.test_split_loop import INPUTS, assert_nvcc_compiles, compile_file, merge_decisions, only

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpgpu_opt.codegen import kernel_source
-from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pass_api.context import MergeRequest
 from gpgpu_opt.check.cases import Case, run_case
 from tests.passes.test_split_loop import INPUTS, assert_nvcc_compiles, compile_file, compile_text, merge_decisions, only
 

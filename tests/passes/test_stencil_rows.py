@@ -12,7 +12,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Diagnostics
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.passes.context import MergeRequest
+from gpgpu_opt.pass_api.context import MergeRequest
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
 from gpgpu_opt.check.cases import Case, run_case
@@ -29,7 +29,7 @@ def _rows_without_the_window():
     from gpgpu_opt.passes import merge
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(merge, "_MERGES", [m for m in merge._MERGES if "stencil_window" not in m[0].__module__])
+        patch.setattr(merge, "UNSTAGED", tuple(m for m in merge.UNSTAGED if m.name != "stencil_window"))
         yield
 
 

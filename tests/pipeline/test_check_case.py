@@ -99,8 +99,8 @@ def _writes_the_tail(kernel, ctx):
 
 
 def test_the_grown_case_still_catches_a_version_that_writes_past_the_naive_launch(program, monkeypatch):
-    registered = pipeline.registered_passes()
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "bad": _writes_the_tail})
+    registered = pipeline.registry.registered_passes()
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {**registered, "bad": _writes_the_tail})
     kernel, diagnostics = _compile(program, [*PASSES, "bad"])
     validation = kernel.validation
     assert validation.status == "rolled back" and validation.emulated, validation.detail
@@ -120,8 +120,8 @@ def test_a_vectorized_version_is_also_checked_where_its_vector_path_runs(program
     runs the sizes rounded up to a multiple of 16, and rolls back what fails there."""
     kernel, _ = _compile(program, PASSES)
     assert kernel.validation.status == "passed" and "where rows are aligned" in kernel.validation.detail
-    registered = pipeline.registered_passes()
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "bad": _breaks_aligned_rows})
+    registered = pipeline.registry.registered_passes()
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {**registered, "bad": _breaks_aligned_rows})
     kernel, _ = _compile(program, [*PASSES, "bad"])
     validation = kernel.validation
     assert validation.status == "rolled back" and validation.kept_after == "vectorize", validation.detail
@@ -174,8 +174,8 @@ def _drops_the_null_test(kernel, ctx):
 
 
 def test_a_pointer_the_kernel_tests_for_null_is_also_checked_null(add_bias, monkeypatch):
-    registered = pipeline.registered_passes()
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "bad": _drops_the_null_test})
+    registered = pipeline.registry.registered_passes()
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {**registered, "bad": _drops_the_null_test})
     kernel, _ = _compile(add_bias, ["restrict", "normalize", "bad"])
     validation = kernel.validation
     assert validation.status == "rolled back" and validation.emulated, validation.detail

@@ -10,9 +10,9 @@ from gpgpu_opt.diagnostics import Diagnostics, Location
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.passes import parse_pass_list
-from gpgpu_opt.passes.context import Decision, DecisionLog
-from gpgpu_opt.passes.facts import kernel_facts
-from gpgpu_opt.passes.options import CompileOptions, MergeRequest
+from gpgpu_opt.pass_api.context import Decision, DecisionLog
+from gpgpu_opt.pass_api.facts import kernel_facts
+from gpgpu_opt.pass_api.options import CompileOptions, MergeRequest
 from gpgpu_opt.pipeline import compile_program
 from gpgpu_opt.targets import get_target
 

@@ -42,7 +42,7 @@ def _wrong_result(kernel, ctx):
 ])
 def test_broken_pass_is_rolled_back_with_a_note(monkeypatch, bad_pass, expected):
     pytest.importorskip("gpgpu_opt.emulator")
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": bad_pass})
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {"normalize": normalize.run, "bad": bad_pass})
     diags = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / "mv.cu"), diagnostics=diags)
     result = pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], diags, strict=False)
@@ -52,7 +52,7 @@ def test_broken_pass_is_rolled_back_with_a_note(monkeypatch, bad_pass, expected)
 
 
 def test_strict_mode_raises_a_pass_bug_with_the_pass_and_kernel(monkeypatch):
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": _crashing_pass})
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {"normalize": normalize.run, "bad": _crashing_pass})
     program = load_program(str(INPUTS / "mv.cu"), diagnostics=Diagnostics(quiet=True))
     with pytest.raises(pipeline.InternalError) as raised:
         pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], Diagnostics(quiet=True),
@@ -65,7 +65,7 @@ def test_strict_mode_raises_a_pass_bug_with_the_pass_and_kernel(monkeypatch):
 
 def test_strict_mode_still_rolls_back_what_a_pass_refuses(monkeypatch):
     """A SanityError (the pass's own "cannot do this", or a kernel the sanity checks reject) is not a bug."""
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": _doubled_barrier})
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {"normalize": normalize.run, "bad": _doubled_barrier})
     diags = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / "mv.cu"), diagnostics=diags)
     result = pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], diags, strict=True)
@@ -74,7 +74,7 @@ def test_strict_mode_still_rolls_back_what_a_pass_refuses(monkeypatch):
 
 
 def test_strict_is_the_default_where_the_environment_asks(monkeypatch):
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": _crashing_pass})
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {"normalize": normalize.run, "bad": _crashing_pass})
     program = load_program(str(INPUTS / "mv.cu"), diagnostics=Diagnostics(quiet=True))
     monkeypatch.setenv("GPGPU_OPT_STRICT", "1")
     with pytest.raises(pipeline.InternalError):
@@ -92,8 +92,8 @@ def test_cli_strict_prints_a_compiler_error_and_exits_3(monkeypatch, tmp_path, c
 
     from gpgpu_opt import cli
 
-    registered = pipeline.registered_passes()
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "coalesce": _crashing_pass})
+    registered = pipeline.registry.registered_passes()
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {**registered, "coalesce": _crashing_pass})
     monkeypatch.setenv("GPGPU_OPT_STRICT", "1" if not strict_flag else "0")
     monkeypatch.setenv("GPGPU_OPT_TRACEBACK", traceback_env)
     out = tmp_path / "o.cu"
@@ -109,7 +109,7 @@ def test_cli_strict_prints_a_compiler_error_and_exits_3(monkeypatch, tmp_path, c
 
 def test_self_check_rolls_back_a_pass_that_changes_the_result(monkeypatch):
     pytest.importorskip("gpgpu_opt.emulator")
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {"normalize": normalize.run, "bad": _wrong_result})
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {"normalize": normalize.run, "bad": _wrong_result})
     diags = Diagnostics(quiet=True)
     program = load_program(str(INPUTS / "mm.cu"), diagnostics=diags)
     result = pipeline.compile_with(program, get_target("sm_90"), ["normalize", "bad"], diags, self_check=True)

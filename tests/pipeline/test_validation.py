@@ -28,8 +28,8 @@ def _off_by_one(kernel, ctx):
 
 
 def test_a_pass_that_changes_the_result_is_rolled_back(monkeypatch):
-    registered = pipeline.registered_passes()
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "bad": _off_by_one})
+    registered = pipeline.registry.registered_passes()
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {**registered, "bad": _off_by_one})
     program = load_program(MV, diagnostics=Diagnostics(quiet=True))
     diagnostics = Diagnostics(quiet=True)
     result = pipeline.compile_with(program, get_target("sm_90"), ["restrict", "normalize", "coalesce", "bad"],
@@ -82,8 +82,8 @@ def _drop_last_output(kernel, ctx):
 def test_sizes_too_large_to_emulate_are_checked_at_two_corners(tmp_path, monkeypatch):
     path = tmp_path / "rows.cu"
     path.write_text(ROW_SUMS_FIXED)
-    registered = pipeline.registered_passes()
-    monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, "edge": _drop_last_output})
+    registered = pipeline.registry.registered_passes()
+    monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {**registered, "edge": _drop_last_output})
     program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
     good = pipeline.compile_with(program, get_target("g80"), ["restrict", "normalize", "coalesce"],
                                     Diagnostics(quiet=True), validate=True).kernels[0]
@@ -147,8 +147,8 @@ def _compile_huge(tmp_path, pass_names, monkeypatch=None, extra=None, strict=Non
     path = tmp_path / "huge.cu"
     path.write_text(ROW_SUMS_HUGE)
     if extra:
-        registered = pipeline.registered_passes()
-        monkeypatch.setattr(pipeline, "registered_passes", lambda: {**registered, **extra})
+        registered = pipeline.registry.registered_passes()
+        monkeypatch.setattr(pipeline.registry, "registered_passes", lambda: {**registered, **extra})
     diagnostics = Diagnostics(quiet=True)
     program = load_program(str(path), diagnostics=diagnostics)
     result = pipeline.compile_with(program, get_target("g80"), pass_names, diagnostics, validate=True,

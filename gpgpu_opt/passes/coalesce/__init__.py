@@ -53,11 +53,12 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.schedule import remember
-from gpgpu_opt.passes.schedule import Staging, schedule_of
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.schedule import remember
+from gpgpu_opt.pass_api.schedule import Staging, schedule_of
 from gpgpu_opt.passes.coalesce.launch_shape import block_choices
 from gpgpu_opt.rewriting.cbuild import Unsupported
+from gpgpu_opt.pass_api.record import PassRecord
 from gpgpu_opt.rewriting.tiles.plan import plan_reads
 from gpgpu_opt.rewriting.tiles.rewrite import apply_plans
 from gpgpu_opt.rewriting.tiles.rows import rows_problem
@@ -228,3 +229,14 @@ def _candidates(analysis, ctx: PassContext, in_footprint: set[int]) -> list[Acce
 
 
 __all__ = ["run"]
+
+
+def _lower_staging_entry(kernel: Kernel, ctx: PassContext, staging: Staging) -> Kernel:
+    if staging.kind == "halo":
+        return lower_halo(kernel, ctx)
+    return lower_reads(kernel, ctx, staging.block, staging.threads, staging.steps, staging.comment)
+
+
+PASS = PassRecord("coalesce", "uncoalesced reads with reuse staged through shared-memory tiles by coalesced loads "
+                  "(a stencil's footprint in a halo tile)", run, steps={"staging": _lower_staging_entry},
+                  asks=("merge",))

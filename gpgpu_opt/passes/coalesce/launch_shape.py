@@ -13,7 +13,7 @@ from gpgpu_opt.analysis import AccessReport, uses_y
 from gpgpu_opt.analysis.accesses import Access
 from gpgpu_opt.analysis.symbolic import BDIM, TID, iterator_symbol
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.rewriting.tiles.geometry import classify, tile_extent
 from gpgpu_opt.rewriting.tiles.staged import anchor_loop

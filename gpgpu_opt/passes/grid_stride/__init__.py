@@ -29,6 +29,7 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.grid_stride import loop as gs
 from gpgpu_opt.passes.grid_stride.independence import why_dependent
 from gpgpu_opt.passes.grid_stride.text import TextError, canonical_kernel_edits
+from gpgpu_opt.pass_api.record import PassRecord, ProgramStep
 
 PASS_NAME = "grid_stride"
 
@@ -219,3 +220,15 @@ def _walk(node: c_ast.Node):
 
 
 __all__ = ["Canonicalized", "PASS_NAME", "canonicalize"]
+
+
+def canonicalize_program(program: Program, options, diagnostics: Diagnostics, reload):
+    """The program step: grid-stride loops canonicalized where normalize runs (the form is normalize's: it runs
+    with it), those in `options.keep_loops` kept as written."""
+    if "normalize" not in options.passes:
+        return program, {}
+    return canonicalize(program, diagnostics, options.assume_restrict, reload, options.keep_loops)
+
+
+PASS = PassRecord(PASS_NAME, "grid-stride loops read as one thread per element, their launches re-sized to cover "
+                  "the loop's range", form=True, program_step=ProgramStep(canonicalize_program))

@@ -16,7 +16,7 @@ The merges, tried in order on a kernel not yet given a new launch:
 - `thread_merge`: one thread computes several outputs in y (and/or x) of any kernel whose reads are shared
   between them (vv: `B[idx]` read once for the rows of a thread; paper §3.5 Fig. 6-7).
 A kernel whose blocks have several z (it still reads threadIdx.z: the pipeline gave it only restrict and
-merge, passes/normalize/three_d.py) is only given to `z_march`: each thread computes consecutive z, the
+merge, rewriting/three_d.py) is only given to `z_march`: each thread computes consecutive z, the
 planes it shares with the next z carried in registers.
 A kernel whose launch the coalesce pass set (its staged tiles) is given to `block_merge`, where neighbouring
 blocks that share a staged tile, or have too few threads, become one block, and then to
@@ -34,39 +34,16 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.schedule import remember
-from gpgpu_opt.passes.schedule import Merge, Schedule, Staging, schedule_of
-from gpgpu_opt.passes.merge import (block_merge, conv_tile, reduction, register_tile, split_loop, stencil_rows,
-                                    stencil_window, thread_merge, z_march)
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.schedule import remember
+from gpgpu_opt.pass_api.schedule import Merge, Rows, Schedule, Staging, schedule_of
+from gpgpu_opt.pass_api.record import PassRecord
+from gpgpu_opt.passes.merge import block_merge, claims, z_march
+from gpgpu_opt.passes.merge.strategies import BY_NAME, CONV_TILE, UNSTAGED, Z_MARCH, MergeStrategy
 from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.reduction import NotReduction
-from gpgpu_opt.passes.merge.thread_merge_staged import thread_merge_staged
+from gpgpu_opt.passes.merge.thread_merge_staged import lower_rows, thread_merge_staged
 from gpgpu_opt.rewriting.cbuild import Unsupported
-
-
-#: The merges for a kernel no earlier pass gave a launch, tried in order: (plan, apply, describe,
-#: describe_launch, what the kernel keeps when the merge declines).
-_CONV_TILE = (conv_tile.plan_conv_tile, conv_tile.apply_conv_tile, conv_tile.describe, conv_tile.describe_launch,
-              "one output per thread kept")
-#: The one merge for a kernel whose blocks have several z.
-_Z_MARCH = (z_march.plan_z_march, z_march.apply_z_march, z_march.describe, z_march.describe_launch,
-            "one z per thread kept")
-_MERGES = [
-    (reduction.plan_reduction, reduction.apply_reduction, reduction.describe, reduction.describe_launch,
-     "reduction left as written"),
-    (register_tile.plan_register_tile, register_tile.apply_register_tile, register_tile.describe,
-     register_tile.describe_launch, "one output per thread kept"),
-    _CONV_TILE,
-    (split_loop.plan_split, split_loop.apply_split, split_loop.describe, split_loop.describe_launch,
-     "one thread per output kept"),
-    (stencil_window.plan_stencil_window, stencil_window.apply_stencil_window, stencil_window.describe,
-     stencil_window.describe_launch, "one output per thread kept"),
-    (stencil_rows.plan_stencil_rows, stencil_rows.apply_stencil_rows, stencil_rows.describe,
-     stencil_rows.describe_launch, "one output per thread kept"),
-    (thread_merge.plan_thread_merge, thread_merge.apply_thread_merge, thread_merge.describe,
-     thread_merge.describe_launch, "one output per thread kept"),
-]
 
 
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
@@ -80,30 +57,30 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         return kernel
     schedule = schedule_of(ctx, kernel)
     if _has_3d_blocks(kernel):
-        return _merged(kernel, ctx, schedule, [_Z_MARCH])
+        return _merged(kernel, ctx, schedule, (Z_MARCH,))
     if kernel.launch is not None:
         if schedule.staging is not None:
             # A convolution's register tile brings its own halo tile: it replaces coalesce's staging.
             unstaged = schedule.without("staging")
-            tiled = _merge_unstaged(ctx.lower(unstaged), ctx, [_CONV_TILE], quiet=True)
+            tiled = _merge_unstaged(ctx.lower(unstaged), ctx, (CONV_TILE,), quiet=True)
             if tiled is not None:
-                tiled, _ = tiled
+                tiled, entry = tiled
                 ctx.log.applied("kernel", "the convolution's register tile stages its own halo tile, so it replaces "
                                       "the coalesce pass's staging", Location.of(kernel.funcdef))
-                ctx.schedule = unstaged.with_(merge=Merge("conv_tile"))
+                ctx.schedule = unstaged.with_(merge=entry)
                 return remember(ctx.schedule, tiled)
         return _merge_staged(kernel, ctx, schedule)
-    return _merged(kernel, ctx, schedule, _MERGES)
+    return _merged(kernel, ctx, schedule, UNSTAGED)
 
 
-def _merged(kernel: Kernel, ctx: PassContext, schedule: Schedule, merges) -> Kernel:
-    if merges is _MERGES and z_march.has_z_index(kernel):   # blocks of one z: marching z first
-        merges = [_Z_MARCH, *merges]
+def _merged(kernel: Kernel, ctx: PassContext, schedule: Schedule, merges: tuple[MergeStrategy, ...]) -> Kernel:
+    if merges is UNSTAGED and z_march.has_z_index(kernel):   # blocks of one z: marching z first
+        merges = (Z_MARCH, *merges)
     merged = _merge_unstaged(kernel, ctx, merges)
     if merged is None:
         return kernel
-    merged, kind = merged
-    ctx.schedule = schedule.with_(merge=Merge(kind))
+    merged, entry = merged
+    ctx.schedule = schedule.with_(merge=entry)
     return remember(ctx.schedule, merged)
 
 
@@ -113,47 +90,46 @@ def _has_3d_blocks(kernel: Kernel) -> bool:
                and n.name.name in ("threadIdx", "blockDim") and n.field.name == "z" for n in walk(kernel.body))
 
 
-def lower_merge(kernel: Kernel, ctx: PassContext, kind: str) -> Kernel:
-    """A `schedule.Merge` lowered on `kernel` (rewritten in place): the merge named `kind` planned and
-    applied as `_merge_unstaged` does (block_merge's step is the staging entry's block and step: nothing
-    more to do here)."""
-    if kind == "block_merge":
+def lower_merge(kernel: Kernel, ctx: PassContext, merge: Merge) -> Kernel:
+    """A `schedule.Merge` lowered on `kernel` (rewritten in place): its strategy planned again from the choice
+    the entry records (the shape it chose, where it chose one) and applied, as `_merge_unstaged` did
+    (block_merge's step is the staging entry's block and step: nothing more to do here)."""
+    if merge.kind == "block_merge":
         return kernel
-    plan, apply, *_ = next(m for m in [*_MERGES, _Z_MARCH] if _name(m[0]) == kind)
+    strategy = BY_NAME[merge.kind]
     g.normalize_early_returns(kernel.body)
     info = KernelInfo(kernel, ctx)
-    apply(kernel, info, plan(kernel, ctx, info))
+    plan = strategy.plan(kernel, ctx, info) if merge.shape is None else \
+        strategy.replan(kernel, ctx, info, merge.shape)
+    strategy.apply(kernel, info, plan)
     return kernel
 
 
-def _name(plan) -> str:
-    """A merge's name (`schedule.Merge.kind`): its planner's module."""
-    return plan.__module__.rsplit(".", 1)[-1]
-
-
-def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges, quiet: bool = False) -> tuple[Kernel, str] | None:
-    """The first of `merges` that applies to a kernel no earlier pass gave a launch, and its name, or None
-    (with a note on why the first that fitted the kernel's shape declined, unless `quiet`)."""
+def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges: tuple[MergeStrategy, ...],
+                    quiet: bool = False) -> tuple[Kernel, Merge] | None:
+    """The first of `merges` that applies to a kernel no earlier pass gave a launch, and its schedule entry,
+    or None (with a note on why the first that fitted the kernel's shape declined, unless `quiet`)."""
     where = Location.of(kernel.funcdef)
     declined = []   # (merge, consequence, why) of merges that fit the kernel's shape but were not made
-    for plan, apply, describe, describe_launch, what in merges:
+    for strategy in merges:
         work = kernel.copy()
         g.normalize_early_returns(work.body)
         info = KernelInfo(work, ctx)
         try:
-            chosen = plan(work, ctx, info)
+            chosen = strategy.plan(work, ctx, info)
         except (NotAccumulation, NotReduction):
             continue
         except Unsupported as why:
             # This merge fits the kernel's shape but cannot be proved safe or worth it; a later one may be.
-            declined.append((_name(plan), what, why))
+            declined.append((strategy.name, strategy.declined, why))
             continue
         for name, _, why in declined:
             ctx.log.skip("kernel", f"{name.replace('_', ' ')} not used: {why}", where)
-        apply(work, info, chosen)
-        ctx.log.applied("kernel", describe(chosen), where)
-        ctx.log.applied("launch", describe_launch(chosen), where)
-        return work, _name(plan)
+        strategy.apply(work, info, chosen)
+        ctx.log.applied("kernel", strategy.describe(chosen), where)
+        ctx.log.applied("launch", strategy.describe_launch(chosen), where)
+        shape = strategy.shape_of(chosen) if strategy.shape_of is not None else None
+        return work, Merge(strategy.name, shape=shape)
     if declined and not quiet:
         _, what, why = declined[0]
         ctx.log.skip("kernel", f"{what}: {why}", where)
@@ -186,3 +162,12 @@ def _block_merge(kernel: Kernel, ctx: PassContext, schedule: Schedule) -> Kernel
     ctx.log.applied("kernel", f"thread-block merge: {plan.describe()}", where)
     ctx.log.applied("launch", f"blocks of {plan.block[0]}x{plan.block[1]} threads, one thread per output", where)
     return merged
+
+
+def _lower_rows_entry(kernel: Kernel, ctx: PassContext, rows: Rows) -> Kernel:
+    return lower_rows(kernel, ctx, rows.factor)
+
+
+PASS = PassRecord("merge", "thread and thread-block merge: register tiles, reductions in registers and warps, "
+                  "stencil windows, split loops, z marches", run, three_d="own_z",
+                  steps={"merge": lower_merge, "rows": _lower_rows_entry}, claim=claims.claim)

@@ -40,8 +40,8 @@ from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.schedule import schedule_of
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.schedule import schedule_of
 from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.rewriting.tiles.plan import plan_reads
 from gpgpu_opt.rewriting.tiles.staged import Plan

@@ -8,7 +8,7 @@ other.
 from __future__ import annotations
 
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.passes.merge.register_tile import plan_by_model
 from gpgpu_opt.passes.merge.split_loop import plan_split
 from gpgpu_opt.rewriting.cbuild import Unsupported

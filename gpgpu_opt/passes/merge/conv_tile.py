@@ -38,7 +38,7 @@ from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, iterator_symbol, to_symp
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
                                               check_path, known, trip_count)
 from gpgpu_opt.rewriting.per_output import filled

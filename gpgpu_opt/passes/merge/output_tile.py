@@ -11,7 +11,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.accumulation import known
 from gpgpu_opt.rewriting.per_output import sets_start, without_unused_locals
 from gpgpu_opt.rewriting import guards as g

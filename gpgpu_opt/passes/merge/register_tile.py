@@ -38,7 +38,7 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
                                               check_path, trip_count)
 from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, check_start, global_position, guard_clauses,

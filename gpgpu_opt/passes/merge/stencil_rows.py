@@ -40,7 +40,7 @@ from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.passes.merge.thread_merge import _block
 from gpgpu_opt.rewriting import guards as g

@@ -21,9 +21,9 @@ from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.schedule import remember
-from gpgpu_opt.passes.schedule import Rows, schedule_of
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.schedule import remember
+from gpgpu_opt.pass_api.schedule import Rows, schedule_of
 from gpgpu_opt.passes.merge import thread_merge as tm
 from gpgpu_opt.passes.merge.dependence import Dependence, builtin_axis
 from gpgpu_opt.rewriting.cbuild import Unsupported

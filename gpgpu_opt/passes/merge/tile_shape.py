@@ -13,7 +13,7 @@ import math
 from typing import Callable
 
 from gpgpu_opt.nvcc import nvcc_available, resource_usage
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported
 
 #: Threads per block in each direction, and outputs per thread group (one 16-byte vector of floats).

@@ -31,7 +31,8 @@ from gpgpu_opt.passes.normalize.definitions import merge_single_definitions
 from gpgpu_opt.passes.normalize.index import canonical_indices
 from gpgpu_opt.analysis.induction import closed_form_inductions
 from gpgpu_opt.passes.normalize.returns import drop_trailing_returns
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.record import PassRecord
 
 _FOLDABLE = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
@@ -158,3 +159,8 @@ def _fold(node):
 
 
 __all__ = ["run"]
+
+
+PASS = PassRecord(
+    "normalize", "constant folding, global loads hoisted into temporaries, canonical thread indices, induction "
+    "variables in closed form, global accumulators promoted to registers", run, foundation=True, form=True)

@@ -27,7 +27,7 @@ from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 
 _UPDATES = ("+=", "-=", "*=")
 

@@ -26,7 +26,7 @@ from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 #: The types of a copy that holds a built-in's value exactly (same type, or `int`, see step 1).

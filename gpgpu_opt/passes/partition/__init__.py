@@ -21,9 +21,10 @@ from gpgpu_opt.analysis.partition import REFERENCE_GEOMETRY, camps_between_block
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.schedule import remember
-from gpgpu_opt.passes.schedule import BlockOrder, Schedule, schedule_of
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.record import PassRecord
+from gpgpu_opt.pass_api.schedule import remember
+from gpgpu_opt.pass_api.schedule import BlockOrder, Schedule, schedule_of
 from gpgpu_opt.passes.partition import diagonal, rotation
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.cbuild import Unsupported
@@ -131,3 +132,12 @@ def _rotate(work: Kernel, ctx: PassContext) -> list:
     for plan in plans:
         rotation.apply_rotation(work, info, plan)
     return plans
+
+
+def _lower_block_order_entry(kernel: Kernel, ctx: PassContext, order: BlockOrder) -> Kernel:
+    return lower_block_order(kernel, ctx, order.kind)
+
+
+PASS = PassRecord("partition", "partition camping removed: diagonal block order on 2-D grids, a rotated loop start "
+                  "on 1-D ones (by default only on targets that camp)", run,
+                  steps={"block_order": _lower_block_order_entry})

@@ -24,7 +24,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import ids_in, transform, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported, is_builtin, parse_statements
 from gpgpu_opt.templating import render
 

@@ -35,7 +35,7 @@ from gpgpu_opt.analysis.symbolic import iterator_symbol
 from gpgpu_opt.ast_util import ids_in, walk
 from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.accumulation import added_term
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

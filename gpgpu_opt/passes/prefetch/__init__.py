@@ -15,9 +15,10 @@ from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.nvcc import nvcc_available, resource_usage
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.schedule import remember
-from gpgpu_opt.passes.schedule import Prefetch, schedule_of
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.record import PassRecord
+from gpgpu_opt.pass_api.schedule import remember
+from gpgpu_opt.pass_api.schedule import Prefetch, schedule_of
 from gpgpu_opt.passes.prefetch import registers, stages
 from gpgpu_opt.passes.prefetch.staged_loop import NotStaged, find_staged_loop
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
@@ -81,3 +82,14 @@ def _ptxas(before: Kernel, after: Kernel, ctx: PassContext) -> str:
     if new["spill_store_bytes"] > old["spill_store_bytes"]:
         raise Unsupported(f"the stages would spill more registers{said}")
     return said
+
+
+def _lower_prefetch_entry(kernel: Kernel, ctx: PassContext, prefetch: Prefetch) -> Kernel:
+    try:
+        return prefetched(kernel, ctx)[0]
+    except NotStaged as nothing:    # a step the schedule names that cannot be built: the builders' failure
+        raise Unsupported(f"nothing to prefetch ({nothing})") from nothing
+
+
+PASS = PassRecord("prefetch", "the next step's tiles loaded while this step computes (cp.async stages, or "
+                  "registers on targets without asynchronous copies)", run, steps={"prefetch": _lower_prefetch_entry})

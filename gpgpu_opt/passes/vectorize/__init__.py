@@ -25,9 +25,10 @@ from __future__ import annotations
 from gpgpu_opt.launch import dispatch
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.passes.context import PassContext
-from gpgpu_opt.passes.schedule import remember
-from gpgpu_opt.passes.schedule import Widening, schedule_of
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.pass_api.record import PassRecord
+from gpgpu_opt.pass_api.schedule import remember
+from gpgpu_opt.pass_api.schedule import Widening, schedule_of
 from gpgpu_opt.passes.vectorize import bool_lanes, latency, pairs, struct_loads, whole_structs, widen
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
@@ -151,3 +152,12 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     ctx.log.applied("launch", f"blocks of {work.launch.block[0]}x{work.launch.block[1]} threads, {width} outputs "
                           "per thread in x", where)
     return work
+
+
+def _lower_widening_entry(kernel: Kernel, ctx: PassContext, widening: Widening) -> Kernel:
+    return lower_widening(kernel, ctx, widening.width)
+
+
+PASS = PassRecord("vectorize", "paired accesses and whole structs as vector accesses; streaming kernels widened to "
+                  "8- or 16-byte accesses per thread where the launch still fills the GPU", run,
+                  steps={"widening": _lower_widening_entry})

@@ -31,7 +31,7 @@ from gpgpu_opt.rewriting.tiles.loader import build_loader
 from gpgpu_opt.rewriting.tiles.staged import Plan, anchor_loop
 
 if TYPE_CHECKING:
-    from gpgpu_opt.passes.context import PassContext     # the type only: the tiles take the pass's context
+    from gpgpu_opt.pass_api.context import PassContext     # the type only: the tiles take the pass's context
 
 _ELEMENT = {t: size_of(t) for t in ("float", "double", "int", "unsigned int", "unsigned")}  # stageable types
 

@@ -24,7 +24,7 @@ from gpgpu_opt.rewriting.tiles.rows import rows_rewrite
 from gpgpu_opt.templating import render
 
 if TYPE_CHECKING:
-    from gpgpu_opt.passes.context import PassContext     # the type only: the tiles take the pass's context
+    from gpgpu_opt.pass_api.context import PassContext     # the type only: the tiles take the pass's context
 
 
 def apply_plans(kernel: Kernel, ctx: PassContext, info: KernelInfo, block, threads, plans: list[Plan]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.passes.merge.reduction.atomic import plan_atomic
 from gpgpu_opt.passes.merge.reduction.common import NotReduction
 from gpgpu_opt.passes.merge.reduction.tree import plan_tree

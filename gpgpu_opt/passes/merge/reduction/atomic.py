@@ -30,7 +30,7 @@ from gpgpu_opt.codegen import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.passes.merge.reduction.common import (UNROLL, NotReduction, check_block, check_no_block_control,
                                                      is_call, is_global_x, is_power_of_two, unrolled)
 from gpgpu_opt.rewriting.cbuild import Unsupported, parse_statements, text

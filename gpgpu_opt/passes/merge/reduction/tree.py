@@ -38,7 +38,7 @@ from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.passes.merge.reduction.common import (NotReduction, check_block, check_no_block_control, hex_mask,
                                                      is_call, is_global_x, is_power_of_two, is_thread_x,
                                                      unrolled, value_of, UNROLL)

@@ -8,7 +8,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import walk
-from gpgpu_opt.passes.context import PassContext
+from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.accumulation import NotAccumulation, known
 from gpgpu_opt.passes.merge.dependence import G, builtin_axis, global_value
 from gpgpu_opt.rewriting import guards as g

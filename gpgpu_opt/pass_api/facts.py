@@ -23,8 +23,7 @@ from gpgpu_opt.frontend.scanner import tokenize
 from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch.contract import has_launch_site
-from gpgpu_opt.passes.options import CompileOptions
+from gpgpu_opt.pass_api.options import CompileOptions
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +83,7 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
         device_functions=program.device_functions,
         aliasing=alias_facts(kernel, program, options.assume_restrict), global_space=stated_space(program),
         naive_block_known=options.block_override is not None or found is not None,
-        launched_in_file=has_launch_site(program, kernel),
+        launched_in_file=sites.has_launch_site(program, kernel),
         launch_covers=sites.covered_parameters(program, kernel),
         grid_rounds_down=MappingProxyType(sites.truncating_grids(program, kernel)),
         alignment=MappingProxyType(base_alignment(kernel, program)),

@@ -5,8 +5,8 @@ The passes tile x and y. Along z they rely on one fact: every thread of a block 
 naive grid's z. `threadIdx.z` and `blockDim.z` are only uniform when the block's z is 1. Where every launch
 site of the file says so, they are that (`threadIdx.z` is 0, `blockDim.z` is 1) and the passes see a kernel
 that is 2-D per block; a kernel whose blocks may have several threads in z (a launch the file does not make,
-or a block whose z is not known to be 1) is left to the passes that do not retile x and y (restrict, and merge,
-which only marches such a kernel along z), with a note.
+or a block whose z is not known to be 1) is left to the passes that do not retile x and y (their records say
+so: `PassRecord.three_d`; merge only marches such a kernel along z), with a note.
 """
 from __future__ import annotations
 
@@ -18,19 +18,15 @@ from gpgpu_opt.analysis.z_axis import helpers_using_z, is_thread_z, uses_thread_
 from gpgpu_opt.ast_util import transform
 from gpgpu_opt.kernel import Kernel
 
-#: What the passes may run on a kernel whose blocks may be 3-D: none that retiles x and y; merge only marches
-#: such a kernel along z (passes/merge/z_march), when it reads threadIdx.z/blockDim.z itself.
-PASSES_FOR_3D_BLOCKS = ("restrict", "merge")
-
-
 @dataclass(frozen=True)
 class BlockZ:
     """What a kernel's z axis lets the passes do: `start` the kernel they work on (threadIdx.z/blockDim.z
     replaced by 0/1 where the launch proves blocks of one z), `why_not` why the passes that retile are off."""
     start: Kernel
     why_not: str | None = None
-    #: The passes that may run where `why_not` says the others may not.
-    passes: tuple[str, ...] = PASSES_FOR_3D_BLOCKS
+    #: Where `why_not` holds: the kernel reads the z axis itself, not only through a helper (a pass that
+    #: marches z may still run on it).
+    reads_z_itself: bool = True
 
 
 def flatten_block_z(kernel: Kernel) -> Kernel:
@@ -52,7 +48,7 @@ def block_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef], launch_b
     helpers = helpers_using_z(kernel, device_functions)
     if helpers:
         return BlockZ(kernel, f"'{helpers[0]}', a __device__ function it calls, reads the z axis of the launch",
-                      ("restrict",))
+                      reads_z_itself=False)
     if not uses_thread_z(kernel):
         return BlockZ(kernel)
     if not has_launch:
@@ -65,4 +61,4 @@ def block_z(kernel: Kernel, device_functions: dict[str, c_ast.FuncDef], launch_b
     return BlockZ(flatten_block_z(kernel))
 
 
-__all__ = ["BlockZ", "PASSES_FOR_3D_BLOCKS", "block_z", "flatten_block_z"]
+__all__ = ["BlockZ", "block_z", "flatten_block_z"]

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Literal, get_args
 
 from gpgpu_opt.diagnostics import Diagnostics, Location
-from gpgpu_opt.passes.facts import KernelFacts
-from gpgpu_opt.passes.options import CompileOptions, MergeRequest
+from gpgpu_opt.pass_api.facts import KernelFacts
+from gpgpu_opt.pass_api.options import CompileOptions, MergeRequest
 
 #: What a pass did about a subject: transformed it, or left it (with a reason either way).
 Action = Literal["applied", "skipped"]
@@ -15,7 +15,7 @@ ACTIONS: tuple[str, ...] = get_args(Action)
 
 if TYPE_CHECKING:
     from gpgpu_opt.kernel import Kernel
-    from gpgpu_opt.passes.schedule import Schedule
+    from gpgpu_opt.pass_api.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,9 @@ class Decision:
     subject: str                # what it is about, e.g. "A[row * n + k]"
     reason: str
     location: Location | None = None
+    #: The kernel's meaning restated in a form for the later passes (pointer qualifiers, an induction variable
+    #: in closed form): alone, no transformation.
+    restatement: bool = False
 
     def __post_init__(self):
         if self.action not in ACTIONS:
@@ -50,8 +53,9 @@ class DecisionLog:
     pass_name: str = ""
     decisions: list[Decision] = field(default_factory=list)
 
-    def applied(self, subject: str, reason: str, location: Location | None = None) -> None:
-        self.decisions.append(Decision(self.pass_name, "applied", subject, reason, location))
+    def applied(self, subject: str, reason: str, location: Location | None = None,
+                restatement: bool = False) -> None:
+        self.decisions.append(Decision(self.pass_name, "applied", subject, reason, location, restatement))
 
     def skip(self, subject: str, reason: str, location: Location | None = None) -> None:
         """Record a transformation not made, with a `note:` on stderr."""
@@ -76,8 +80,8 @@ class PassContext:
     kernel_name: str = ""
     #: What the scheduling passes decided for the kernel so far (passes/schedule.py; None: a pass run alone).
     schedule: "Schedule | None" = None
-    #: The lowering (passes/lowering.py `lower`), which the pipeline hands over: it calls the passes'
-    #: builders, so a pass reaches it here rather than importing it.
+    #: The lowering (pass_api/lowering.py: the passes' steps, gathered by the registry), which the pipeline
+    #: hands over: it calls the passes' builders, so a pass reaches it here rather than importing them.
     lowering: "Callable[[Schedule, PassContext], Kernel] | None" = None
 
     def lower(self, schedule: "Schedule") -> "Kernel":

@@ -46,12 +46,14 @@ class Staging:
 
 @dataclass(frozen=True)
 class Merge:
-    """merge: `kind` names the merge (`reduction`, `register_tile`, `conv_tile`, `split_loop`,
-    `stencil_window`, `stencil_rows`, `thread_merge` on an unstaged kernel; `block_merge` on a staged one,
-    which then also amends the staging entry); `factors`: outputs (or blocks, for block_merge) merged in x
-    and y."""
+    """merge: `kind` names the merge strategy (passes/merge/strategies.py: `reduction`, `register_tile`,
+    `conv_tile`, `split_loop`, `stencil_window`, `stencil_rows`, `thread_merge`, `z_march` on an unstaged
+    kernel; `block_merge` on a staged one, which then also amends the staging entry); `factors`: blocks
+    merged in x and y (block_merge); `shape`: the choice the strategy made that the kernel alone does not
+    fix (a register tile's outputs per thread in y and x), which lowering replays."""
     kind: str
     factors: Block = (1, 1)
+    shape: Block | None = None
 
 
 @dataclass(frozen=True)
