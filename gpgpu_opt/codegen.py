@@ -3,23 +3,7 @@ from __future__ import annotations
 
 from pycparser import c_ast, c_generator
 
-
-class Comment(c_ast.Node):
-    """A `// text` line among a block's statements (pycparser keeps no comments). Passes insert one per
-    transformation; it has no children and no meaning. Printed as a blank line when CUDA spellings are
-    off (the re-parse in gpgpu_opt.checks), so only put it among a Compound's items."""
-    __slots__ = ("text", "coord", "__weakref__")
-    attr_names = ("text",)
-
-    def __init__(self, text: str, coord=None):
-        self.text = text
-        self.coord = coord
-
-    def children(self):
-        return ()
-
-    def __iter__(self):
-        return iter(())
+from gpgpu_opt.cuda_nodes import AsmOperand, InlineAsm
 
 
 class CudaGenerator(c_generator.CGenerator):
@@ -38,7 +22,32 @@ class CudaGenerator(c_generator.CGenerator):
         return text.replace("_Alignas", "__align__", 1) if self.cuda_spellings else text
 
     def visit_Comment(self, n):
+        """Printed as a blank line when CUDA spellings are off (the re-parse of check.sanity), so only put it
+        among a Compound's items."""
         return f"// {n.text}" if self.cuda_spellings else ""
+
+    def visit_Verbatim(self, n):
+        return n.text
+
+    def visit_InlineAsm(self, n):
+        """`asm volatile("..." : outputs : inputs);`, one instruction. Without CUDA spellings (the re-parse of
+        check.sanity, which reads C), the call `__asm_statement("...", &out, ..., in, ...)`: each operand still
+        read and written where it was."""
+        if not self.cuda_spellings:
+            operands = [f"&{self._visit_expr(o.expr)}" for o in n.outputs] + [self._visit_expr(o.expr) for o in n.inputs]
+            return f"__asm_statement({', '.join([_c_string(n.template), *operands])});"
+        parts = [_c_string(n.template), self._operands(n.outputs), self._operands(n.inputs)]
+        if n.clobbers:
+            parts.append(", ".join(_c_string(c) for c in n.clobbers))
+        while parts[-1] == "" and len(parts) > 1:
+            parts.pop()
+        return f"asm{' volatile' if n.volatile else ''}({' : '.join(parts)});"
+
+    def visit_AsmOperand(self, n):
+        return f"{_c_string(n.constraint)}({self.visit(n.expr)})"
+
+    def _operands(self, operands) -> str:
+        return ", ".join(self.visit(o) for o in operands)
 
     def visit_TernaryOp(self, n):
         def operand(e):
@@ -76,6 +85,10 @@ class CudaGenerator(c_generator.CGenerator):
             text = text.replace("* restrict ", "*__restrict__ ").replace("*restrict ", "*__restrict__ ")
             text = text.replace(" restrict ", " __restrict__ ")
         return text
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def to_cuda(node: c_ast.Node) -> str:

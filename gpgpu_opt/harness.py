@@ -232,7 +232,7 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     if global_space is None:
         global_space = infer_global_space(naive, program, sizes)
     global_space = (int(global_space[0]), int(global_space[1]) if len(global_space) > 1 else 1)
-    naive_block = tuple(result.context.facts.naive_block)
+    naive_block = result.context.facts.naive_block.xy
     naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]))
     single = len(variants) == 1
     shown = []

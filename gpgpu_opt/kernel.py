@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import constant_value
+from gpgpu_opt.dim3 import Dim3
 
 
 @dataclass(frozen=True)
@@ -140,12 +141,13 @@ class Kernel:
 
 @dataclass(frozen=True)
 class LaunchConfig:
-    """Block shape and grid of a rewritten kernel, derived from the naive global thread space."""
-    block: tuple[int, int]
-    #: How many naive threads (outputs) one block covers in x and y.
-    outputs_per_block: tuple[int, int]
+    """Block shape and grid of a rewritten kernel, derived from the naive global thread space. Blocks and
+    counts are Dim3 (a pair given here means z = 1)."""
+    block: Dim3
+    #: How many naive threads (outputs) one block covers in x and y (z: the naive launch's z, kept).
+    outputs_per_block: Dim3
     #: A 1-D grid over a fixed number of blocks (reductions) instead of covering the thread space.
-    fixed_grid: tuple[int, int] | None = None
+    fixed_grid: Dim3 | None = None
     #: Print `__launch_bounds__(threads per block)`: a kernel that needs many registers per thread tells
     #: ptxas the block size, so that it may use them.
     bounded: bool = False
@@ -158,6 +160,12 @@ class LaunchConfig:
     #: launch, so the grid's z is the naive launch's z threads over it (else the naive grid's z is kept).
     z_steps: int | None = None
 
+    def __post_init__(self):
+        object.__setattr__(self, "block", Dim3.of(self.block))
+        object.__setattr__(self, "outputs_per_block", Dim3.of(self.outputs_per_block))
+        if self.fixed_grid is not None:
+            object.__setattr__(self, "fixed_grid", Dim3.of(self.fixed_grid))
+
     def grid_z(self, naive_grid_z: int, naive_block_z: int) -> int:
         """The grid's z for a naive launch's grid and block z (what the launch helper computes)."""
         if self.z_steps is None:
@@ -166,12 +174,12 @@ class LaunchConfig:
 
     @property
     def threads(self) -> int:
-        return self.block[0] * self.block[1]
+        return self.block.count
 
     def grid_expressions(self) -> tuple[str, str]:
         if self.fixed_grid:
             return str(self.fixed_grid[0]), str(self.fixed_grid[1])
-        (tx, ty) = self.outputs_per_block
+        tx, ty = self.outputs_per_block.xy
         gx = f"(global_x + {tx - 1}) / {tx}" if tx > 1 else "global_x"
         if self.max_blocks_x:
             gx = f"min({gx}, {self.max_blocks_x}u)"
@@ -180,6 +188,6 @@ class LaunchConfig:
     def grid(self, global_space: tuple[int, int]) -> tuple[int, int]:
         """The grid for a naive global thread space (what grid_expressions computes)."""
         if self.fixed_grid:
-            return self.fixed_grid
-        gx, gy = (-(-g // t) for g, t in zip(global_space, self.outputs_per_block))
+            return self.fixed_grid.xy
+        gx, gy = (-(-g // t) for g, t in zip(global_space, self.outputs_per_block.xy))
         return (min(gx, self.max_blocks_x) if self.max_blocks_x else gx), gy

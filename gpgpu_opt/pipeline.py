@@ -92,7 +92,7 @@ class CompileResult:
 def _kernel_report(result: KernelResult) -> dict:
     k = result.optimized
     d = {"name": k.name, **({"file": k.source_file} if k.source_file else {}), "passes": result.passes_run,
-         "naive_block": list(result.context.facts.naive_block),
+         "naive_block": result.context.facts.naive_block.as_list(),
          "decisions": result.context.log.as_dicts()}
     if result.context.facts.aliasing is not None:
         d["aliasing"] = result.context.facts.aliasing.as_dict()
@@ -103,7 +103,7 @@ def _kernel_report(result: KernelResult) -> dict:
         d["validation"] = result.validation.as_dict()
     if k.launch is not None:
         gx, gy = k.launch.grid_expressions()
-        d["launch"] = {"block": list(k.launch.block), "outputs_per_block": list(k.launch.outputs_per_block),
+        d["launch"] = {"block": k.launch.block.as_list(), "outputs_per_block": k.launch.outputs_per_block.as_list(),
                        "grid": [gx, gy]}
         if k.launch.z_steps:                # marching z: the grid's z is the naive launch's z threads over it
             d["launch"]["z_steps"] = k.launch.z_steps

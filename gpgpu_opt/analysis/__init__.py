@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from gpgpu_opt.dim3 import Dim3
 from gpgpu_opt.analysis.accesses import Access, collect_accesses
 from gpgpu_opt.analysis.coalescing import Coalescing, analyse_request
 from gpgpu_opt.analysis.file_scope import collect_file_scope_reads
@@ -88,6 +89,7 @@ def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None
     accesses = collect_accesses(kernel)
     if block is None:
         block = (16, 16) if uses_y(kernel, accesses) else (256, 1)
+    block = Dim3.of(block).xy    # the passes tile x and y of blocks of one z: the analysis is of one plane
     axes = ("x", "y") if uses_y(kernel, accesses) else ("x",)
     result = KernelAnalysis(kernel, target, block,
                             file_scope_reads=collect_file_scope_reads(kernel) if kernel.file_variables else [])

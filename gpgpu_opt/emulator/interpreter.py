@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 from pycparser import c_ast
 
+from gpgpu_opt.emulator import ptx
 from gpgpu_opt.emulator.builtins import Builtins
-from gpgpu_opt.emulator.errors import EmulationError, UnsupportedConstruct, where
+from gpgpu_opt.emulator.errors import EmulationError, UndefinedBehaviorError, UnsupportedConstruct, where
 from gpgpu_opt.emulator.expressions import EVALUATORS, Expressions, PtrType, Var
 from gpgpu_opt.emulator.masks import m_and, m_andnot, m_bits, m_norm, m_or
 from gpgpu_opt.emulator.memory import Buffer, PtrValue, width
-from gpgpu_opt.emulator.values import (CType, Value, VecType, arith, convert, select_value, type_from_names,
-                                       zero_value)
+from gpgpu_opt.emulator.values import (CType, Value, VecType, arith, cast_data, convert, select_value,
+                                       type_from_names, zero_value)
 
 
 #: A loop still running after this many iterations is reported instead of hanging the emulator.
@@ -166,8 +167,51 @@ class Interpreter(Expressions, Builtins):
     def exec_Pragma(self, node, mask):
         return mask
 
-    def exec_Comment(self, node, mask):     # gpgpu_opt.codegen.Comment: a `//` line inserted by a pass
+    def exec_Comment(self, node, mask):     # gpgpu_opt.cuda_nodes.Comment: a `//` line inserted by a pass
         return mask
+
+    def exec_Verbatim(self, node, mask):
+        raise UnsupportedConstruct(f"a statement kept as written ('{node.text[:40]}') at {where(node)}")
+
+    def exec_InlineAsm(self, node, mask):
+        """Inline PTX through the model of its instruction (emulator/ptx.py): the operands' values, outputs
+        first (a `+` output's value read before), grouped as the template groups them; the outputs stored for
+        the executing lanes."""
+        if mask is False:
+            return mask
+        try:
+            opcode, groups = ptx.parse_template(node.template)
+        except ptx.PtxError as err:
+            raise UnsupportedConstruct(f"{err} at {where(node)}") from None
+        outputs = [(o, self.lv(o.expr, mask)) for o in node.outputs]
+        values = [lv.load(mask).data if o.constraint.startswith("+") else None for o, lv in outputs]
+        values += [self._asm_input(o, mask) for o in node.inputs]
+        if any(values[i] is None for group in groups[1:] for i in group) or \
+                any(i >= len(values) for group in groups for i in group):
+            raise UnsupportedConstruct(f"an operand of '{opcode}' that is not given or is write-only at {where(node)}")
+        n = self.batch.N
+        try:
+            results = ptx.run(opcode, [[values[i] for i in group] for group in groups[1:]], len(groups[0]),
+                              self.batch.lane_in_warp, m_bits(mask, n))
+        except ptx.PtxError as err:
+            raise UndefinedBehaviorError(f"kernel '{self.kernel_name}': {err} at {where(node)}") from None
+        for i, data in zip(groups[0], results):
+            if i >= len(outputs):
+                raise UnsupportedConstruct(f"'{opcode}' writes operand %{i}, an input, at {where(node)}")
+            lv = outputs[i][1]
+            lv.store(Value(lv.ctype, cast_data(data, lv.ctype.dtype)), mask)
+        return mask
+
+    def _asm_input(self, operand, mask):
+        """An input operand's value as its constraint reads it: "f" a float, "d" a double, "r" 32 bits."""
+        v = self.ev(operand.expr, mask)
+        kind = operand.constraint.lstrip("=+&")
+        wanted = {"f": ("f", 4), "d": ("f", 8), "r": ("iu", 4), "l": ("iu", 8), "h": ("iu", 2)}.get(kind)
+        ctype = v.ctype
+        if wanted is None or isinstance(ctype, VecType) or isinstance(ctype, PtrType) \
+                or ctype.kind not in wanted[0] or ctype.size != wanted[1]:
+            raise UnsupportedConstruct(f"asm operand \"{operand.constraint}\" of type {ctype} at {where(operand)}")
+        return v.data
 
     def exec_If(self, node, mask):
         c = self._truth(self.ev(node.cond, mask), node)

@@ -11,7 +11,7 @@ WARP = 32
 
 
 def _dims3(t, what: str) -> tuple[int, int, int]:
-    t = tuple(int(v) for v in (t if isinstance(t, (tuple, list)) else (t,)))
+    t = tuple(int(v) for v in (t if hasattr(t, "__iter__") else (t,)))   # a tuple, a list or a Dim3
     if not 1 <= len(t) <= 3 or any(v < 1 for v in t):
         raise ValueError(f"{what} must be 1 to 3 positive ints, got {t}")
     return t + (1,) * (3 - len(t))

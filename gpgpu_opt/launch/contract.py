@@ -22,6 +22,7 @@ from types import SimpleNamespace
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import call_name, is_member_of, walk
+from gpgpu_opt.dim3 import Dim3
 from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch.sites import has_launch_site
@@ -135,7 +136,7 @@ def launch_assumptions(program, naive: Kernel, optimized: Kernel,
     except Unsupported:  # a kernel the analyses cannot read: assume the most
         dependent, guarded = True, set()
     dependent = dependent or bool(config.fixed_grid)
-    block = tuple(naive_block) if dependent else None
+    block = Dim3.of(naive_block).xy if dependent else None
     multiple = tuple(1 if axis in guarded or (block and block[dim] % config.outputs_per_block[dim] == 0)
                      else config.outputs_per_block[dim] for dim, axis in enumerate("xy"))
     extent = stated  # the passes may bound the threads by it (the stencil window does), guard or not
@@ -198,7 +199,7 @@ def helper_launch(optimized: Kernel, naive_grid: Shape, naive_block: Shape) -> t
     """The (block, grid) the helpers return for a naive launch: the grid covers naive_grid * naive_block."""
     grid, block = _xy(naive_grid), _xy(naive_block)
     space = (grid[0] * block[0], grid[1] * block[1])
-    return optimized.launch.block, optimized.launch.grid(space)
+    return optimized.launch.block.xy, optimized.launch.grid(space)
 
 
 __all__ = ["LaunchAssumptions", "launch_assumptions", "helper_launch", "block_dependence", "guarded_axes",

@@ -85,7 +85,7 @@ def predict_result(result, target: Target, sizes: dict[str, int], resources: Res
         largest = int(max(sizes.values())) if sizes else 1
         two_d = uses_y(naive, collect_accesses(naive))
         global_space = (gx or largest, gy or (largest if two_d else 1))
-    return predict(result.optimized, target, sizes, resources, global_space, tuple(result.context.facts.naive_block))
+    return predict(result.optimized, target, sizes, resources, global_space, result.context.facts.naive_block.xy)
 
 
 def _terms(target: Target, work: Work, resources: Resources, occ: Occupancy, block, grid) -> dict[str, float]:

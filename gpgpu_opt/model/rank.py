@@ -66,7 +66,7 @@ def rank_variants(path: str, target: Target, sizes: dict, variants: list[Variant
             raise SystemExit(f"error: no kernel '{kernel_name}' in {path}")
         source = k.optimized.with_launch_bounds(kernel_source(k.optimized.funcdef))
         used = resources(source, target, k.optimized.name) if use_ptxas else None
-        prediction = predict(k.optimized, target, sizes, used, global_space, tuple(k.context.facts.naive_block))
+        prediction = predict(k.optimized, target, sizes, used, global_space, k.context.facts.naive_block.xy)
         rows.append(Row(variant, prediction, source, result))
     return rows
 

@@ -22,6 +22,7 @@ from gpgpu_opt.analysis.launch_blocks import proved_block
 from gpgpu_opt.frontend.scanner import tokenize
 from gpgpu_opt.host_expr import evaluate_int
 from gpgpu_opt.launch.host_view import view_of
+from gpgpu_opt.dim3 import Dim3
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.pass_api.options import CompileOptions
 
@@ -29,7 +30,7 @@ from gpgpu_opt.pass_api.options import CompileOptions
 @dataclass(frozen=True, eq=False)
 class KernelFacts:
     #: The naive launch's block shape (the kernel's meaning may depend on it).
-    naive_block: tuple[int, int]
+    naive_block: Dim3
     #: Known sizes (`--bind`), read-only.
     bindings: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     #: The program's `__device__` helpers by name (a pass may look into the ones the kernel calls).
@@ -66,6 +67,9 @@ class KernelFacts:
     #: The vectors CUDA lacks that the output may define (`half8`): those whose name the program does not
     #: use for anything of its own.
     definable_vectors: frozenset[str] = frozenset(v.name for v in cuda_types.DEFINED_VECTORS)
+
+    def __post_init__(self):
+        object.__setattr__(self, "naive_block", Dim3.of(self.naive_block))
 
     def stated_space_tiled_by(self, covers: tuple[int, int]) -> bool:
         """Whether the program states its thread space and blocks covering `covers` naive threads tile it

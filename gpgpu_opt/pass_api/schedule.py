@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from gpgpu_opt.dim3 import Dim3
 from gpgpu_opt.kernel import Kernel
 
-Block = tuple[int, int]
+Block = Dim3
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,14 @@ class Staging:
     stencil's footprint in a halo tile (the block is the halo staging's own choice). `comment`: a line put
     before the first tile (block merge's)."""
     kind: Literal["reads", "halo"]
-    block: Block = (1, 1)
-    threads: Block = (1, 1)
+    block: Block = Dim3(1)
+    threads: Block = Dim3(1)
     steps: int = 1
     comment: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "block", Dim3.of(self.block))
+        object.__setattr__(self, "threads", Dim3.of(self.threads))
 
 
 @dataclass(frozen=True)
@@ -52,8 +57,11 @@ class Merge:
     merged in x and y (block_merge); `shape`: the choice the strategy made that the kernel alone does not
     fix (a register tile's outputs per thread in y and x), which lowering replays."""
     kind: str
-    factors: Block = (1, 1)
-    shape: Block | None = None
+    factors: Block = Dim3(1)
+    shape: tuple[int, int] | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "factors", Dim3.of(self.factors))
 
 
 @dataclass(frozen=True)

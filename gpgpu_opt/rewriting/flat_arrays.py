@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import fresh_name, transform, transform_top_down, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel
 
 

@@ -8,7 +8,7 @@ import copy
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.cbuild import is_placeholder
 

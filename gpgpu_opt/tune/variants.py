@@ -53,7 +53,7 @@ def outputs_per_thread(result: KernelResult) -> tuple[int, int]:
     launch = result.optimized.launch
     if launch is None or launch.fixed_grid:
         return (1, 1)
-    return tuple(max(1, o // b) for o, b in zip(launch.outputs_per_block, launch.block))
+    return tuple(max(1, o // b) for o, b in zip(launch.outputs_per_block.xy, launch.block.xy))
 
 
 def _around(n: int) -> list[int]:

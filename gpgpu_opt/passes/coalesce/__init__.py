@@ -49,7 +49,7 @@ from typing import Callable, Mapping
 from gpgpu_opt.analysis import AccessReport, analyze_kernel
 from gpgpu_opt.analysis.accesses import AS_WRITTEN, Access
 from gpgpu_opt.diagnostics import Location
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

@@ -35,7 +35,7 @@ from gpgpu_opt.analysis.footprint import Footprint, loop_values
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text, is_opaque
 from gpgpu_opt.ast_util import ids_in, transform
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig

@@ -60,7 +60,7 @@ def block_choices(kernel: Kernel, ctx: PassContext, wanted: list[AccessReport]):
     limit = _launch_bound(kernel)
     if limit:
         choices = [c for c in choices if c[1][0] * c[1][1] <= limit]
-    naive = tuple(ctx.facts.naive_block)
+    naive = ctx.facts.naive_block.xy
     if naive not in [c[0] for c in choices] and naive[0] * naive[1] <= t.max_threads_per_block:
         choices.append((naive, naive, "the naive block (the preferred block does not cover the naive thread "
                                       "space exactly and the kernel has no guard)"))

@@ -44,7 +44,7 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.loops import in_trip_index
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

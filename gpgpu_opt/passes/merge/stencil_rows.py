@@ -37,7 +37,7 @@ from gpgpu_opt.analysis.footprint import Footprint, footprints
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, NotAffine, TID, cuda_text, iterator_symbol, to_sympy
 from gpgpu_opt.ast_util import ids_in, substitute, transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.pass_api.context import PassContext

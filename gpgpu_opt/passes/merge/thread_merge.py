@@ -40,7 +40,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BID, TID, NotAffine
 from gpgpu_opt.ast_util import ids_in, transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import ids_in, transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.cbuild import Unsupported, is_builtin, parse_statements

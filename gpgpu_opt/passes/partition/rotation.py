@@ -33,7 +33,7 @@ from gpgpu_opt.analysis.calls import pure_calls
 from gpgpu_opt.analysis.loops import Loop, assigned_names
 from gpgpu_opt.analysis.symbolic import iterator_symbol
 from gpgpu_opt.ast_util import ids_in, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.rewriting.accumulation import added_term

@@ -22,7 +22,7 @@ import copy
 
 from pycparser import c_ast
 
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.passes.prefetch.staged_loop import Copy, StagedLoop, copy_statement, element_type

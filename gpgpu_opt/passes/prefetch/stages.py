@@ -25,7 +25,7 @@ import copy
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import fresh_name, transform
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.pass_api.context import PassContext
 from gpgpu_opt.passes.prefetch.staged_loop import StagedLoop, copy_statement, element_type, is_barrier

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.ast_util import substitute, transform, walk
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

@@ -36,7 +36,7 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import fresh_name, ids_in, transform_top_down, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.passes.vectorize.struct_loads import struct_pointers
 from gpgpu_opt.rewriting.cbuild import text

@@ -39,7 +39,7 @@ from gpgpu_opt.analysis.accesses import AS_WRITTEN
 from gpgpu_opt.analysis.loops import canonical_loop
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text, is_opaque
 from gpgpu_opt.ast_util import ids_in, substitute, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt import cuda_types
 from gpgpu_opt.cuda_types import element_size
 from gpgpu_opt.kernel import Kernel, LaunchConfig
@@ -493,7 +493,7 @@ def _known_multiple(bound: c_ast.Node, width: int, ctx) -> bool:
 
 
 def _launch(info: KernelInfo, ctx, width: int, guarded: bool) -> LaunchConfig:
-    bx, by = ctx.facts.naive_block
+    bx, by = ctx.facts.naive_block.xy
     stated = ctx.facts.global_space[0]
     if guarded or (stated is not None and stated % (bx * width) == 0):
         return LaunchConfig(block=(bx, by), outputs_per_block=(bx * width, by))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import sympy
 from pycparser import c_ast
 
+from gpgpu_opt.dim3 import Dim3, Dim3Like
 from gpgpu_opt.analysis.symbolic import TID
 from gpgpu_opt.rewriting.cbuild import Unsupported, add, builtin, const, mul, parse_statements, text
 from gpgpu_opt.templating import render
@@ -46,7 +47,7 @@ class Shape:
         return width
 
 
-def classify(index: sympy.Expr, block: tuple[int, int], anchor_sym, anchor_stride: int, width: int) -> Shape:
+def classify(index: sympy.Expr, block: Dim3Like, anchor_sym, anchor_stride: int, width: int) -> Shape:
     """Row/column roles of x, y and the anchor loop's iteration in `index` (bdim already substituted).
     `anchor_stride` is the size of the loop's step: a loop that counts down is staged over the same
     addresses as the upward loop over its values, so the subscript must grow with the iterator either way."""
@@ -127,8 +128,8 @@ class Loader:
     lanes: list = field(default_factory=list)          # [(row, col)] of the first pass, by linear thread id
 
 
-def plan_loader(rows: int, cols: int, block: tuple[int, int], row_var: str, col_var: str) -> Loader:
-    bx, by = block
+def plan_loader(rows: int, cols: int, block: Dim3Like, row_var: str, col_var: str) -> Loader:
+    bx, by = Dim3.of(block).xy
     n = bx * by
     tid = "threadIdx.x" if by == 1 else "(threadIdx.y * %d + threadIdx.x)" % bx
     lanes = list(range(n))
@@ -181,14 +182,14 @@ def _degree(addresses: list[int], banks: int, words_per_elem: int) -> int:
     return max((len(v) for v in per_bank.values()), default=1)
 
 
-def choose_padding(tile: Tile, block: tuple[int, int], loader: Loader, banks: int, bank_bytes: int,
+def choose_padding(tile: Tile, block: Dim3Like, loader: Loader, banks: int, bank_bytes: int,
                    group: int) -> tuple[int, int, int]:
     """Smallest padding of the rows that makes the reads (first) and the loader's writes (second) free
     of bank conflicts, judged per request group of `group` threads. Returns (pad, read, write degree)."""
     if not tile.two_d:
         return 0, 1, 1
     words = max(1, tile.elem_bytes // bank_bytes)
-    bx, by = block
+    bx, by = Dim3.of(block).xy
     n = bx * by
     best = None
     for pad in range(0, banks + 1):

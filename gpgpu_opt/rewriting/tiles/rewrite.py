@@ -13,7 +13,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import param_symbol
 from gpgpu_opt.ast_util import substitute, transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

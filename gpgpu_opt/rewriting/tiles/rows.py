@@ -19,7 +19,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import TID, NotAffine, to_sympy
 from gpgpu_opt.ast_util import ids_in, transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.tiles.staged import Plan

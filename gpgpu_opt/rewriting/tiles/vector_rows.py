@@ -31,7 +31,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, NotAffine, param_symbol, to_sympy
 from gpgpu_opt.ast_util import substitute, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.tiles.staged import Plan

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

@@ -50,7 +50,7 @@ def is_thread_x(node: c_ast.Node, info: KernelInfo) -> bool:
 
 def check_block(ctx, what: str) -> int:
     """The naive block's x extent, for a 1-D block; a tree specialised to it pins it in the launch."""
-    bx, by = ctx.facts.naive_block
+    bx, by = ctx.facts.naive_block.xy
     if by != 1:
         raise Unsupported(f"{what}: the naive block is {bx}x{by}, not 1-D")
     return bx

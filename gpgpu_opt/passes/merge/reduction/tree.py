@@ -33,7 +33,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.symbolic import BDIM, TID, iterator_symbol
 from gpgpu_opt.ast_util import transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.cuda_types import size_of
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g

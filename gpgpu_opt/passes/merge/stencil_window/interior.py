@@ -25,7 +25,7 @@ import copy
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.passes.merge.stencil_window.plan import Interior, Window, ccode as _c
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo

@@ -7,7 +7,7 @@ import sympy
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.merge.dependence import builtin_axis
 from gpgpu_opt.passes.merge.stencil_window.interior import fast_path

@@ -6,7 +6,7 @@ import copy
 from pycparser import c_ast
 
 from gpgpu_opt.ast_util import fresh_name, ids_in, substitute, transform, walk
-from gpgpu_opt.codegen import Comment
+from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.passes.merge.z_march.carry import Chain
 from gpgpu_opt.passes.merge.z_march.shape import Shape
