@@ -73,6 +73,9 @@ MergeOpt = typer.Option(None, "--merge", help="merge factors instead of the mode
 RestrictOpt = typer.Option(False, "--restrict", help="kernel pointer parameters never alias (as nvcc --restrict)")
 StrictOpt = typer.Option(False, "--strict", help="an internal error in a pass fails the command (exit 3) "
                                                 "instead of rolling the pass back")
+MatmulPrecisionOpt = typer.Option("ieee", "--matmul-precision",
+                                  help="what a float matrix product may run at: ieee (FP32 on CUDA cores), "
+                                       "tf32x3 (three TF32 tensor-core products, FP32-class accuracy) or tf32")
 VectorWidthOpt = typer.Option(None, "--vector-width", help="elements per widened access: 1 (no widening), "
                                                            "2, 4 or 8 (halves) (default: the vectorize pass's model)")
 
@@ -225,6 +228,7 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
                                                     help="leave nvcc's registers/shared/spills out of the report "
                                                          "(no nvcc build of the output)"),
              merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
+             matmul_precision: str = MatmulPrecisionOpt,
              define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
              bind: Optional[List[str]] = BindOpt,
              no_tuned: bool = typer.Option(False, "--no-tuned", help="ignore a choice `tune` stored"),
@@ -259,7 +263,8 @@ def compile_(file: str = typer.Argument(..., help="the .cu file"),
         dump_dir = tempfile.mkdtemp(prefix="gpgpu-opt-passes-") if dump_passes else None
         options = CompileOptions.of(tgt, pass_names, _bindings(bind), dump_dir=dump_dir, self_check=self_check,
                                     assume_restrict=restrict, validate=not no_validate,
-                                    merge_request=merge_request, vector_width=width)
+                                    merge_request=merge_request, vector_width=width,
+                                    matmul_precision=matmul_precision)
         result = compile_program(program, options, diagnostics)
         rep = result.report()
         if tuned is not None:
@@ -325,6 +330,7 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
            grid: Optional[str] = typer.Option(None, "--grid", help="naive launch grid X[,Y] (default: the file's launch)"),
            extent: Optional[List[str]] = typer.Option(None, "--extent", help="array size in elements, NAME=N (gathers)"),
            merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
+           matmul_precision: str = MatmulPrecisionOpt,
            define: Optional[List[str]] = DefineOpt, include: Optional[List[str]] = IncludeOpt,
            bind: Optional[List[str]] = BindOpt, strict: bool = StrictOpt) -> None:
     """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
@@ -338,7 +344,7 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
         ok = run_verify(program, tgt, passes, sizes, space, seed, against, diagnostics, bindings,
                         _defines(define), include, parse_shape("--block", block), parse_shape("--grid", grid),
-                        parse_extents(extent), _merge(merge), _vector_width(vector_width))
+                        parse_extents(extent), _merge(merge), _vector_width(vector_width), matmul_precision)
     except (CompileError, ValueError) as err:
         _fail(err)
         return
@@ -385,6 +391,7 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         out: Optional[str] = typer.Option(None, "--out", help="keep the harness and binary in this folder"),
         passes: Optional[str] = typer.Option(None, "--passes", help="comma list of passes, or 'none'"),
         merge: Optional[str] = MergeOpt, vector_width: Optional[int] = VectorWidthOpt,
+        matmul_precision: str = MatmulPrecisionOpt,
         restrict: bool = RestrictOpt, define: Optional[List[str]] = DefineOpt,
         include: Optional[List[str]] = IncludeOpt, bind: Optional[List[str]] = BindOpt,
         strict: bool = StrictOpt) -> None:
@@ -399,7 +406,7 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
         options = CompileOptions.of(tgt, parse_pass_list(passes), _bindings(bind), validate=True,
                                     merge_request=_merge(merge), assume_restrict=restrict,
-                                    vector_width=_vector_width(vector_width))
+                                    vector_width=_vector_width(vector_width), matmul_precision=matmul_precision)
         result = compile_program(program, options, Diagnostics(quiet=True))
         generated = commands.harness_for_kernel(program, result, kernel, sizes, reference, reps, flops,
                                                 space)

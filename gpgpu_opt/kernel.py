@@ -96,6 +96,9 @@ class Kernel:
     #: The naive threads from which this (optimized) kernel gains: launches with fewer run the naive kernel,
     #: kept beside it (launch_dispatch.py). None: every launch runs it.
     size_dispatch: int | None = None
+    #: The relative tolerance the compile's check compares this (optimized) kernel within, where its
+    #: arithmetic is coarser than the naive kernel's (TF32 products); None: the check's default.
+    tolerance: float | None = None
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(), source_file: str = "",
@@ -159,6 +162,9 @@ class LaunchConfig:
     #: Marching z (passes/merge/z_march): blocks of one z, each thread this many consecutive z of the naive
     #: launch, so the grid's z is the naive launch's z threads over it (else the naive grid's z is kept).
     z_steps: int | None = None
+    #: Dynamic shared memory per block (`<<<grid, block, bytes>>>`), which the launch helpers ask for
+    #: (`cudaFuncSetAttribute` where it is over the default 48 KB).
+    dynamic_shared_bytes: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "block", Dim3.of(self.block))

@@ -451,12 +451,13 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
                 at = _after_preamble(program.text_of(file))
                 edits[file].append((at, at, _helpers(program, [r], headers[file], early)))
     dispatched = {r.naive.name: r.optimized for r in rewritten if dispatch.dispatched(r.optimized)}
+    optimized = {r.naive.name: r.optimized for r in rewritten}
     for site in program.launch_sites:
         if site.kernel in dispatched:
             edits[file_of(site.file)].append(dispatch.dispatch_site(site, program.text_of(file_of(site.file))))
         elif site.kernel in names and len(site.config) >= 2:
             file = file_of(site.file)
-            edits[file].append((site.config_start, site.config_end, rewrite_launch(site)))
+            edits[file].append((site.config_start, site.config_end, rewrite_launch(site, optimized[site.kernel])))
     out = {}
     for file, file_edits in edits.items():
         text = program.text_of(file)

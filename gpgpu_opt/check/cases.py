@@ -150,8 +150,9 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
             return _finish(result, start, error=f"{label} kernel: its launch at these sizes starts no block "
                                                 f"(grid {_dims(g)})")
         try:
+            shared = kernel.launch.dynamic_shared_bytes if label == "optimized" and kernel.launch else 0
             stats = run_kernel(kernel, g, b, args, device_functions=device_functions, check_races=check_races,
-                               blocks=sample)
+                               blocks=sample, dynamic_shared_bytes=shared)
         except RaceError as err:
             if label == "naive":  # the input itself is racy: nothing an optimization did
                 origin = f"{case.launch_origin}: " if case.launch_origin else ""
@@ -164,7 +165,8 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
         runs[label] = args
     atomic_arrays = {a.array for a in accesses if a.extra.get("atomic")}
     for name in sorted(outputs - null_pointers):
-        tolerance = TOLERANCE + (ATOMIC_TOLERANCE * math.sqrt(atomics) if name in atomic_arrays else 0.0)
+        tolerance = max(TOLERANCE, optimized.tolerance or 0.0) + \
+            (ATOMIC_TOLERANCE * math.sqrt(atomics) if name in atomic_arrays else 0.0)
         _compare(result, name, runs["naive"][name], runs["optimized"][name], tolerance)
     return _finish(result, start)
 

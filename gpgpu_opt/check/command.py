@@ -72,12 +72,13 @@ def hand_written_launch(text: str, macros: dict[str, str], case, path: str, kern
 
 def run_verify(program, target, passes, sizes, global_space, seed, against, diagnostics: Diagnostics,
                bindings, defines, include_dirs, block=None, grid=None, extents=None, merge_request=None,
-               vector_width=None) -> bool:
+               vector_width=None, matmul_precision: str = "ieee") -> bool:
     """Compare every kernel at each case; `block`/`grid` give the naive launch (else the program's launch
     sites tell it), `extents` the sizes of arrays their subscripts do not tell (gathers). A run that compares
     nothing (every kernel passed through, or skipped by --against) fails: a PASS must mean a comparison."""
     pass_names = parse_pass_list(passes)
-    options = CompileOptions.of(target, pass_names, bindings, merge_request=merge_request, vector_width=vector_width)
+    options = CompileOptions.of(target, pass_names, bindings, merge_request=merge_request, vector_width=vector_width,
+                                matmul_precision=matmul_precision)
     result = compile_program(program, options, diagnostics)
     program = result.program  # as the passes saw it: grid-stride loops canonicalized, their launches re-sized
     hand = load_program(against, defines, include_dirs, diagnostics, target=target) if against else None

@@ -69,6 +69,8 @@ class Interpreter(Expressions, Builtins):
         self.shared: dict[int, Buffer] = {}
         #: File-scope `__constant__`/`__device__` variables, seen where no local or parameter hides them.
         self.file_scope: dict[str, Var] = {}
+        #: The launch's dynamic shared memory: the size of an `extern __shared__` array.
+        self.dynamic_shared_bytes = 0
 
     def run_batch(self, batch) -> None:
         self.batch = batch
@@ -382,7 +384,7 @@ class Interpreter(Expressions, Builtins):
 
     def _exec_any_decl(self, d: c_ast.Decl, mask):
         storage = d.storage or []
-        if any(s not in ("__shared__",) for s in storage):
+        if any(s not in ("__shared__",) for s in storage) and sorted(storage) != ["__shared__", "extern"]:
             raise UnsupportedConstruct(f"'{' '.join(storage)}' declaration of '{d.name}' at {where(d)}")
         t = d.type
         scope = self.frames[-1].scopes[-1]
@@ -452,6 +454,11 @@ class Interpreter(Expressions, Builtins):
             raise UnsupportedConstruct(f"array of pointers '{d.name}' at {where(d)}")
         view = self.decl_type(t, d)
         flat_init = _flatten_init(d.init) if d.init is not None else None
+        if dims[0] is None and shared and "extern" in (d.storage or []) and len(dims) == 1:
+            if not isinstance(view, CType) or self.dynamic_shared_bytes < view.size:
+                raise UnsupportedConstruct(f"extern __shared__ array '{d.name}' of {view} with "
+                                           f"{self.dynamic_shared_bytes} bytes of dynamic shared memory at {where(d)}")
+            dims[0] = self.dynamic_shared_bytes // view.size
         if dims[0] is None:
             if flat_init is None or len(dims) > 1:
                 raise UnsupportedConstruct(f"array '{d.name}' without a size (extern __shared__?) at {where(d)}")

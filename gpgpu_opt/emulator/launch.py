@@ -140,12 +140,14 @@ def _scalar_arg(kernel: str, pname: str, ctype: CType, value):
 
 def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: dict | None = None,
                check_races: bool = True, max_threads_per_batch: int = 1 << 16,
-               blocks: list[int] | None = None, measure_reach: frozenset[str] = frozenset()) -> EmulationStats:
+               blocks: list[int] | None = None, measure_reach: frozenset[str] = frozenset(),
+               dynamic_shared_bytes: int = 0) -> EmulationStats:
     """Emulate `kernel<<<grid, block>>>(args...)` on the CPU; pointer arguments (numpy arrays) are
     updated in place. A Kernel's file-scope variables take their contents from `args` too, by name. Raises an EmulationError subclass for out-of-bounds or misaligned accesses, races,
     divergent barriers, undefined behaviour and unsupported constructs. `blocks`: run only these blocks
     (linear ids, x fastest) of the grid, a sample of a launch too large to emulate whole. `measure_reach`:
-    pointer arguments whose lowest and highest word accessed go to the stats' `reach`."""
+    pointer arguments whose lowest and highest word accessed go to the stats' `reach`. `dynamic_shared_bytes`:
+    the launch's dynamic shared memory (`<<<grid, block, bytes>>>`), which an `extern __shared__` array is."""
     t0 = time.perf_counter()
     funcdef = getattr(kernel_or_funcdef, "funcdef", kernel_or_funcdef)
     if not isinstance(funcdef, c_ast.FuncDef):
@@ -164,6 +166,7 @@ def run_kernel(kernel_or_funcdef, grid, block, args: dict, *, device_functions: 
     for buffer in measured.values():
         buffer.reach = [buffer.extent, 0]
     interp = Interpreter(funcdef, device_functions, geom, mem, stats, params)
+    interp.dynamic_shared_bytes = int(dynamic_shared_bytes)
     interp.file_scope = bind_file_variables(name, file_variables, args, mem, check_races,
                                             np.int32 if geom.total_threads < 2**31 else np.int64)
     per_batch = max(1, int(max_threads_per_batch) // geom.tpb)

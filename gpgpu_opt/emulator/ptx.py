@@ -14,6 +14,7 @@ with `g = lane / 4` (the group) and `t = lane % 4` (the thread in the group):
   m16n8k16, .f16/.bf16 A (16 x 16): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
            .f16/.bf16 B (16 x 8): b0 (2t..2t+1, g), b1 (2t+8..2t+9, g); the lower half of a register holds
            the element of the lower index
+  m16n8k8, .f64 as .tf32 (A a0..a3, B b0..b1), each register one double
   m16n8k4, .f64 A (16 x 4): a0 (g, t), a1 (g+8, t); B (4 x 8): b0 (t, g)
   m8n8k4, .f64 A (8 x 4): a0 (g, t); B (4 x 8): b0 (t, g); C/D (8 x 8): c0 (g, 2t), c1 (g, 2t+1)
   C/D of the m16n8 shapes (16 x 8, f32 or f64): c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1)
@@ -102,6 +103,7 @@ _MMA = {
     "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32": MmaShape(16, 8, 16, "a16x16", "b16x8", "c16x8", "f16", "f32"),
     "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32": MmaShape(16, 8, 16, "a16x16", "b16x8", "c16x8", "bf16",
                                                                     "f32"),
+    "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64": MmaShape(16, 8, 8, "a16x8", "b8x8", "c16x8", "f64", "f64"),
     "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64": MmaShape(8, 8, 4, "a8x4", "b4x8", "c8x8", "f64", "f64"),
     "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64": MmaShape(16, 8, 4, "a16x4", "b4x8", "c16x8", "f64", "f64"),
 }

@@ -29,13 +29,20 @@ def launch_helper(kernel: Kernel, assumptions: LaunchAssumptions | None = None) 
                   axes=[a for a in "xy" if any(r.axis == a for r in requirements if r.kind != "block")],
                   message=helper_message(assumptions) if requirements else "",
                   gains_from=kernel.size_dispatch if kernel.launch is not None else None,
+                  shared_bytes=config.dynamic_shared_bytes if config.dynamic_shared_bytes > 48 * 1024 else 0,
                   naive=naive_launch_name(kernel))
 
 
-def rewrite_launch(site: LaunchSite) -> str:
-    """The new `<<<...>>>` for a launch site of a rewritten kernel; shared-memory size and stream stay."""
+def rewrite_launch(site: LaunchSite, kernel: Kernel | None = None) -> str:
+    """The new `<<<...>>>` for a launch site of a rewritten kernel; the shared-memory size and stream stay,
+    unless the kernel takes dynamic shared memory of its own (`kernel`: the optimized one)."""
     grid, block, *rest = site.config
     new = [f"{site.kernel}_grid({grid}, {block})", f"{site.kernel}_block({grid}, {block})", *rest]
+    shared = kernel.launch.dynamic_shared_bytes if kernel is not None and kernel.launch is not None else 0
+    if shared:
+        name = kernel.instance.spelled if kernel.instance is not None else site.kernel
+        size = f"{site.kernel}_shared_bytes((const void *){name})" if shared > 48 * 1024 else str(shared)
+        new[2:3] = [size]
     return "<<<" + ", ".join(new) + ">>>"
 
 

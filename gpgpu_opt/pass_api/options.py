@@ -31,6 +31,10 @@ class MergeRequest:
         return f"x={self.x},y={self.y}"
 
 
+#: `--matmul-precision`'s words (CompileOptions.matmul_precision).
+MATMUL_PRECISIONS = ("ieee", "tf32x3", "tf32")
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """One compile's options.
@@ -58,6 +62,9 @@ class CompileOptions:
     dump_dir: str | None = None
     self_check: bool = False
     block_override: tuple[int, int] | None = None
+    #: `--matmul-precision`: what a float matrix product may run at, named like cuBLAS's compute types:
+    #: 'ieee' (FP32 on CUDA cores), 'tf32x3' (three TF32 tensor-core products: FP32-class accuracy), 'tf32'.
+    matmul_precision: str = "ieee"
 
     def __post_init__(self):
         # Frozen all the way down: a tuple of passes, a read-only copy of the bindings.
@@ -65,6 +72,9 @@ class CompileOptions:
         object.__setattr__(self, "named", frozenset(self.named))
         object.__setattr__(self, "bindings", MappingProxyType(dict(self.bindings or {})))
         object.__setattr__(self, "keep_loops", frozenset(self.keep_loops))
+        if self.matmul_precision not in MATMUL_PRECISIONS:
+            raise ValueError(f"--matmul-precision: one of {', '.join(MATMUL_PRECISIONS)}, not "
+                             f"'{self.matmul_precision}'")
 
     @classmethod
     def of(cls, target: Target, passes: Iterable[str], bindings: Mapping[str, int] | None = None,

@@ -27,22 +27,20 @@ that bound each axis on its own, and a target whose register file holds the tile
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sympy
 from pycparser import c_ast
 
-from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, iterator_symbol
+from gpgpu_opt.analysis.symbolic import iterator_symbol
 from gpgpu_opt.ast_util import transform, walk
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.rewriting import guards as g
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.pass_api.context import PassContext
-from gpgpu_opt.rewriting.accumulation import (NotAccumulation, accumulation, accumulator, canonical_header,
-                                              check_path, trip_count)
-from gpgpu_opt.passes.merge.output_tile import (AXIS_SYMBOL, check_start, global_position, guard_clauses,
-                                                output_counts, per_output_code, uses_both_axes)
+from gpgpu_opt.passes.merge.output_tile import AXIS_SYMBOL, output_counts, per_output_code
+from gpgpu_opt.passes.merge.product import Operand, recognize_product
 from gpgpu_opt.rewriting.per_output import filled
 from gpgpu_opt.passes.merge.tile_shape import BLOCKS_PER_SM, GROUP, THREADS, choose_shape, confirm_with_ptxas
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, parse_expr, parse_statements, text
@@ -54,18 +52,6 @@ STEP = 16
 
 _LOAD_POS = sympy.Symbol("_load_a_pos", integer=True)  # sorts before the iterator: A[row * n + k]
 _LOAD_K = sympy.Symbol("_load_b_k", integer=True)
-
-
-@dataclass
-class Operand:
-    """Reads in the loop of one array at one subscript that depends on the loop and one output axis."""
-    array: str
-    axis: str                       # 'y': one value per output row; 'x': per output column
-    index: sympy.Expr               # in the axis' global index, the loop iterator and parameters
-    along_loop: bool                # contiguous along the loop rather than along the axis
-    nodes: list[c_ast.ArrayRef] = field(default_factory=list)
-    tile: str = ""
-    fragment: str = ""
 
 
 @dataclass
@@ -117,91 +103,19 @@ def _tiled_source(kernel: Kernel, ctx: PassContext, shape: tuple[int, int]) -> s
 def plan_by_model(kernel: Kernel, ctx: PassContext, info: KernelInfo,
                   shape: tuple[int, int] | None = None) -> RegisterTile:
     """The tile, of `shape` (TM, TN) when given, else of the model's shape (no ptxas)."""
-    body = kernel.body
-    loops = [n for n in walk(body) if isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile))]
-    if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
-        raise NotAccumulation("the kernel does not have exactly one loop")
-    loop = loops[0]
-    acc_name = accumulation(loop)
-    if not uses_both_axes(info):
-        raise NotAccumulation("the thread space is not 2-D")
-    info.check_kernel()
-    var, start = canonical_header(loop, body)
-    if not (info.uniform(start) and info.uniform(loop.cond.right)):
-        raise Unsupported(f"the bounds of '{var}' depend on the output's position ('{text(loop.cond)}'): the "
-                          "outputs of a thread would need different steps")
-    path = g.path_to(loop, info.parents, body)
-    check_path(path, loop)
-    acc = accumulator(body, loop, acc_name, path, info, updates_before=True)
-    check_start(loop, acc, info)
-    env = info._flat_env()
-    operands = _operands(loop, var, info)
-    if not operands:
-        raise NotAccumulation("no read in the loop is shared along a row or a column of outputs")
-    if not {o.axis for o in operands} >= {"x", "y"}:
-        raise NotAccumulation("the loop's reads are shared along one axis only (a thread merge's case)")
-    clauses = guard_clauses(path, env)
-    element = _element_type(info, operands)
-    trip = trip_count(loop, start, info, ctx)
+    product = recognize_product(kernel, ctx, info)
+    clauses, element, trip = product.clauses, product.element, product.trip
     tm, tn, why = (*shape, f"{shape[0]}x{shape[1]} outputs per thread") if shape else \
         choose_shape(ctx, output_counts(clauses, ctx), element)
     step = STEP if trip is None or trip > STEP // 2 else STEP // 2
-    tile = RegisterTile(loop, var, start, acc, path, operands, clauses, tm, tn, step,
-                        trip is not None and trip % step == 0, why, element)
+    tile = RegisterTile(product.loop, product.var, product.start, product.acc, product.path, product.operands,
+                        clauses, tm, tn, step, trip is not None and trip % step == 0, why, element)
     _check_body_uses(tile, info)
     _check_shared_memory(tile, ctx)
     problem = info.coverage_problem(ctx.facts.naive_block, tile.outputs_per_block)
     if problem:
         raise Unsupported(problem)
     return tile
-
-
-def _operands(loop: c_ast.For, var: str, info: KernelInfo) -> list[Operand]:
-    k = iterator_symbol(var)
-    in_loop = {id(n) for n in walk(loop.stmt)}
-    found: list[Operand] = []
-    for a in info.accesses:
-        if id(a.node) not in in_loop:
-            continue
-        if a.mode != "read":
-            raise Unsupported(f"the loop writes {a.array}[{a.index_text}]")
-        if a.index is None:
-            raise Unsupported(f"the read {a.array}[{a.index_text}] cannot be analysed")
-        index = global_position(a.index)
-        stray = {s for s in index.free_symbols if s.name.startswith("?") or s in set(BID.values())
-                 | set(BDIM.values()) | set(TID.values())}
-        if stray:
-            raise Unsupported(f"{a.array}[{a.index_text}] is not a function of the output's position and '{var}'")
-        on = {axis for axis, sym in AXIS_SYMBOL.items() if index.has(sym)}
-        if len(on) == 2:
-            raise Unsupported(f"{a.array}[{a.index_text}] depends on both the row and the column of the output")
-        if not on:
-            continue  # the same for every output of a block: left as a (cached, broadcast) read
-        axis = on.pop()
-        pos = AXIS_SYMBOL[axis]
-        if not index.has(k):
-            raise Unsupported(f"{a.array}[{a.index_text}] does not change with '{var}' (hoist it first)")
-        if any(sympy.diff(index, s1, s2) != 0 for s1 in (pos, k) for s2 in (pos, k)):
-            raise Unsupported(f"{a.array}[{a.index_text}] is not affine in the output's position and '{var}'")
-        if a.array in info.written:
-            raise Unsupported(f"the kernel writes {a.array}, which the loop reads (a staged copy would be stale)")
-        if not info.params[a.array].is_restrict:
-            raise Unsupported(f"{a.array} may alias the array the kernel writes (declare it __restrict__)")
-        same = next((o for o in found if o.array == a.array and o.axis == axis and o.index == index), None)
-        if same is None:
-            same = Operand(a.array, axis, index, sympy.diff(index, k) == 1 or sympy.diff(index, pos) != 1)
-            same.tile = info.fresh(f"tile_{a.array}")
-            same.fragment = info.fresh(f"{a.array}_frag")
-            found.append(same)
-        same.nodes.append(a.node)
-    return found
-
-
-def _element_type(info: KernelInfo, operands: list[Operand]) -> str:
-    types = {info.params[o.array].base_type for o in operands}
-    if len(types) != 1 or not types <= {"float", "double"}:
-        raise Unsupported(f"the loop's operands are of type {', '.join(sorted(types))}, not all float or double")
-    return types.pop()
 
 
 def _check_body_uses(tile: RegisterTile, info: KernelInfo) -> None:

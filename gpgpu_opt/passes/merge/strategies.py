@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from gpgpu_opt.passes.merge import (conv_tile, reduction, register_tile, split_loop, stencil_rows, stencil_window,
-                                    thread_merge, z_march)
+from gpgpu_opt.passes.merge import (conv_tile, mma_tile, reduction, register_tile, split_loop, stencil_rows,
+                                    stencil_window, thread_merge, z_march)
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ REDUCTION = MergeStrategy("reduction", reduction.plan_reduction, reduction.apply
 REGISTER_TILE = MergeStrategy("register_tile", register_tile.plan_register_tile, register_tile.apply_register_tile,
                               register_tile.describe, register_tile.describe_launch, shape_of=_tile_shape,
                               replan=register_tile.plan_by_model)
+#: Tried before the register tile: a product whose operands and precision the target's tensor cores take.
+MMA_TILE = MergeStrategy("mma_tile", mma_tile.plan_mma_tile, mma_tile.apply_mma_tile, mma_tile.describe,
+                         mma_tile.describe_launch)
 CONV_TILE = MergeStrategy("conv_tile", conv_tile.plan_conv_tile, conv_tile.apply_conv_tile, conv_tile.describe,
                           conv_tile.describe_launch, shape_of=_conv_shape, replan=conv_tile.plan_by_model)
 SPLIT_LOOP = MergeStrategy("split_loop", split_loop.plan_split, split_loop.apply_split, split_loop.describe,
@@ -60,7 +63,7 @@ Z_MARCH = MergeStrategy("z_march", z_march.plan_z_march, z_march.apply_z_march, 
                         z_march.describe_launch, "one z per thread kept")
 
 #: The merges for a kernel no earlier pass gave a launch, in the order they are tried.
-UNSTAGED = (REDUCTION, REGISTER_TILE, CONV_TILE, SPLIT_LOOP, STENCIL_WINDOW, STENCIL_ROWS, THREAD_MERGE)
+UNSTAGED = (REDUCTION, MMA_TILE, REGISTER_TILE, CONV_TILE, SPLIT_LOOP, STENCIL_WINDOW, STENCIL_ROWS, THREAD_MERGE)
 
 BY_NAME = {s.name: s for s in (*UNSTAGED, Z_MARCH)}
 

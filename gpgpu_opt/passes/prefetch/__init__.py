@@ -11,6 +11,7 @@ forms:
 """
 from __future__ import annotations
 
+from gpgpu_opt.ast_util import is_call_to, walk
 from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.diagnostics import Location
 from gpgpu_opt.kernel import Kernel
@@ -28,6 +29,8 @@ from gpgpu_opt.rewriting.cbuild import Unsupported
 def run(kernel: Kernel, ctx: PassContext) -> Kernel:
     """Prefetch `kernel`'s staged loop, recording it in the schedule (`schedule.Prefetch`)."""
     where = Location.of(kernel.funcdef)
+    if any(is_call_to(n, "__pipeline_commit") for n in walk(kernel.body)):
+        return kernel   # a tile ring the merge built, filled by asynchronous copies ahead of the computation
     try:
         work, subject, why = prefetched(kernel, ctx)
     except NotStaged:

@@ -1,0 +1,337 @@
+"""Tensor-core tiles: a matrix-product loop nest (product.py) on the GPU's matrix units, `mma.sync`.
+
+The kernel of the register tile's shape whose loop body is exactly one product accumulated,
+
+    sum += A[row * n + k] * B[k * n + col];        (after normalize: two loads and `sum += A_val * B_val;`)
+
+becomes blocks of warps that each compute a tile of outputs as 16 x 8 fragments with `mma.sync`. Per
+TILE_K iterations of the loop the block copies its operands' tiles into a ring of STAGES shared-memory
+stages with asynchronous copies (cp.async, zero-filled outside the operands, so ragged sizes need no other
+code), STAGES - 1 steps ahead of the computation; each warp then reads its fragments from the tiles, in
+the PTX ISA's fragment layouts (emulator/ptx.py), and issues one `mma.sync` per fragment pair.
+
+The instruction follows the operands' type and the user's precision (CompileOptions.matmul_precision, named
+like cuBLAS's compute types), where the target has it (Target.tensor_cores):
+- `double`: FP64 (DMMA), by default: IEEE products, summed in another order than the loop's;
+- `float` with `tf32`: one TF32 product (each operand rounded to 10 mantissa bits);
+- `float` with `tf32x3`: each operand split into a TF32 high part and a TF32 remainder, three products
+  (lo*hi + hi*lo + hi*hi), each step's products summed apart and added to the sum in FP32 (the tensor
+  core's own accumulation truncates: over a long loop that costs FP32 accuracy);
+- `float` with `ieee` (the default) keeps the CUDA-core register tile.
+
+Each output keeps its own code before and after the loop (its start value, its store, under its guard),
+as the register tile does. Requires restrict-qualified operands not written by the kernel (product.py).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import sympy
+from pycparser import c_ast
+
+from gpgpu_opt.analysis.symbolic import iterator_symbol
+from gpgpu_opt.ast_util import walk
+from gpgpu_opt.cuda_nodes import AsmOperand, InlineAsm
+from gpgpu_opt.kernel import Kernel, LaunchConfig
+from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.passes.merge.output_tile import AXIS_SYMBOL, per_output_code
+from gpgpu_opt.passes.merge.product import Operand, Product, recognize_product
+from gpgpu_opt.rewriting.accumulation import NotAccumulation
+from gpgpu_opt.rewriting.cbuild import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
+from gpgpu_opt.rewriting.kernel_info import KernelInfo
+from gpgpu_opt.rewriting.per_output import filled
+from gpgpu_opt.rewriting.witness import sym_to_ast
+from gpgpu_opt.templating import render
+
+_LOAD_POS = sympy.Symbol("_mma_load_pos", integer=True)
+_LOAD_K = sympy.Symbol("_mma_load_k", integer=True)
+
+
+@dataclass(frozen=True)
+class MmaOp:
+    """One way to run the product on tensor cores, and the block tile it is built with (measured on an
+    H200: bench/tensor_cores.md)."""
+    name: str                   # CompileOptions.matmul_precision's word, or the operands' ('f64')
+    opcode: str
+    element: str                # the operands' C type
+    accumulator: str            # the sum's C type
+    register: str               # C type of an operand register
+    constraint: str             # its asm constraint; the accumulators' is `+` and the sum's
+    split: bool                 # tf32x3: high and low parts, three products, each step summed apart
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    warp_m: int
+    warp_n: int
+    stages: int
+    pad_a: int                  # elements a tile row is padded by, so that the fragment reads do not conflict
+    pad_b: int
+    blocks_per_sm: int
+    describe: str
+
+    @property
+    def mma_k(self) -> int:
+        return 8
+
+    @property
+    def warps(self) -> int:
+        return (self.tile_m // self.warp_m) * (self.tile_n // self.warp_n)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def element_bytes(self) -> int:
+        return 8 if self.element == "double" else 4
+
+    @property
+    def shared_bytes(self) -> int:
+        stage = self.tile_m * (self.tile_k + self.pad_a) + self.tile_k * (self.tile_n + self.pad_b)
+        return self.stages * stage * self.element_bytes
+
+
+_TF32_OPCODE = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+#: The tensor-core forms of a product, by name. Blocks: FP64 64x128 of 4 warps (32x64 each), 4 stages, two
+#: blocks per SM; TF32 128x128 of 8 warps (64x32 each), 4 stages.
+OPS = {op.name: op for op in (
+    MmaOp("f64", "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64", "double", "double", "double", "d", False,
+          64, 128, 16, 32, 64, 4, 4, 4, 2, "FP64 mma.sync.m16n8k8 (DMMA)"),
+    MmaOp("tf32", _TF32_OPCODE, "float", "float", "unsigned int", "r", False,
+          128, 128, 16, 64, 32, 4, 4, 8, 1, "TF32 mma.sync.m16n8k8, operands rounded to TF32"),
+    MmaOp("tf32x3", _TF32_OPCODE, "float", "float", "unsigned int", "r", True,
+          128, 128, 16, 64, 32, 4, 4, 8, 1, "three TF32 mma.sync.m16n8k8 products per step (3xTF32)"),
+)}
+
+
+def choose_op(element: str, ctx: PassContext) -> MmaOp:
+    """The tensor-core form for operands of `element`, or NotAccumulation where none applies (the register
+    tile then takes the kernel), Unsupported where one was asked for and cannot be had."""
+    target, precision = ctx.options.target, ctx.options.matmul_precision
+    if element == "double":
+        name = "f64"
+    elif element == "float" and precision in ("tf32", "tf32x3"):
+        name = precision
+    else:
+        raise NotAccumulation(f"{element} operands at precision '{precision}' stay on CUDA cores")
+    if name not in target.tensor_cores:
+        if name == "f64":
+            raise NotAccumulation(f"{target.name} has no FP64 mma.sync.m16n8k8")
+        raise Unsupported(f"--matmul-precision {precision}: {target.name} has no such tensor-core instruction")
+    op = OPS[name]
+    if op.shared_bytes > target.shared_per_block_optin:
+        raise Unsupported(f"the tiles need {op.shared_bytes} bytes of shared memory, more than the "
+                          f"{target.shared_per_block_optin} a block may have on {target.name}")
+    return op
+
+
+@dataclass
+class MmaTile:
+    product: Product
+    op: MmaOp
+    a: Operand                  # the operand along the output's rows (y)
+    b: Operand                  # along its columns (x)
+
+    @property
+    def block(self) -> tuple[int, int]:
+        return (self.op.threads, 1)
+
+    @property
+    def outputs_per_block(self) -> tuple[int, int]:
+        return (self.op.tile_n, self.op.tile_m)
+
+
+def plan_mma_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> MmaTile:
+    product = recognize_product(kernel, ctx, info, frozenset({"float", "double"}))
+    op = choose_op(product.element, ctx)
+    if len(product.operands) != 2:
+        raise Unsupported(f"the loop reads {len(product.operands)} operand arrays; a tensor-core tile takes "
+                          "one per axis")
+    a = next(o for o in product.operands if o.axis == "y")
+    b = next(o for o in product.operands if o.axis == "x")
+    if len(a.nodes) != 1 or len(b.nodes) != 1:
+        raise Unsupported("an operand is read more than once per iteration")
+    _check_body(product, a, b)
+    acc_type = " ".join(product.acc.type.type.names) if isinstance(product.acc.type, c_ast.TypeDecl) else "?"
+    if acc_type != op.accumulator:
+        raise Unsupported(f"the sum is {acc_type}, the {op.describe} accumulator {op.accumulator}")
+    tile = MmaTile(product, op, a, b)
+    problem = info.coverage_problem(ctx.facts.naive_block, tile.outputs_per_block)
+    if problem:
+        raise Unsupported(problem)
+    return tile
+
+
+def _check_body(product: Product, a: Operand, b: Operand) -> None:
+    """The loop body is the sum of one product of the two operands: locals that each hold one operand read
+    (`const float A_val = A[...]`), then `sum += x * y` (or `sum = sum + x * y`), x and y those reads or
+    locals, in either order."""
+    items = product.loop.stmt.block_items if isinstance(product.loop.stmt, c_ast.Compound) else [product.loop.stmt]
+    items = list(items or [])
+    held = {}
+    for s in items[:-1]:
+        if not (isinstance(s, c_ast.Decl) and s.init is not None and isinstance(s.type, c_ast.TypeDecl)):
+            raise Unsupported(f"the loop body does more than sum one product ('{text(s)}')")
+        which = _operand_of(s.init, a, b)
+        if which is None:
+            raise Unsupported(f"the loop body does more than sum one product ('{text(s)}')")
+        held[s.name] = which
+    last = items[-1] if items else None
+    acc = product.acc.name
+    rhs = None
+    if isinstance(last, c_ast.Assignment) and isinstance(last.lvalue, c_ast.ID) and last.lvalue.name == acc:
+        if last.op == "+=":
+            rhs = last.rvalue
+        elif last.op == "=" and isinstance(last.rvalue, c_ast.BinaryOp) and last.rvalue.op == "+" \
+                and isinstance(last.rvalue.left, c_ast.ID) and last.rvalue.left.name == acc:
+            rhs = last.rvalue.right
+    if not (isinstance(rhs, c_ast.BinaryOp) and rhs.op == "*"):
+        raise Unsupported(f"the loop body's last statement is not '{acc} += x * y'")
+    factors = []
+    for f in (rhs.left, rhs.right):
+        factors.append(held.get(f.name) if isinstance(f, c_ast.ID) else _operand_of(f, a, b))
+    if sorted(map(str, factors)) != ["a", "b"]:
+        raise Unsupported(f"'{text(rhs)}' is not the product of one element of {a.array} and one of {b.array}")
+    used = {n.name for n in walk(rhs) if isinstance(n, c_ast.ID)}
+    if len(held) != len(set(held)) or not set(held) <= used:
+        raise Unsupported("the loop body keeps a local it does not use in the product")
+
+
+def _operand_of(node: c_ast.Node, a: Operand, b: Operand) -> str | None:
+    """'a' or 'b' where `node` is that operand's read, else None."""
+    if any(node is n for n in a.nodes):
+        return "a"
+    if any(node is n for n in b.nodes):
+        return "b"
+    return None
+
+
+# -- the rewrite ----------------------------------------------------------------------------------------
+def apply_mma_tile(kernel: Kernel, info: KernelInfo, tile: MmaTile) -> None:
+    op, product = tile.op, tile.product
+    names = {base: info.fresh(base) for base in (
+        "i", "j", "r", "v", "kt", "kk", "e", "l", "warp", "group", "quad", "warp_row", "warp_col", "stage",
+        "next_tile", "k_tiles", "tiles", "x", "part", "in_range")}
+    names["tile_a"], names["tile_b"] = tile.a.tile, tile.b.tile
+    names["frag_a"], names["frag_b"] = tile.a.fragment, tile.b.fragment
+    names["frag_a_lo"], names["frag_b_lo"] = info.fresh(f"{tile.a.fragment}_lo"), info.fresh(f"{tile.b.fragment}_lo")
+    acc = product.acc.name
+    position = {"y": parse_expr(f"blockIdx.y * {op.tile_m} + {names['warp_row']} + {names['i']} * 16 + "
+                                f"{names['group']} + {names['r']} / 2 * 8"),
+                "x": parse_expr(f"blockIdx.x * {op.tile_n} + {names['warp_col']} + {names['j']} * 8 + "
+                                f"{names['quad']} * 2 + {names['r']} % 2")}
+    acc_ref = f"{acc}[{names['i']}][{names['j']}][{names['r']}]"
+    init, finish = per_output_code(kernel, info, product.loop, product.acc, position, acc_ref)
+    source = render("merge_mma_tile.cu.j2", op=op, n=names, acc=acc, var=product.var,
+                    mi=op.warp_m // 16, nj=op.warp_n // 8, warps_n=op.tile_n // op.warp_n,
+                    k_count=text(_trip(product)), k_start=text(product.start),
+                    mma_text=f"{op.opcode} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};",
+                    loads=[_load_view(tile, o, names) for o in (tile.a, tile.b)])
+    items = parse_statements(source)
+    kernel.body.block_items = _with_asm(filled(items, {"__init__": init, "__finish__": finish}))
+    kernel.launch = LaunchConfig(block=tile.block, outputs_per_block=tile.outputs_per_block, bounded=True,
+                                 blocks_per_sm=op.blocks_per_sm, dynamic_shared_bytes=op.shared_bytes)
+    kernel.includes = sorted(set(kernel.includes) | {"cuda_pipeline.h"})
+    if op.name == "tf32":
+        kernel.tolerance = TF32_TOLERANCE
+
+
+#: Relative tolerance of compile's check for a TF32 product (operands rounded to 10 mantissa bits: about
+#: 5e-4 of the largest output at the check's sizes); an element on the wrong output is off by far more.
+TF32_TOLERANCE = 5e-3
+
+
+def _trip(product: Product) -> c_ast.Node:
+    """The loop's iteration count, `end - start` (`+ 1` for `<=`)."""
+    count = c_ast.BinaryOp("-", copy.deepcopy(product.loop.cond.right), copy.deepcopy(product.start))
+    if product.loop.cond.op == "<=":
+        count = c_ast.BinaryOp("+", count, c_ast.Constant("int", "1"))
+    return count
+
+
+def _load_view(tile: MmaTile, o: Operand, names: dict) -> dict:
+    """How the block copies one operand's tile for a step: element e of the copy is (tile row, tile column)
+    of the stage, the contiguous dimension of the operand in memory varying fastest."""
+    op, product = tile.op, tile.product
+    is_a = o is tile.a
+    width = op.tile_m if is_a else op.tile_n            # the operand's extent along its axis
+    e, tk = names["e"], op.tile_k
+    if o.along_loop:
+        k_of, pos_of = f"{e} % {tk}", f"{e} / {tk}"
+    else:
+        k_of, pos_of = f"{e} / {width}", f"{e} % {width}"
+    pos_name, k_name = ("load_row" if is_a else "load_col"), "load_k"
+    first = f"blockIdx.{'y' if is_a else 'x'} * {width}"
+    k = iterator_symbol(product.var)
+    load = c_ast.ArrayRef(c_ast.ID(o.array), sym_to_ast(o.index.subs({AXIS_SYMBOL[o.axis]: _LOAD_POS, k: _LOAD_K}),
+                                                        {_LOAD_POS: c_ast.ID(pos_name), _LOAD_K: c_ast.ID(k_name)}))
+    other = "x" if o.axis == "y" else "y"
+    predicate = [_clause_at(c, o.axis, c_ast.ID(pos_name)) for c in product.clauses[o.axis]]
+    predicate += [_clause_at(c, other, c_ast.Constant("int", "0")) for c in product.clauses[other]]
+    predicate += [_clause_at(c, "", None) for c in product.clauses[""]]
+    cond = copy.deepcopy(product.loop.cond)
+    cond.left = c_ast.ID(k_name)
+    predicate.append(cond)
+    if is_a:
+        at = f"({names['stage']} * {op.tile_m} + {pos_of}) * {op.tile_k + op.pad_a} + {k_of}"
+    else:
+        at = f"({names['stage']} * {op.tile_k} + {k_of}) * {op.tile_n + op.pad_b} + {pos_of}"
+    return {"tile": names["tile_a" if is_a else "tile_b"], "count": width * tk // op.threads,
+            "pos_name": pos_name, "pos": f"{first} + {pos_of}", "k_name": k_name, "k_of": k_of, "at": at,
+            "subscript": text(load.subscript), "predicate": text(conj(predicate)), "array": o.array,
+            "index_text": text(o.nodes[0].subscript), "what": "rows" if is_a else "columns", "width": width}
+
+
+def _clause_at(clause: tuple, axis: str, value: c_ast.Node | None) -> c_ast.Node:
+    lhs, cmp, rhs = clause
+    subs = {AXIS_SYMBOL[axis]: _LOAD_POS} if axis else {}
+    names = {_LOAD_POS: value} if axis else {}
+    return c_ast.BinaryOp(cmp, sym_to_ast(lhs.subs(subs), names), sym_to_ast(rhs.subs(subs), names))
+
+
+def _with_asm(items: list[c_ast.Node]) -> list[c_ast.Node]:
+    """The template's `__asm_statement("instruction", "constraints", operands...)` calls as inline PTX."""
+    def convert(node):
+        if isinstance(node, c_ast.Compound):
+            node.block_items = [convert(s) for s in node.block_items or []]
+            return node
+        if is_placeholder(node, "__asm_statement"):
+            template, constraints, *operands = node.args.exprs
+            kinds = constraints.value.strip('"').split(",")
+            pairs = list(zip(kinds, operands))
+            return InlineAsm(template.value.strip('"'), [AsmOperand(c, e) for c, e in pairs if c[0] in "=+"],
+                             [AsmOperand(c, e) for c, e in pairs if c[0] not in "=+"], (), True)
+        for name, child in node.children():
+            converted = convert(child)
+            if converted is not child:
+                _set_child(node, name, converted)
+        return node
+    return [convert(s) for s in items]
+
+
+def _set_child(node: c_ast.Node, name: str, value: c_ast.Node) -> None:
+    if "[" in name:
+        field, index = name[:-1].split("[")
+        getattr(node, field)[int(index)] = value
+    else:
+        setattr(node, name, value)
+
+
+def describe(tile: MmaTile) -> str:
+    op = tile.op
+    return (f"tensor cores: {op.describe}; blocks of {op.warps} warps compute {op.tile_m}x{op.tile_n} outputs, each "
+            f"warp {op.warp_m}x{op.warp_n} of them; {tile.a.array} and {tile.b.array} copied per {op.tile_k} "
+            f"iterations of '{tile.product.var}' into {op.stages} stages of shared tiles (cp.async); the sum is "
+            f"taken in another order than the loop's")
+
+
+def describe_launch(tile: MmaTile) -> str:
+    op = tile.op
+    return (f"blocks of {op.threads} threads, each covering {op.tile_n}x{op.tile_m} outputs, "
+            f"{op.shared_bytes} bytes of dynamic shared memory; __launch_bounds__({op.threads}, "
+            f"{op.blocks_per_sm})")
+
+
+__all__ = ["MmaOp", "MmaTile", "OPS", "apply_mma_tile", "choose_op", "describe", "describe_launch",
+           "plan_mma_tile"]
