@@ -99,6 +99,9 @@ class Kernel:
     #: The relative tolerance the compile's check compares this (optimized) kernel within, where its
     #: arithmetic is coarser than the naive kernel's (TF32 products); None: the check's default.
     tolerance: float | None = None
+    #: It takes a faster path where its arrays are aligned, as a run-time test says (16-byte copies): compile's
+    #: check runs it also at sizes where that path runs.
+    aligned_path: bool = False
 
     @classmethod
     def from_funcdef(cls, func: c_ast.FuncDef, definition, launch_bounds, shorthand=(), source_file: str = "",

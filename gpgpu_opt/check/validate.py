@@ -60,12 +60,14 @@ def validate(program, naive: Kernel, versions: list[tuple[str, Kernel]], block: 
     version that computes what the naive kernel computes on the check's case, and what the check found. A
     version the check cannot run on is only kept when every pass that changed it is proved without emulation
     (PassRecord.proved_without_emulation); else an earlier version is, at worst the naive kernel. A version vectorize
-    changed that passes is also checked where its vector path runs (ALIGNED_MULTIPLE)."""
+    changed that passes, or one with a path for aligned arrays (Kernel.aligned_path), is also checked where that
+    path runs (ALIGNED_MULTIPLE)."""
     found = _validate_ragged(program, naive, versions, block, seed, bindings)
     kernel, validation = found
     kept = next((k for k, (name, _) in enumerate(versions) if name == validation.kept_after and
                  versions[k][1] is kernel), None)
-    if validation.status != "passed" or kept is None or "vectorize" not in _changed_by(versions[:kept + 1]):
+    if validation.status != "passed" or kept is None or \
+            not ("vectorize" in _changed_by(versions[:kept + 1]) or kernel.aligned_path):
         return found
     aligned = _aligned_case(program, naive, block, bindings or {}, validation.case)
     if aligned is None:

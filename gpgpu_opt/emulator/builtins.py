@@ -323,15 +323,39 @@ class Builtins:
                                        f"{where(node)}")
         size = self._scalar_arg(args[2], mask, node).data
         zero_fill = self._scalar_arg(args[3], mask, node).data if len(args) == 4 else 0
-        if np.any(size != dst.view.size) or np.any((zero_fill != 0) & (zero_fill != size)):
-            raise UnsupportedConstruct(f"__pipeline_memcpy_async of part of an element at {where(node)}")
-        copied = np.broadcast_to(np.asarray(zero_fill) == 0, (self.batch.N,))
-        read = self.mem.load(src.buffer, src.offset, src.view, m_and(mask, copied), node)
-        data = np.where(copied, np.broadcast_to(read.data, (self.batch.N,)), 0).astype(dst.view.dtype)
-        value = Value(dst.view, data)
-        self.mem.store(dst.buffer, dst.offset, dst.view, value, mask, node)
-        pending.append((dst, value, mask, node))
+        elem = dst.view.size
+        if isinstance(size, np.ndarray) or int(size) % elem or int(size) // elem not in (1, 2, 4) \
+                or np.any(np.asarray(zero_fill) % elem) or np.any((zero_fill < 0) | (zero_fill > size)):
+            raise UnsupportedConstruct(f"__pipeline_memcpy_async of {size} bytes, {zero_fill} zero-filled, of "
+                                       f"{dst.view} elements at {where(node)}")
+        count = int(size) // elem
+        if count > 1:
+            self._check_copy_alignment(dst, src, int(size), mask, node)
+        copied_elements = np.broadcast_to((int(size) - np.asarray(zero_fill)) // elem, (self.batch.N,))
+        for j in range(count):
+            copied = copied_elements > j
+            at_src = PtrValue(src.buffer, src.offset + j, src.view, None)
+            at_dst = PtrValue(dst.buffer, dst.offset + j, dst.view, None)
+            read = self.mem.load(src.buffer, at_src.offset, src.view, m_and(mask, copied), node) \
+                if np.any(copied) else Value(src.view, np.zeros(self.batch.N, src.view.dtype))
+            data = np.where(copied, np.broadcast_to(read.data, (self.batch.N,)), 0).astype(dst.view.dtype)
+            value = Value(dst.view, data)
+            self.mem.store(dst.buffer, at_dst.offset, dst.view, value, mask, node)
+            pending.append((at_dst, value, mask, node))
         return None
+
+    def _check_copy_alignment(self, dst, src, size: int, mask, node) -> None:
+        """A copy of several elements moves one aligned vector: both addresses multiples of its size (every
+        buffer starts at an address that is)."""
+        for what, p in (("destination", dst), ("source", src)):
+            misaligned = np.broadcast_to((np.asarray(p.offset) * p.view.size) % size != 0, (self.batch.N,))
+            if mask is not None and mask is not False:
+                misaligned = misaligned & mask
+            if mask is not False and np.any(misaligned):
+                lane = int(np.argmax(misaligned))
+                raise UndefinedBehaviorError(
+                    f"kernel '{self.kernel_name}': __pipeline_memcpy_async of {size} bytes at {where(node)}: its "
+                    f"{what} is not {size}-byte aligned ({self.batch.describe_lane(lane)})")
 
     # ---------------------------------------------------------------- __device__ functions
     def call_device(self, name, args, mask, node):

@@ -79,13 +79,21 @@ def test_a_double_product_runs_on_fp64_tensor_cores_by_default(dgemm):
     # CHECK: every output keeps its guard and its own epilogue
     assert re.search(r"if \(row < M && col < N\) \{\s*const double C_val = C\[row \* N \+ col\];\s*"
                      r"C\[row \* N \+ col\] = alpha \* sum\[i\]\[j\]\[r\] \+ beta \* C_val;", text)
+    # CHECK: 16-byte copies where the operand is aligned and its rows whole vectors, else element copies
+    assert "const int vectors_a = (((size_t) A) & 15) == 0 && K % 2 == 0;" in text
+    assert "const int vectors_b = (((size_t) B) & 15) == 0 && N % 2 == 0;" in text
+    assert re.search(r"__pipeline_memcpy_async\(&tile_B\[[^;]*\], &B\[\(valid > 0\) \? \(N \* load_k \+ load_col\) : "
+                     r"0\], 16, 16 - valid \* sizeof\(double\)\);", text)
+    # CHECK: the blocks take their tiles in bands of rows (L2 reuse between the blocks running together)
+    assert "const int tile_row = band * 8 + linear % (8 * gridDim.x) % band_rows;" in text
     launch = dgemm.optimized.launch
     assert (launch.block, launch.outputs_per_block, launch.dynamic_shared_bytes) == ((128, 1), (128, 64), 108544)
     assert any("tensor cores: FP64 mma.sync.m16n8k8" in r for r in merge_decisions(dgemm, "applied"))
 
 
 @pytest.mark.parametrize("sizes", [{"M": 37, "N": 45, "K": 29}, {"M": 70, "N": 131, "K": 33},
-                                   {"M": 5, "N": 3, "K": 0}, {"M": 64, "N": 128, "K": 64}])
+                                   {"M": 5, "N": 3, "K": 0}, {"M": 64, "N": 128, "K": 64},
+                                   {"M": 38, "N": 46, "K": 30}, {"M": 200, "N": 300, "K": 18}])
 def test_the_fp64_tile_matches_the_naive_kernel(dgemm, sizes):
     assert_equivalent(dgemm, sizes)
 
@@ -97,9 +105,9 @@ def test_both_operand_layouts_are_copied_along_their_contiguous_dimension(tmp_pa
     text = kernel_source(k.optimized.funcdef)
     assert "mma.sync.aligned.m16n8k8.row.col.f64" in text
     if a == COLUMN_MAJOR_A:     # consecutive threads take consecutive rows of a column of A
-        assert "const int load_row = blockIdx.y * 64 + e % 64;" in text
+        assert "const int load_row = tile_row * 64 + e % 64;" in text
     if b == TRANSPOSED_B:
-        assert "const int load_col = blockIdx.x * 128 + e / 16;" in text
+        assert "const int load_col = tile_col * 128 + e / 16;" in text
     assert_equivalent(k, {"M": 37, "N": 45, "K": 29})
 
 

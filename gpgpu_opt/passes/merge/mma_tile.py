@@ -69,6 +69,8 @@ class MmaOp:
     pad_b: int
     blocks_per_sm: int
     describe: str
+    #: Rows of tiles a band of blocks covers before the next column (the blocks' order, for L2 reuse).
+    band_rows: int = 8
 
     @property
     def mma_k(self) -> int:
@@ -212,22 +214,24 @@ def apply_mma_tile(kernel: Kernel, info: KernelInfo, tile: MmaTile) -> None:
     op, product = tile.op, tile.product
     names = {base: info.fresh(base) for base in (
         "i", "j", "r", "v", "kt", "kk", "e", "l", "warp", "group", "quad", "warp_row", "warp_col", "stage",
-        "next_tile", "k_tiles", "tiles", "x", "part", "in_range")}
+        "next_tile", "k_tiles", "tiles", "x", "part", "in_range", "valid", "vectors_a", "vectors_b", "tile_row",
+        "tile_col", "linear", "band", "band_rows")}
     names["tile_a"], names["tile_b"] = tile.a.tile, tile.b.tile
     names["frag_a"], names["frag_b"] = tile.a.fragment, tile.b.fragment
     names["frag_a_lo"], names["frag_b_lo"] = info.fresh(f"{tile.a.fragment}_lo"), info.fresh(f"{tile.b.fragment}_lo")
     acc = product.acc.name
-    position = {"y": parse_expr(f"blockIdx.y * {op.tile_m} + {names['warp_row']} + {names['i']} * 16 + "
+    position = {"y": parse_expr(f"{names['tile_row']} * {op.tile_m} + {names['warp_row']} + {names['i']} * 16 + "
                                 f"{names['group']} + {names['r']} / 2 * 8"),
-                "x": parse_expr(f"blockIdx.x * {op.tile_n} + {names['warp_col']} + {names['j']} * 8 + "
+                "x": parse_expr(f"{names['tile_col']} * {op.tile_n} + {names['warp_col']} + {names['j']} * 8 + "
                                 f"{names['quad']} * 2 + {names['r']} % 2")}
     acc_ref = f"{acc}[{names['i']}][{names['j']}][{names['r']}]"
     init, finish = per_output_code(kernel, info, product.loop, product.acc, position, acc_ref)
+    views = [_with_vectors(tile, o, names) for o in (tile.a, tile.b)]
     source = render("merge_mma_tile.cu.j2", op=op, n=names, acc=acc, var=product.var,
                     mi=op.warp_m // 16, nj=op.warp_n // 8, warps_n=op.tile_n // op.warp_n,
                     k_count=text(_trip(product)), k_start=text(product.start),
                     mma_text=f"{op.opcode} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};",
-                    loads=[_load_view(tile, o, names) for o in (tile.a, tile.b)])
+                    loads=views)
     items = parse_statements(source)
     kernel.body.block_items = _with_asm(filled(items, {"__init__": init, "__finish__": finish}))
     kernel.launch = LaunchConfig(block=tile.block, outputs_per_block=tile.outputs_per_block, bounded=True,
@@ -235,6 +239,7 @@ def apply_mma_tile(kernel: Kernel, info: KernelInfo, tile: MmaTile) -> None:
     kernel.includes = sorted(set(kernel.includes) | {"cuda_pipeline.h"})
     if op.name == "tf32":
         kernel.tolerance = TF32_TOLERANCE
+    kernel.aligned_path = any(v["vector"] for v in views)
 
 
 #: Relative tolerance of compile's check for a TF32 product (operands rounded to 10 mantissa bits: about
@@ -250,6 +255,12 @@ def _trip(product: Product) -> c_ast.Node:
     return count
 
 
+def _with_vectors(tile: MmaTile, o: Operand, names: dict) -> dict:
+    """One operand's copies: the element copies, and the vector copies where they apply."""
+    scalar = _load_view(tile, o, names)
+    return {**scalar, "vector": _vector_view(tile, o, names, scalar)}
+
+
 def _load_view(tile: MmaTile, o: Operand, names: dict) -> dict:
     """How the block copies one operand's tile for a step: element e of the copy is (tile row, tile column)
     of the stage, the contiguous dimension of the operand in memory varying fastest."""
@@ -262,7 +273,7 @@ def _load_view(tile: MmaTile, o: Operand, names: dict) -> dict:
     else:
         k_of, pos_of = f"{e} / {width}", f"{e} % {width}"
     pos_name, k_name = ("load_row" if is_a else "load_col"), "load_k"
-    first = f"blockIdx.{'y' if is_a else 'x'} * {width}"
+    first = f"{names['tile_row' if is_a else 'tile_col']} * {width}"
     k = iterator_symbol(product.var)
     load = c_ast.ArrayRef(c_ast.ID(o.array), sym_to_ast(o.index.subs({AXIS_SYMBOL[o.axis]: _LOAD_POS, k: _LOAD_K}),
                                                         {_LOAD_POS: c_ast.ID(pos_name), _LOAD_K: c_ast.ID(k_name)}))
@@ -273,14 +284,102 @@ def _load_view(tile: MmaTile, o: Operand, names: dict) -> dict:
     cond = copy.deepcopy(product.loop.cond)
     cond.left = c_ast.ID(k_name)
     predicate.append(cond)
-    if is_a:
-        at = f"({names['stage']} * {op.tile_m} + {pos_of}) * {op.tile_k + op.pad_a} + {k_of}"
-    else:
-        at = f"({names['stage']} * {op.tile_k} + {k_of}) * {op.tile_n + op.pad_b} + {pos_of}"
+    at = _tile_offset(tile, is_a, names, k_of, pos_of)
     return {"tile": names["tile_a" if is_a else "tile_b"], "count": width * tk // op.threads,
             "pos_name": pos_name, "pos": f"{first} + {pos_of}", "k_name": k_name, "k_of": k_of, "at": at,
             "subscript": text(load.subscript), "predicate": text(conj(predicate)), "array": o.array,
             "index_text": text(o.nodes[0].subscript), "what": "rows" if is_a else "columns", "width": width}
+
+
+def _vector_view(tile: MmaTile, o: Operand, names: dict, scalar: dict) -> dict | None:
+    """How the block copies one operand's tile in 16-byte vectors, where its contiguous dimension in memory is
+    the tile's (A along the loop, B along its columns), or None. Element e of the copy is then one vector;
+    the copy takes the run-time test `flag` (the base 16-byte aligned, the other dimension's stride and the
+    offset whole vectors), else the element copies. Where the operand ends inside a vector only its first
+    `valid` elements are copied, the rest zero-filled."""
+    op, product = tile.op, tile.product
+    is_a = o is tile.a
+    if o.along_loop != is_a:
+        return None
+    vec = 16 // op.element_bytes
+    pos, k = AXIS_SYMBOL[o.axis], iterator_symbol(product.var)
+    contiguous, other = (k, pos) if is_a else (pos, k)
+    if sympy.diff(o.index, contiguous) != 1:
+        return None
+    stride = sympy.diff(o.index, other)
+    offset = sympy.expand(o.index - stride * other - contiguous)
+    if offset.free_symbols & {pos, k} or stride.free_symbols & {pos, k}:
+        return None
+    width = op.tile_m if is_a else op.tile_n
+    tk, e = op.tile_k, names["e"]
+    per_row = (tk if is_a else width) // vec
+    if is_a:
+        k_of, pos_of = f"{e} % {per_row} * {vec}", f"{e} / {per_row}"
+    else:
+        k_of, pos_of = f"{e} / {per_row}", f"{e} % {per_row} * {vec}"
+    bounds = _upper_bounds(product, o, is_a)
+    if bounds is None:
+        return None
+    checks = [f"((size_t) {o.array} & 15) == 0"]
+    checks += [f"{text(sym_to_ast(v, {}))} % {vec} == 0" for v in (stride, offset) if not _whole(v, vec)]
+    if is_a and not _whole_node(product.start, vec):
+        checks.append(f"({text(product.start)}) % {vec} == 0")
+    at_name = scalar["k_name"] if is_a else scalar["pos_name"]
+    valid = f"{vec}"
+    for bound in bounds:
+        valid = f"min({valid}, {text(bound)} - {at_name})"
+    uniform = _constant_clauses(product, o, is_a, scalar)
+    return {**scalar, "count": width * tk // (op.threads * vec), "k_of": k_of, "pos_of": pos_of,
+            "pos": f"{names['tile_row' if is_a else 'tile_col']} * {width} + {pos_of}",
+            "at": _tile_offset(tile, is_a, names, k_of, pos_of), "vec": vec, "bytes": 16,
+            "valid": f"{text(conj(uniform))} ? max(0, {valid}) : 0" if uniform else f"max(0, {valid})",
+            "flag": names["vectors_a" if is_a else "vectors_b"], "checks": " && ".join(dict.fromkeys(checks))}
+
+
+def _whole(value: sympy.Expr, vec: int) -> bool:
+    return value.is_Integer and int(value) % vec == 0
+
+
+def _whole_node(node: c_ast.Node, vec: int) -> bool:
+    return isinstance(node, c_ast.Constant) and node.value.isdigit() and int(node.value) % vec == 0
+
+
+def _upper_bounds(product: Product, o: Operand, is_a: bool) -> list[c_ast.Node] | None:
+    """The exclusive upper bounds on the contiguous dimension (`x < E`, `x <= E` as E + 1), or None where a
+    clause on it is another kind (the valid elements of a vector would not be its first ones)."""
+    if is_a:
+        cond = product.loop.cond
+        end = copy.deepcopy(cond.right)
+        return [end if cond.op == "<" else c_ast.BinaryOp("+", end, c_ast.Constant("int", "1"))]
+    sym, bounds = AXIS_SYMBOL[o.axis], []
+    for lhs, cmp, rhs in product.clauses[o.axis]:
+        if sympy.expand(lhs - sym) != 0 or rhs.has(sym) or cmp not in ("<", "<="):
+            return None
+        bound = sym_to_ast(rhs if cmp == "<" else rhs + 1, {})
+        bounds.append(bound)
+    return bounds
+
+
+def _constant_clauses(product: Product, o: Operand, is_a: bool, scalar: dict) -> list[c_ast.Node]:
+    """The clauses of the element predicate that are the same for every element of a vector: all but the
+    contiguous dimension's bounds."""
+    other = "x" if o.axis == "y" else "y"
+    out = [_clause_at(c, other, c_ast.Constant("int", "0")) for c in product.clauses[other]]
+    out += [_clause_at(c, "", None) for c in product.clauses[""]]
+    if is_a:    # the row's clauses
+        out = [_clause_at(c, o.axis, c_ast.ID(scalar["pos_name"])) for c in product.clauses[o.axis]] + out
+    else:       # the loop's bound, at the vector's k
+        cond = copy.deepcopy(product.loop.cond)
+        cond.left = c_ast.ID(scalar["k_name"])
+        out.append(cond)
+    return out
+
+
+def _tile_offset(tile: MmaTile, is_a: bool, names: dict, k_of: str, pos_of: str) -> str:
+    op = tile.op
+    if is_a:
+        return f"({names['stage']} * {op.tile_m} + {pos_of}) * {op.tile_k + op.pad_a} + {k_of}"
+    return f"({names['stage']} * {op.tile_k} + {k_of}) * {op.tile_n + op.pad_b} + {pos_of}"
 
 
 def _clause_at(clause: tuple, axis: str, value: c_ast.Node | None) -> c_ast.Node:
