@@ -87,11 +87,11 @@ for _bench in [
     Benchmark("demosaic", "demosaic.cu", "demosaic", {"width": 8192, "height": 8192}, (8192, 8192), 0.0, None),
     Benchmark("imregionmax", "imregionmax.cu", "imregionmax", {}, (8192, 8192), 0.0, None,
               {"WIDTH_C": 8192, "HEIGHT_C": 8192}),
-    # Stencils as benchmark suites write them (issue 9): judged against a D2D copy of the same array.
+    # Stencils as benchmark suites write them: judged against a D2D copy of the same array.
     Benchmark("jacobi2d", "tests/programs/jacobi2d.cu", "runJacobiCUDA_kernel1", {"n": 8192}, (8192, 8192), 0.0,
               "copy", note="PolyBench 5-point sweep"),
     Benchmark("blur3x3", "tests/programs/blur3x3.cu", "blur3x3", {"w": 8192, "h": 8192}, (8192, 8192), 0.0, "copy"),
-    # Interleaved complex numbers (issue 10's float2 pairs), 2^26 of them.
+    # Interleaved complex numbers (float2 pairs), 2^26 of them.
     Benchmark("complex_mul", "complex_mul.cu", "complex_mul", {"n": 1 << 26}, (1 << 26, 1), 6.0 * (1 << 26), "copy"),
     # One thread per column solves down the rows (about n^2 flops per column). The harness's random L is not
     # diagonally dominant, so X grows like 2^n: a short triangle (n = 32) keeps it finite, many columns fill the GPU.

@@ -1,4 +1,4 @@
-"""The offline performance model: ranks variants of a kernel without a GPU (issue 11).
+"""The offline performance model: ranks variants of a kernel without a GPU.
 
 - `resources(source, target)`: registers, static shared memory and spills from ptxas (None without nvcc);
 - `occupancy(target, threads, registers, shared)`: the CUDA occupancy calculator;

@@ -1,5 +1,5 @@
 """The compiler's caches are exact: a cached answer equals a fresh computation, keys tell apart what the
-answers depend on, and what callers may edit is a copy (the speed-ups of issue 21 item 6)."""
+answers depend on, and what callers may edit is a copy (what made the suite fast)."""
 import copy
 import textwrap
 

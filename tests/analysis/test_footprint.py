@@ -1,4 +1,4 @@
-"""Footprints across statements (issue 9 item 1): reads of one array at constant offsets around the thread's
+"""Footprints across statements: reads of one array at constant offsets around the thread's
 element, written statement by statement or with loops of constant bounds, are one footprint per block."""
 import textwrap
 

@@ -101,7 +101,7 @@ def test_g80_transpose_takes_its_tiles_in_diagonal_order_and_keeps_the_padded_ti
 
 
 def test_sm90_transpose_loads_its_tile_rows_as_float4_where_a_block_test_allows():
-    """Issue 10 item 2: blocks whose tile is inside the matrix, with rows that start 16-byte aligned (tested
+    """Blocks whose tile is inside the matrix, with rows that start 16-byte aligned (tested
     at run time: nothing in the file proves it), load 4 elements of a tile row per thread as one float4;
     the others take the scalar loads. The tile stays padded, one barrier."""
     text = (GOLDEN / "sm_90" / "transpose.cu").read_text()
@@ -285,7 +285,7 @@ def test_complex_mul_is_vectorized_into_float2_pairs(target):
 
 
 def test_sm90_conv_is_register_blocked_with_a_halo_tile():
-    """conv on sm_90 (issue 9): 8x8 outputs per thread; the halo tile is the block's 64x128 outputs plus the
+    """conv on sm_90: 8x8 outputs per thread; the halo tile is the block's 64x128 outputs plus the
     16x16 filter's reach (79x143, rows padded to 144 floats), the filter in shared memory, one barrier."""
     text = (GOLDEN / "sm_90" / "conv.cu").read_text()
     assert "__shared__ __align__(16) float tile_in[79][144];" in text
@@ -299,7 +299,7 @@ def test_sm90_conv_is_register_blocked_with_a_halo_tile():
 
 
 def test_sm90_demosaic_golden_is_a_register_stencil_window():
-    """Issue 9: 4 x 4 outputs per thread, each row of raw loaded once (two float2 where the row's address is
+    """4 x 4 outputs per thread, each row of raw loaded once (two float2 where the row's address is
     8-byte aligned: the pitch width + 2 is even at best, no launch proves the base), the columns past a
     lane's four from the next lane by shuffles, no shared memory; the interior (every copy's guard holds)
     runs the copies unguarded and stores each row of r, g, b as one float4; the edges keep the guarded

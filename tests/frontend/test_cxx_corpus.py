@@ -6,7 +6,7 @@ checks its own result and prints a checksum, so it can also run on a GPU (bench/
 
 What is asserted: nvcc accepts every program; `gpgpu-opt compile -o OUTDIR/` (strict) never ends in a traceback
 or an internal error, and its output tree builds; and each kernel ends up as OUTCOMES says, transformed or
-left as written with the note that says why. GAPS marks the kernels issue 20 asks to transform that the
+left as written with the note that says why. GAPS marks the kernels of the corpus's naive style that the
 merged compiler does not transform yet: their entry asserts what happens now (so the day one is fixed, the
 test turns red and the entry moves to "transformed")."""
 import json
@@ -57,7 +57,7 @@ OUTCOMES = {
                        "step_factor": "transformed"},   # widened where the launch fills the GPU (dispatched)
 }
 
-#: Kernels issue 20 asks to transform that the merged compiler leaves as written (OUTCOMES asserts how):
+#: Kernels of the naive style that the compiler leaves as written (OUTCOMES asserts how):
 #: the gaps left, with what is missing.
 GAPS: dict[tuple[str, str], str] = {}   # none left: each kernel of OUTCOMES is transformed or says why not
 

@@ -93,7 +93,7 @@ def test_cxx_kernel_is_passed_through_with_a_note(tmp_path):
     assert str(diags.notes[0]).startswith(f"{path}:2:1: note:")
 
 
-# A kernel that does not parse, and a file without kernels, are no longer errors (issue 20): see
+# A kernel that does not parse, and a file without kernels, are no longer errors: see
 # tests/frontend/test_multifile.py. File-level damage still is.
 @pytest.mark.parametrize("source, line, col, message", [
     ("__global__ void k(float *a) {\n  if (a[0] > 0) {\n    a[1] = 2.0f;\n}\n", 1, 29, "error: expected '}'"),

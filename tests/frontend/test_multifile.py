@@ -1,4 +1,4 @@
-"""Multi-file programs (issue 20): the kernels, __device__ functions, typedefs and launch sites of every user
+"""Multi-file programs: the kernels, __device__ functions, typedefs and launch sites of every user
 file the main .cu includes with quotes; quoted system headers; bytes that are not UTF-8; one function that
 cannot be read passes through and the others are still optimized."""
 from __future__ import annotations

@@ -38,7 +38,7 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "5"))
 SEED = os.environ.get("FUZZ_SEED")
 
 FAMILIES = ["affine", "quasi_affine", "volatile", "launch", "no_launch"]
-#: Families expected to fail, with the reason (none now: issue 19's fixes are in).
+#: Families expected to fail, with the reason (none now: fixes are in).
 PENDING: dict[str, str] = {}
 #: Naive blocks that divide no tile and no power-of-two thread space.
 BLOCKS_1D = [(32, 1), (96, 1)]

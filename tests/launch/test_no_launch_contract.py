@@ -1,6 +1,6 @@
 """Kernels whose launch is not in the file: the output gives the naive results for every launch under which
 the naive kernel is valid, or its launch helpers refuse the launch (gpgpu_opt/launch_contract.py). The three
-cases of issue 19 (an unguarded matrix product run as 200x200 threads in 8x8 blocks, an unguarded
+cases found by the held-out programs (an unguarded matrix product run as 200x200 threads in 8x8 blocks, an unguarded
 elementwise kernel widened 4 per thread run `<<<3, 32>>>`, the paper's reduction run with 512-thread blocks)
 are refused; launches the helpers accept give the naive results in the emulator; the helpers compile and
 print the same refusal the Python side computes."""

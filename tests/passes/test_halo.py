@@ -1,4 +1,4 @@
-"""Halo tiles (issue 9 items 2, 4, 5): a stencil's footprint in one 2-D shared tile of the block's outputs
+"""Halo tiles (5): a stencil's footprint in one 2-D shared tile of the block's outputs
 plus the reach, loaded cooperatively with predicated edges, one barrier; declined on sm_90 where the L1
 already absorbs a small stencil's reuse."""
 from __future__ import annotations

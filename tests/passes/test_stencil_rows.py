@@ -1,4 +1,4 @@
-"""Stencil rows (issue 9 item 4, the sm_90 form for small stencils): R consecutive rows per thread, the rows
+"""Stencil rows (the sm_90 form for small stencils): R consecutive rows per thread, the rows
 the stencil's reads share sliding through registers; loads only where the naive thread of a row reads."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The merge pass's stencil window (issue 9): V x R outputs per thread of a small stencil from a register
+"""The merge pass's stencil window: V x R outputs per thread of a small stencil from a register
 window (one row load each, float4 where aligned, neighbouring columns by warp shuffles): its shape,
 equivalence at ragged sizes in the emulator with the race check, what it leaves alone, and nvcc."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""16-byte loads of transposed tiles (coalesce's `vector_rows`, issue 10 item 2): the float4 shape, the one
+"""16-byte loads of transposed tiles (coalesce's `vector_rows`): the float4 shape, the one
 block-uniform test (alignment, tile inside the matrix) with today's scalar loads as the other branch, the
 alignment proved from cudaMalloc'd launches and bindings, `--vector-width 1`, targets that prefer narrower
 accesses, emulated equivalence with the race check at sizes that do not divide the tile (cols % 4 == 0 and

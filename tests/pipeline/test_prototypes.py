@@ -1,4 +1,4 @@
-"""Declarations of requalified kernels (issue 20): a program that declares its kernels before main, or in a
+"""Declarations of requalified kernels: a program that declares its kernels before main, or in a
 header, and defines them after must still link once a pass made a read-only pointee `const` (in C++ that
 is another overload: the launch would call the undefined prototype). Every declaration gets the
 definition's parameter list; where one cannot be edited with certainty the definition keeps the declared

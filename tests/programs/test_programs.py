@@ -92,7 +92,7 @@ def test_the_output_builds_and_verifies(compiled, name, tmp_path):
     for kernel in report["kernels"]:
         validation = kernel.get("validation", {"status": "not needed"})
         if validation.get("emulated") is False:  # only a gather whose target's size the subscript does not tell:
-            # its check cannot run, so what the passes did is not written (issue 19 item 5)
+            # its check cannot run, so what the passes did is not written
             assert validation["status"] == "rolled back" and "--extent" in validation["detail"], validation
         else:
             assert validation["status"] in ("passed", "not needed"), validation

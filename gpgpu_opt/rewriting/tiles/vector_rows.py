@@ -1,4 +1,4 @@
-"""16-byte loads of a transposed tile whose rows are contiguous in global memory (issue 10, item 2).
+"""16-byte loads of a transposed tile whose rows are contiguous in global memory.
 
 The scalar loader has each thread load one element of a tile row per pass (`loader`). On targets whose
 preferred access is 16 bytes (`Target.preferred_vector_bytes`; `--vector-width 1` keeps the scalar loads)

@@ -1,4 +1,4 @@
-"""Reductions in the merge pass (paper §5; issue 8 item 6), in the two forms people write:
+"""Reductions in the merge pass (paper §5), in the two forms people write:
 
 - `tree`: the paper's form. Each thread sums a segment into `partial[i]`, then an in-place tree over
   `partial[]` in global memory with a barrier per level. The tree moves into registers (warp shuffles,

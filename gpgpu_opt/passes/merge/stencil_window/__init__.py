@@ -1,4 +1,4 @@
-"""Register stencil windows (issue 9, small stencils on targets with warp shuffles).
+"""Register stencil windows (small stencils on targets with warp shuffles).
 
 A kernel whose reads of one array are `A[(y + dy) * P + x + dx]` for constant offsets (statement by
 statement, through macros, or in loops of constant count) is a small stencil: neighbouring threads read

@@ -1,4 +1,4 @@
-"""Marching z (issue 20): a naive 3-D stencil on 3-D blocks, each thread computing consecutive z.
+"""Marching z: a naive 3-D stencil on 3-D blocks, each thread computing consecutive z.
 
 A 7-point (or box) stencil over an nx x ny x nz grid launched one thread per element in 3-D blocks reads
 every plane three times, once for each of the threads below, at and above it. Marching turns the blocks
