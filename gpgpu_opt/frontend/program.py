@@ -16,6 +16,7 @@ from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variabl
     variables_used
 from gpgpu_opt.frontend.inline import NotInlined, ReferenceHelper, inline_reference_helpers
 from gpgpu_opt.frontend.names import resolve_names
+from gpgpu_opt.frontend.nvcc_verdict import reject_what_nvcc_rejects
 from gpgpu_opt.frontend.preprocess import preprocess_program
 from gpgpu_opt.frontend.struct_layouts import pointer_structs, uniform_layouts
 from gpgpu_opt.kernel import Kernel
@@ -148,8 +149,16 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
     """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a
     program: the file and the user files it includes. A function that cannot be read passes through with
     a note; the others are still parsed. `text`: the main file's text as a pass rewrote it (grid_stride),
-    instead of what is on disk."""
+    instead of what is on disk. A function that nvcc rejects is an error, and its notes are not printed."""
     diagnostics = diagnostics or Diagnostics()
+    held = Diagnostics(quiet=True)
+    program = _load_program(path, defines, include_dirs, held, target, text)
+    diagnostics.extend(held.notes)
+    return program
+
+
+def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[str] | None,
+                  diagnostics: Diagnostics, target: Target | None, text: str | None) -> Program:
     target = target or get_target(DEFAULT_TARGET)
     main = read_source_file(path)
     if text is not None:
@@ -178,6 +187,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
     file_constants = find_file_constants(expanded)
     known = set(PRELUDE_NAMES) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
     unreadable: dict[str, str] = {}  # device functions passed through -> why
+    unparsed: list[tuple[SourceFile, scanner.FunctionDefinition]] = []  # nvcc may reject these (below)
     reference_helpers: dict[str, ReferenceHelper] = {}  # helpers taking C++ references: inlined where called
     template_uses = {scan.file.path: templates.TemplateUses(scan.file.text, scan.tokens, scan.launch_sites,
                                                             macros, expanded) for scan in scans}
@@ -203,6 +213,7 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                 func, launch_bounds, shorthand = _parse_unit(unit, pp_def, expanded, path, typedefs,
                                                              program.device_functions, known, gvalues)
             except CompileError as err:
+                unparsed.append((file, definition))
                 _pass_through(program, diagnostics, unit_definition, f"{err.message} at {err.location or where}",
                               where, unreadable)
                 continue
@@ -232,6 +243,8 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                                                            instance=unit.instance))
             else:
                 program.device_functions[definition.name] = func
+    if unparsed and text is None:
+        reject_what_nvcc_rejects(path, defines or {}, include_dirs or [], target, unparsed)
     layouts, members = _struct_layouts(typedefs, path)
     for kernel in program.kernels:
         kernel.file_variables = variables_used(kernel.funcdef, file_variables, program.device_functions)

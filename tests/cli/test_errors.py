@@ -15,7 +15,7 @@ from gpgpu_opt.cli import app
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch.sites import naive_launch, truncating_grids
 from tests.cli_in_process import run_cli
-from tests.conftest import ROOT
+from tests.conftest import ROOT, requires_nvcc
 
 KERNEL = """
 __global__ void scale(float *a, int n)
@@ -106,6 +106,22 @@ def test_output_dash_writes_to_stdout_and_diagnostics_to_stderr(src, tmp_path):
     assert "__global__ void scale" in proc.stdout and "note:" not in proc.stdout
     assert "note:" in proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["k.cu"]            # no file named '-'
+
+
+@requires_nvcc
+@pytest.mark.parametrize("edit, error", [
+    (("threadIdx.x;", "threadIdx.x"), 'k.cu:5:5: error: expected a ";"'),
+    (("* 2.0f", "* factor"), 'k.cu:5:30: error: identifier "factor" is undefined'),
+])
+@pytest.mark.parametrize("command", [["compile", "k.cu", "-o", "out.cu"], ["verify", "k.cu"],
+                                     ["analyze", "k.cu"], ["run", "k.cu", "--build-only"]])
+def test_what_nvcc_rejects_is_an_error_with_no_output(src, tmp_path, edit, error, command):
+    """A missing ';' and an undeclared name: nvcc rejects them, so every command does, where nvcc puts them
+    (they used to pass through with a note, the file written, exit 0)."""
+    src.write_text(KERNEL.replace(*edit))
+    code, output = cli(*command, cwd=tmp_path)
+    assert code == 1 and output.splitlines()[0] == error, output
+    assert "note:" not in output and sorted(os.listdir(tmp_path)) == ["k.cu"]
 
 
 def test_version():
