@@ -21,6 +21,7 @@ from gpgpu_opt.frontend.preprocess import preprocess_program
 from gpgpu_opt.frontend.struct_layouts import pointer_structs, uniform_layouts
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.frontend.dereferences import subscript_dereferences
+from gpgpu_opt.frontend.depth import too_deep_to_analyse, too_deep_to_read
 from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
 
 
@@ -198,6 +199,10 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
             _pass_through(program, diagnostics, definition, "it could not be found after preprocessing", where,
                           unreadable)
             continue
+        deep = too_deep_to_read(expanded[pp_def.start:pp_def.end])
+        if deep:
+            _pass_through(program, diagnostics, definition, deep, where, unreadable)
+            continue
         # C++ lowered to C, one unit per instantiation of a template kernel (frontend/templates.py)
         lowered = templates.function_units(definition, expanded[pp_def.start:pp_def.end],
                                            template_uses[file.path])
@@ -216,6 +221,10 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
                 unparsed.append((file, definition))
                 _pass_through(program, diagnostics, unit_definition, f"{err.message} at {err.location or where}",
                               where, unreadable)
+                continue
+            deep = too_deep_to_analyse(func)
+            if deep:
+                _pass_through(program, diagnostics, unit_definition, deep, where, unreadable)
                 continue
             substitute_file_constants(func, file_constants)
             # a kernel or helper calling a helper passed through cannot be analysed either
