@@ -43,7 +43,7 @@ class HostSyntax:
     def __init__(self, text: str, filename: str = ""):
         self.filename = filename
         self.text, self._rows = _without_line_markers(text, filename)
-        self.source = self.text.encode()
+        self.source = self.text.encode("utf-8", "surrogateescape")  # bytes nvcc accepts in comments
         self.tree = tree_sitter.Parser(_LANGUAGE).parse(self.source)
         self.root = self.tree.root_node
         self._identifiers: dict[str, list[Node]] = {}
@@ -55,7 +55,7 @@ class HostSyntax:
     # -- what a node says --------------------------------------------------------------------------------
 
     def text_of(self, node: Node) -> str:
-        return self.source[node.start_byte:node.end_byte].decode()
+        return self.source[node.start_byte:node.end_byte].decode("utf-8", "surrogateescape")
 
     def location(self, node: Node) -> tuple[str, int]:
         """(file, line) in the user's files of the node's first character."""

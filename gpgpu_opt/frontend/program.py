@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from pycparser import c_ast, c_parser
 
@@ -18,23 +17,12 @@ from gpgpu_opt.frontend.inline import NotInlined, ReferenceHelper, inline_refere
 from gpgpu_opt.frontend.names import resolve_names
 from gpgpu_opt.frontend.nvcc_verdict import reject_what_nvcc_rejects
 from gpgpu_opt.frontend.preprocess import preprocess_program
+from gpgpu_opt.frontend.source_files import SourceFile, check_live_bytes, read_source_file
 from gpgpu_opt.frontend.struct_layouts import pointer_structs, uniform_layouts
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.frontend.dereferences import subscript_dereferences
 from gpgpu_opt.frontend.depth import too_deep_to_analyse, too_deep_to_read
 from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
-
-
-@dataclass
-class SourceFile:
-    """One user file of the program: the main .cu or a file it includes with quotes."""
-    path: str                   # as the user names it: the main file as given, the others relative to it
-    text: str                   # as written; bytes that are not UTF-8 kept as surrogates, CRLF read as LF
-    crlf: bool = False          # every line ended with CRLF: written back so
-
-    def as_written(self, text: str) -> str:
-        """`text` (this file's text, edited or not) with the file's own line endings."""
-        return text.replace("\n", "\r\n") if self.crlf else text
 
 
 @dataclass
@@ -94,25 +82,6 @@ def parse_expression(text: str) -> c_ast.Node:
     return ast.ext[0].init
 
 
-def read_source(path: str) -> str:
-    return read_source_file(path).text
-
-
-def read_source_file(path: str, name: str | None = None) -> SourceFile:
-    """A user file, every byte kept: what is not UTF-8 (a Latin-1 comment) round-trips as a surrogate."""
-    p = Path(path)
-    if not p.exists():
-        raise CompileError(f"no such file: '{path}'")
-    if p.is_dir():
-        raise CompileError(f"'{path}' is a directory, not a .cu file")
-    data = p.read_bytes()
-    if b"\0" in data:
-        raise CompileError(f"'{path}' is not a text file", Location(name or path, 1, 1))
-    text = data.decode("utf-8", errors="surrogateescape")
-    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-    return SourceFile(name or path, text.replace("\r\n", "\n") if crlf else text, crlf)
-
-
 @dataclass
 class _FileScan:
     """What the scanner finds in one user file, before any parsing."""
@@ -169,6 +138,7 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
     for real, name in preprocessed.user_files.items():
         scans.append(_scan(read_source_file(real, name)))
     expanded, macros = preprocessed.text, preprocessed.macros
+    check_live_bytes(expanded, [scan.file for scan in scans])
     expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
     typedefs = _c_typedefs(expanded, path)
     gvalues = {k: v for scan in scans for k, v in scan.gvalues.items()}

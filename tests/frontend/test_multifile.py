@@ -219,6 +219,63 @@ def test_crlf_files_are_read_as_lines_and_written_back_with_crlf(tmp_path):
     assert program.kernels[0].source_line == 2
 
 
+HOST_PROGRAM = b"""\
+#include <cstdio>
+__global__ void scale(float *a, const float *b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = b[i] * 2.0f;
+}
+int main()
+{
+    float *a, *b;
+    int n = 1 << 24;
+    cudaMalloc(&a, n * sizeof(float));
+    cudaMalloc(&b, n * sizeof(float));
+    scale<<<(n + 255) / 256, 256>>>(a, b, n);
+    printf("done\\n");
+    return 0;
+}
+"""
+
+
+def test_a_byte_order_mark_stays_in_front_and_the_first_kernel_is_optimized(tmp_path):
+    """The launch helpers written before the first kernel used to go in front of the mark."""
+    (tmp_path / "k.cu").write_bytes(b"\xef\xbb\xbf" + HOST_PROGRAM)
+    program, result, _ = compile_all(tmp_path / "k.cu")
+    assert result.kernels[0].transformed
+    written = program.files[0].as_written(result.output).encode("utf-8", "surrogateescape")
+    assert written.startswith(b"\xef\xbb\xbf#include <cstdio>\n// gpgpu-opt") and written.count(b"\xef\xbb\xbf") == 1
+
+
+@pytest.mark.parametrize("bad, where", [
+    (b'printf("r\xe9sultat\\n");', "14:14: error: invalid multibyte character sequence"),
+    (b"int caf\xe9 = 1; printf(\"done\\n\");", "14:12: error: unrecognized token"),
+])
+def test_bytes_that_are_not_utf8_in_code_are_an_error_where_nvcc_puts_it(tmp_path, bad, where):
+    """nvcc rejects them outside comments (Latin-1 in a host string used to end in an internal error)."""
+    (tmp_path / "k.cu").write_bytes(HOST_PROGRAM.replace(b'printf("done\\n");', bad))
+    with pytest.raises(CompileError) as info:
+        load_program(str(tmp_path / "k.cu"))
+    assert str(info.value).startswith(f"{tmp_path / 'k.cu'}:{where}")
+
+
+def test_bytes_that_are_not_utf8_where_the_preprocessor_leaves_them_out_are_kept(tmp_path):
+    text = HOST_PROGRAM.replace(b"int main()", b'#if 0\nconst char *old = "r\xe9sultat";\n#endif\nint main()')
+    (tmp_path / "k.cu").write_bytes(text)
+    program, result, _ = compile_all(tmp_path / "k.cu")
+    assert result.kernels[0].transformed and b'"r\xe9sultat"' in result.output.encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("place", [b"// a NUL \0 in a comment\n", b"/* \0 */\n", b'const char nul[] = "a\0b";\n'])
+def test_a_nul_byte_in_a_comment_or_a_literal_is_read(tmp_path, place):
+    """nvcc builds these (it used to be 'not a text file')."""
+    (tmp_path / "k.cu").write_bytes(place + HOST_PROGRAM)
+    program, result, _ = compile_all(tmp_path / "k.cu")
+    assert result.kernels[0].transformed
+    assert result.output.encode("utf-8", "surrogateescape").startswith(place)
+
+
 BAD_AND_GOOD = """\
 enum Mode { HALVE = 2 };
 __device__ float broken(float v) { auto half = [](float x) { return x * 0.5f; }; return half(v); }
