@@ -3,8 +3,8 @@
 gpgpu-opt reads kernels with a C parser and a model of CUDA's environment, so a kernel it cannot read may be
 valid CUDA it does not understand (C++, a name from a header it does not model) or invalid CUDA (a missing
 `;`, an undeclared name). Only nvcc can tell them apart; this module asks it. `nvcc -cuda` runs the
-preprocessor and the front end on host and device code (no code generation: a fraction of a second to a
-second), and its errors (`file(12): error: ...`, the source line, a caret) become `file:12:9` diagnostics.
+preprocessor and the front end on host and device code (`-fdevice-syntax-only`: no device code generation,
+about a second), and its errors (`file(12): error: ...`, the source line, a caret) become `file:12:9` diagnostics.
 """
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from gpgpu_opt.toolchain import find_nvcc
 #: `file(line): error: message` (EDG's form) and `file:line:col: fatal error: message` (the preprocessor's).
 _EDG_ERROR = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error: (?P<message>.*)$")
 _GCC_ERROR = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<message>.*)$")
+#: Device compilation ends after the front end (no ptxas: an extern __device__ function is no error here).
+_SYNTAX_ONLY = "-fdevice-syntax-only"
 #: What nvcc echoes of the offending line: two spaces, then the line as written.
 _ECHO_INDENT = 2
 
@@ -52,9 +54,12 @@ def _errors(absolute: str, spelled: str, _mtime: int, _size: int, defines: tuple
     flags = [f"-D{name}={value}" for name, value in defines] + [f"-I{d}" for d in include_dirs]
     if compiles_for(arch):
         flags.append(f"-arch={arch}")
-    command = [find_nvcc(), "-x", "cu", "-cuda", *flags, spelled, "-o", os.devnull]
+    command = [find_nvcc(), "-x", "cu", "-cuda", _SYNTAX_ONLY, *flags, spelled, "-o", os.devnull]
     try:
         proc = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=300)
+        if proc.returncode != 0 and _SYNTAX_ONLY in proc.stderr and "nknown option" in proc.stderr:
+            command.remove(_SYNTAX_ONLY)   # an nvcc older than the option: the whole device compilation
+            proc = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=300)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode == 0:

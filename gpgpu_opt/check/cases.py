@@ -305,6 +305,10 @@ def _case(kernel: Kernel, program, sizes: dict, global_space, block, grid, exten
         guards = global_space_from_guards(kernel, sizes)
         global_space = tuple(n * b if g is None else min(n * b, g) for n, b, g in zip(grid, block, guards))
     space = global_space or infer_global_space(kernel, program, sizes)
+    if min(space) < 1:  # CUDA refuses a launch of no block; a loop of no iteration is a case, this is not
+        given = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        raise CompileError(f"kernel '{kernel.name}': at {given} the naive launch covers no thread "
+                           f"({space[0]}x{space[1]}): there is nothing to run")
     return Case(sizes, space, block, grid, ", ".join(origins) or None, extents)
 
 
