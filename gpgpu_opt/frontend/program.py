@@ -113,22 +113,29 @@ def _scan(file: SourceFile, main: bool = False) -> _FileScan:
                      tokens)
 
 
+#: Functions of CUDA's headers that gpgpu-opt's own outputs call and the emulator runs, but the passes do not
+#: read (cp.async from <cuda_pipeline.h>): known only where an output is read back to be emulated.
+OUTPUT_BUILTINS = frozenset({"__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"})
+
+
 def load_program(path: str, defines: dict[str, str] | None = None, include_dirs: list[str] | None = None,
                  diagnostics: Diagnostics | None = None, target: Target | None = None,
-                 text: str | None = None) -> Program:
+                 text: str | None = None, to_emulate: bool = False) -> Program:
     """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a
     program: the file and the user files it includes. A function that cannot be read passes through with
     a note; the others are still parsed. `text`: the main file's text as a pass rewrote it (grid_stride),
-    instead of what is on disk. A function that nvcc rejects is an error, and its notes are not printed."""
+    instead of what is on disk. A function that nvcc rejects is an error, and its notes are not printed.
+    `to_emulate`: the program is only emulated (an output read back), so OUTPUT_BUILTINS are known."""
     diagnostics = diagnostics or Diagnostics()
     held = Diagnostics(quiet=True)
-    program = _load_program(path, defines, include_dirs, held, target, text)
+    program = _load_program(path, defines, include_dirs, held, target, text, OUTPUT_BUILTINS if to_emulate else ())
     diagnostics.extend(held.notes)
     return program
 
 
 def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[str] | None,
-                  diagnostics: Diagnostics, target: Target | None, text: str | None) -> Program:
+                  diagnostics: Diagnostics, target: Target | None, text: str | None,
+                  builtins: frozenset[str] | tuple = ()) -> Program:
     target = target or get_target(DEFAULT_TARGET)
     main = read_source_file(path)
     if text is not None:
@@ -156,7 +163,7 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
 
     file_variables = find_file_variables(expanded, typedefs.text, path, parse_c)
     file_constants = find_file_constants(expanded)
-    known = set(PRELUDE_NAMES) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
+    known = set(PRELUDE_NAMES) | set(builtins) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
     unreadable: dict[str, str] = {}  # device functions passed through -> why
     unparsed: list[tuple[SourceFile, scanner.FunctionDefinition]] = []  # nvcc may reject these (below)
     reference_helpers: dict[str, ReferenceHelper] = {}  # helpers taking C++ references: inlined where called

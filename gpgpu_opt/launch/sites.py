@@ -246,11 +246,11 @@ def _agreed(shapes: list[tuple]) -> tuple:
 
 
 def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
-    """The block shape the kernel is launched with: a `#pragma gpgpu_opt launch` line right before it (a
-    file gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated from
+    """The block shape the kernel is launched with: a `// gpgpu_opt launch` line right before it (a file
+    gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated from
     literals, macros and host variables set once (`int threads = 128;`)."""
     start, text = kernel.source_span[0], program.text_of(kernel.source_file)
-    before = [p for p in pragma_launches(text) if p[0] < start and not text[text.index("\n", p[0]):start].strip()]
+    before = [p for p in launch_lines(text) if p[0] < start and not text[text.index("\n", p[0]):start].strip()]
     if before:
         values = [evaluate_int(v, program.macros) for v in before[-1][1].split(",")]
         if values and None not in values:
@@ -261,19 +261,22 @@ def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
     return launch.block[0], launch.block[1]
 
 
-_LAUNCH_PRAGMA = re.compile(r"#\s*pragma\s+gpgpu_opt\s+launch\s+block\s*\(([^)]*)\)\s*grid\s*\((.*)\)\s*$",
-                            re.MULTILINE)
+#: The line gpgpu-opt writes before a rewritten kernel to state its launch: a comment, so that nvcc and the
+#: host compiler take it silently (an unknown `#pragma` warns under -Wall and fails -Werror). The pragma
+#: form is read too: hand-written files for `verify --against` and outputs of earlier versions use it.
+_LAUNCH_LINE = re.compile(r"^[ \t]*(?://[ \t]*|#[ \t]*pragma[ \t]+)gpgpu_opt[ \t]+launch[ \t]+block[ \t]*\(([^)]*)\)"
+                         r"[ \t]*grid[ \t]*\((.*)\)[ \t]*$", re.MULTILINE)
 
 
-def launch_pragma(kernel: Kernel) -> str:
+def launch_line(kernel: Kernel) -> str:
     """The line that states an optimized kernel's launch, read back by `verify --against` and `analyze`."""
     gx, gy = kernel.launch.grid_expressions()
-    return f"#pragma gpgpu_opt launch block({kernel.launch.block[0]}, {kernel.launch.block[1]}) grid({gx}, {gy})"
+    return f"// gpgpu_opt launch block({kernel.launch.block[0]}, {kernel.launch.block[1]}) grid({gx}, {gy})"
 
 
-def pragma_launches(text: str) -> list[tuple[int, str, str]]:
-    """Every `#pragma gpgpu_opt launch` line: (offset, block text, grid text)."""
-    return [(m.start(), m.group(1), m.group(2)) for m in _LAUNCH_PRAGMA.finditer(text)]
+def launch_lines(text: str) -> list[tuple[int, str, str]]:
+    """Every `// gpgpu_opt launch` (or `#pragma gpgpu_opt launch`) line: (offset, block text, grid text)."""
+    return [(m.start(), m.group(1), m.group(2)) for m in _LAUNCH_LINE.finditer(text)]
 
 
 def naive_name(kernel_name: str) -> str:
