@@ -82,6 +82,19 @@ def _naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float
                        tuple(s.file for s in sites) if any(s.file for s in sites) else ())
 
 
+def launch_arguments(program: Program, kernel: Kernel) -> dict[str, int]:
+    """The integer scalar parameters to which every launch site of the kernel passes the same value that
+    the host code fixes (`k<<<g, b>>>(d, N)` with `#define N 100000`, or `int n = 1 << 20;` set once)."""
+    sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
+    values: dict[str, set] = {}
+    for site in sites:
+        scope = HostScope(program.macros, {}, declarations_at(host_text(program, site.file), site.start))
+        for param, arg in zip(kernel.params, site.args):
+            if not param.is_pointer and param.base_type in _INTEGER_TYPES:
+                values.setdefault(param.name, set()).add(scope.evaluate_int(arg))
+    return {name: seen.pop() for name, seen in values.items() if len(seen) == 1 and None not in seen}
+
+
 _INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "size_t")
 
 
