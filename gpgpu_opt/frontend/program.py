@@ -90,6 +90,9 @@ class _FileScan:
     launch_sites: list[scanner.LaunchSite]
     gvalues: dict[str, str]
     tokens: list[scanner.Token]
+    #: The file's braces do not pair up as written: an error unless the preprocessor's view pairs them (the
+    #: branches of an #ifdef may each open a block that one closing brace ends).
+    unpaired_braces: CompileError | None = None
 
 
 def _scan(file: SourceFile, main: bool = False) -> _FileScan:
@@ -105,12 +108,16 @@ def _scan(file: SourceFile, main: bool = False) -> _FileScan:
                   None)
     if opened is not None:
         raise CompileError("unterminated comment", Location(file.path, opened.line, opened.column))
-    _check_braces(file.text, tokens, file.path)
+    try:
+        _check_braces(file.text, tokens, file.path)
+        unpaired = None
+    except CompileError as err:
+        unpaired = err
     sites = scanner.find_launch_sites(file.text, tokens)
     for site in sites:
         site.file = "" if main else file.path
     return _FileScan(file, scanner.find_functions(file.text, tokens), sites, scanner.find_gvalue_pragmas(tokens),
-                     tokens)
+                     tokens, unpaired)
 
 
 #: Functions of CUDA's headers that gpgpu-opt's own outputs call and the emulator runs, but the passes do not
@@ -146,6 +153,9 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
         scans.append(_scan(read_source_file(real, name)))
     expanded, macros = preprocessed.text, preprocessed.macros
     check_live_bytes(expanded, [scan.file for scan in scans])
+    unpaired = next((scan.unpaired_braces for scan in scans if scan.unpaired_braces), None)
+    if unpaired is not None and not _braces_pair(expanded):
+        raise unpaired
     expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
     typedefs = _c_typedefs(expanded, path)
     gvalues = {k: v for scan in scans for k, v in scan.gvalues.items()}
@@ -350,6 +360,14 @@ def _with_line_marker(expanded: str, definition: scanner.FunctionDefinition, pat
     column = definition.start - (before.rfind("\n") + 1)
     body = expanded[definition.start:definition.end] if text is None else text
     return f'#line {line} "{file}"\n' + " " * column + body
+
+
+def _braces_pair(text: str) -> bool:
+    try:
+        _check_braces(text, scanner.tokenize(text), "")
+    except CompileError:
+        return False
+    return True
 
 
 def _check_braces(text: str, tokens: list[scanner.Token], path: str) -> None:
