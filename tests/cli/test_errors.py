@@ -81,7 +81,6 @@ __global__ void rowsum(const float *a, float *s, int rows, int nk)
     (["verify", "--size", "rows=1099511627776"], "--size rows=1099511627776: does not fit 'int rows' of kernel "
                                                  "'rowsum' (-2147483648 to 2147483647)"),
     (["run", "--build-only", "--size", "rows=1099511627776"], "does not fit 'int rows'"),
-    (["verify", "--size", "rows=0", "--size", "nk=3"], "at rows=0, nk=3 the naive launch covers no thread"),
     (["verify", "--size", "rows=100000000", "--size", "nk=300"], "at rows=100000000, nk=300 its arrays take "
                                                                  "560.7 GiB to emulate, more than the"),
 ])
@@ -94,10 +93,13 @@ def test_sizes_are_checked_against_the_program_before_anything_runs(tmp_path, co
     assert sorted(os.listdir(tmp_path)) == ["rows.cu"]
 
 
-def test_a_loop_of_no_iteration_is_a_case_to_verify(tmp_path):
+def test_a_loop_of_no_iteration_is_a_case_to_verify_a_launch_of_no_thread_is_not(tmp_path):
     (tmp_path / "rows.cu").write_text(ROW_SUMS)
     code, output = cli("verify", tmp_path / "rows.cu", "--size", "rows=100", "--size", "nk=0")
     assert code == 0 and "PASS" in output, output
+    code, output = cli("verify", tmp_path / "rows.cu", "--size", "rows=0", "--size", "nk=3")   # a StopIteration
+    assert code == 1 and "its launch at these sizes starts no block" in output, output
+    assert "FAIL: nothing compared" in output and "internal error" not in output
 
 
 @pytest.mark.parametrize("where", ["missing_dir/out.cu", "k.cu/out.cu"])
