@@ -84,10 +84,10 @@ int main()
 
 
 def kernels_of(text: str) -> str:
-    """The kernels of a compiled file: from its first kernel (or launch pragma) up to main."""
-    starts = [i for i in (text.find("#pragma gpgpu_opt"), text.find("__global__")) if i >= 0]
+    """The kernels of a compiled file: from its first kernel (or launch line) up to main."""
+    starts = [i for i in (text.find("// gpgpu_opt launch"), text.find("__global__")) if i >= 0]
     body = text[min(starts):text.index("int main")]
-    return re.sub(r"#pragma gpgpu_opt[^\n]*\n", "", body)
+    return re.sub(r"// gpgpu_opt launch[^\n]*\n", "", body)
 
 
 def renamed(text: str, suffix: str) -> str:

@@ -116,15 +116,14 @@ def _bindings(values: Optional[List[str]]) -> dict[str, int]:
     return out
 
 
-def _sizes(values: Optional[List[str]]) -> dict[str, int | float]:
-    """`--size NAME=VAL`: an integer is a size (a thread space, an array length), so it must be positive;
-    float parameters (`alpha=-1.5`) take any value."""
+def _sizes(values: Optional[List[str]], program) -> dict[str, int | float]:
+    """`--size NAME=VAL`, checked against the program (check/sizes.py): a name it uses, an integer that fits
+    the parameter's type and is not negative; float parameters (`alpha=-1.5`) take any value."""
     from gpgpu_opt.check.command import parse_sizes
+    from gpgpu_opt.check.sizes import check_sizes
 
     sizes = parse_sizes(values)
-    for name, value in sizes.items():
-        if isinstance(value, int) and value < 1:
-            raise CompileError(f"--size {name}={value}: sizes must be positive")
+    check_sizes(program, sizes)
     return sizes
 
 
@@ -339,9 +338,10 @@ def verify(file: str = typer.Argument(..., help="the .cu file"), target: str = T
     _strict(strict)
     try:
         tgt = _target(target)
-        sizes, space, bindings = _sizes(size), _global_space(global_), _bindings(bind)
+        space, bindings = _global_space(global_), _bindings(bind)
         diagnostics = Diagnostics()
         program = load_program(file, _defines(define), include, diagnostics, target=tgt)
+        sizes = _sizes(size, program)
         ok = run_verify(program, tgt, passes, sizes, space, seed, against, diagnostics, bindings,
                         _defines(define), include, parse_shape("--block", block), parse_shape("--grid", grid),
                         parse_extents(extent), _merge(merge), _vector_width(vector_width), matmul_precision)
@@ -402,8 +402,9 @@ def run(file: str = typer.Argument(..., help="the .cu file"), target: str = Targ
     _strict(strict)
     def body() -> int:
         tgt = _target(target)
-        sizes, space = _sizes(size), parse_shape("--global", global_)
+        space = parse_shape("--global", global_)
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
+        sizes = _sizes(size, program)
         options = CompileOptions.of(tgt, parse_pass_list(passes), _bindings(bind), validate=True,
                                     merge_request=_merge(merge), assume_restrict=restrict,
                                     vector_width=_vector_width(vector_width), matmul_precision=matmul_precision)
@@ -444,7 +445,7 @@ def tune(file: Optional[str] = typer.Argument(None, help="the .cu file (not with
             raise CompileError("tune: give the .cu file (or --from-results DIR)")
         tgt = _target(target)
         program = load_program(file, _defines(define), include, Diagnostics(), target=tgt)
-        sizes = _sizes(size)
+        sizes = _sizes(size, program)
         # The sizes are what the variants are timed at; only --bind specializes the code (as for `compile`).
         bindings = _bindings(bind)
         name = kernel or (program.kernels[0].name if program.kernels else "")

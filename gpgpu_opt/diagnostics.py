@@ -26,14 +26,15 @@ class Location:
 class CompileError(Exception):
     """An error in the user's input. Printed as `file:line:col: error: message`."""
 
-    def __init__(self, message: str, location: Location | None = None):
+    def __init__(self, message: str, location: Location | None = None, more: tuple[str, ...] = ()):
         super().__init__(message)
         self.message = message
         self.location = location
+        self.more = more        # further error lines printed after this one (nvcc's other errors)
 
     def __str__(self) -> str:
         prefix = f"{self.location}: " if self.location else ""
-        return f"{prefix}error: {self.message}"
+        return "\n".join([f"{prefix}error: {self.message}", *self.more])
 
 
 @dataclass
@@ -62,6 +63,11 @@ class Diagnostics:
 
     def warning(self, message: str, location: Location | None = None, *, kernel: str | None = None) -> Note:
         return self._emit(Note(message, location, kernel, severity="warning"))
+
+    def extend(self, notes: list[Note]) -> None:
+        """Notes collected elsewhere (held back until their command knew it would not fail), in order."""
+        for note in notes:
+            self._emit(note)
 
     def _emit(self, note: Note) -> Note:
         self.notes.append(note)

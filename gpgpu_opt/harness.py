@@ -19,8 +19,9 @@ from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.launch.contract import launch_assumptions
 from gpgpu_opt.rewriting.vector import definitions
 from gpgpu_opt.templating import render
-from gpgpu_opt.check.cases import ATOMIC_TOLERANCE, Case, optimized_launch
-from gpgpu_opt.check.extents import all_accesses, array_extents, infer_global_space
+from gpgpu_opt.check.cases import ATOMIC_TOLERANCE, Case, launch_space, optimized_launch
+from gpgpu_opt.check.extents import all_accesses, array_extents
+from gpgpu_opt.launch.sites import launch_arguments
 
 
 def _fill(base_type: str) -> tuple[int, str] | None:
@@ -228,9 +229,10 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     if not variants or len({v.label for v in variants}) != len(variants) or any(
             not v.label or any(c.isspace() for c in v.label) for v in variants):
         raise ValueError("harness variants need distinct labels without spaces")
-    sizes = dict(sizes or {})
+    # the program's own values where the options give none: what its launches pass and cover
+    sizes = {**launch_arguments(program, naive), **(sizes or {})}
     if global_space is None:
-        global_space = infer_global_space(naive, program, sizes)
+        global_space = launch_space(naive, program, sizes)
     global_space = (int(global_space[0]), int(global_space[1]) if len(global_space) > 1 else 1)
     naive_block = result.context.facts.naive_block.xy
     naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]))

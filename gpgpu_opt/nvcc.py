@@ -151,7 +151,7 @@ def _build_cubin(source: str, arch: str, extra: list[str],
 def resource_usage(source: str, target: Target, include_dirs: list[str] | None = None) -> dict[str, dict] | None:
     """Per kernel: registers, shared bytes, stack and spill bytes, from `nvcc --resource-usage`.
     None when nvcc is not installed or the file does not compile on its own."""
-    if not nvcc_available() or not _compiles_for(target.nvcc_arch):
+    if not nvcc_available() or not compiles_for(target.nvcc_arch):
         return None
     proc = compile_cubin(source, target.nvcc_arch, [f"-I{d}" for d in include_dirs or []])
     if proc.returncode != 0:
@@ -160,7 +160,7 @@ def resource_usage(source: str, target: Target, include_dirs: list[str] | None =
 
 
 @functools.lru_cache(maxsize=None)
-def _compiles_for(arch: str) -> bool:
+def compiles_for(arch: str) -> bool:
     """Whether this nvcc builds for `arch` (`nvcc --list-gpu-code`): a build for another fails whatever the
     text, before it reads a file (so it leaves no record to keep it by: nvcc 13 and the paper's sm_50 targets).
     Where nvcc cannot say, the build is made."""

@@ -528,8 +528,8 @@ def _kernel_text(as_written: str, result: KernelResult) -> str:
             return requalified(as_written, result.optimized)
         except ValueError:
             pass  # a parameter list the text edit cannot follow (a comment with a comma): print it
-    pragma = sites.launch_pragma(result.optimized) + "\n" if result.rewritten else ""
-    return pragma + result.optimized.with_launch_bounds(kernel_source(result.optimized.funcdef).rstrip("\n"))
+    launch = sites.launch_line(result.optimized) + "\n" if result.rewritten else ""
+    return launch + result.optimized.with_launch_bounds(kernel_source(result.optimized.funcdef).rstrip("\n"))
 
 
 def _after_preamble(text: str) -> int:

@@ -17,7 +17,7 @@
 // each covering 16x16 threads of the naive launch (one thread per output).
 // The file does not launch 'imregionmax', and the optimized kernel gives the naive results only for the naive
 // launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
-static void imregionmax_check_launch(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static void imregionmax_check_launch(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
@@ -29,13 +29,13 @@ static void imregionmax_check_launch(dim3 naive_grid, dim3 naive_block)
     }
 }
 
-static dim3 imregionmax_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 imregionmax_block(dim3 naive_grid, dim3 naive_block)
 {
     imregionmax_check_launch(naive_grid, naive_block);
     return dim3(16, 16);
 }
 
-static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
 {
     imregionmax_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
@@ -43,7 +43,7 @@ static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
     return dim3((global_x + 15) / 16, (global_y + 15) / 16);
 }
 
-#pragma gpgpu_opt launch block(16, 16) grid((global_x + 15) / 16, (global_y + 15) / 16)
+// gpgpu_opt launch block(16, 16) grid((global_x + 15) / 16, (global_y + 15) / 16)
 __global__ void imregionmax(float *A, float *C) {
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     const int idy = blockIdx.y * blockDim.y + threadIdx.y;

@@ -8,19 +8,20 @@
 
 // gpgpu-opt: launch configuration of the optimized 'mm': blocks of 256x1 threads,
 // each covering 256x16 threads of the naive launch (16 outputs per thread).
-static dim3 mm_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 mm_block(dim3 naive_grid, dim3 naive_block)
 {
+    (void)naive_grid, (void)naive_block;
     return dim3(256, 1);
 }
 
-static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 255) / 256, (global_y + 15) / 16);
 }
 
-#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)
+// gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)
 __global__ void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
     // merge: each thread computes 16 outputs in y, 1 apart; B[k * n + col] read once for all of them
     int row = blockIdx.y * 16 + threadIdx.y;

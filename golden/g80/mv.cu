@@ -4,19 +4,20 @@
 
 // gpgpu-opt: launch configuration of the optimized 'mv': blocks of 32x1 threads,
 // each covering 32x1 threads of the naive launch (one thread per output).
-static dim3 mv_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 mv_block(dim3 naive_grid, dim3 naive_block)
 {
+    (void)naive_grid, (void)naive_block;
     return dim3(32, 1);
 }
 
-static dim3 mv_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 mv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 31) / 32, global_y);
 }
 
-#pragma gpgpu_opt launch block(32, 1) grid((global_x + 31) / 32, global_y)
+// gpgpu_opt launch block(32, 1) grid((global_x + 31) / 32, global_y)
 __global__ void mv(const float *A, const float *x, float *y, int rows, int cols) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     // merge: 2 blocks of 16x1 threads merged in x: they share tile_x, loaded once per merged block

@@ -6,19 +6,20 @@
 
 // gpgpu-opt: launch configuration of the optimized 'strsm': blocks of 256x1 threads,
 // each covering 256x1 threads of the naive launch (one thread per output).
-static dim3 strsm_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 strsm_block(dim3 naive_grid, dim3 naive_block)
 {
+    (void)naive_grid, (void)naive_block;
     return dim3(256, 1);
 }
 
-static dim3 strsm_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 strsm_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 255) / 256, global_y);
 }
 
-#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
+// gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
 __global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, float *__restrict__ X, int n, int m) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     // merge: 16 blocks of 16x1 threads merged in x: they share tile_L, loaded once per merged block

@@ -4,19 +4,20 @@
 
 // gpgpu-opt: launch configuration of the optimized 'transpose': blocks of 16x16 threads,
 // each covering 16x16 threads of the naive launch (one thread per output).
-static dim3 transpose_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 transpose_block(dim3 naive_grid, dim3 naive_block)
 {
+    (void)naive_grid, (void)naive_block;
     return dim3(16, 16);
 }
 
-static dim3 transpose_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 transpose_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 15) / 16, (global_y + 15) / 16);
 }
 
-#pragma gpgpu_opt launch block(16, 16) grid((global_x + 15) / 16, (global_y + 15) / 16)
+// gpgpu_opt launch block(16, 16) grid((global_x + 15) / 16, (global_y + 15) / 16)
 __global__ void transpose(const float *in, float *out, int rows, int cols) {
     // partition: blocks take their tiles in diagonal order, so that the blocks running at once read different DRAM partitions
     const unsigned int block_id = blockIdx.x + gridDim.x * blockIdx.y;

@@ -14,7 +14,7 @@
 // each covering 256x16 threads of the naive launch (16 outputs per thread).
 // The file does not launch 'vv', and the optimized kernel gives the naive results only for the naive
 // launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
-static void vv_check_launch(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static void vv_check_launch(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
@@ -26,13 +26,13 @@ static void vv_check_launch(dim3 naive_grid, dim3 naive_block)
     }
 }
 
-static dim3 vv_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 vv_block(dim3 naive_grid, dim3 naive_block)
 {
     vv_check_launch(naive_grid, naive_block);
     return dim3(256, 1);
 }
 
-static dim3 vv_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 vv_grid(dim3 naive_grid, dim3 naive_block)
 {
     vv_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
@@ -40,7 +40,7 @@ static dim3 vv_grid(dim3 naive_grid, dim3 naive_block)
     return dim3((global_x + 255) / 256, (global_y + 15) / 16);
 }
 
-#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)
+// gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)
 __global__ void vv(float *A, float *B, float *C) {
     // merge: each thread computes 16 outputs in y, 1 apart; B[idx] read once for all of them
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;

@@ -6,19 +6,20 @@
 
 // gpgpu-opt: launch configuration of the optimized 'demosaic': blocks of 32x8 threads,
 // each covering 128x32 threads of the naive launch (16 outputs per thread).
-static dim3 demosaic_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 demosaic_block(dim3 naive_grid, dim3 naive_block)
 {
+    (void)naive_grid, (void)naive_block;
     return dim3(32, 8);
 }
 
-static dim3 demosaic_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 demosaic_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 127) / 128, (global_y + 31) / 32);
 }
 
-#pragma gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 31) / 32)
+// gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 31) / 32)
 __global__ void demosaic(const float *raw, float *r, float *g, float *b, int width, int height) {
     // stencil window: each thread computes 4 x 4 outputs from a register window of raw; 2 float2 loads per row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
     const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;

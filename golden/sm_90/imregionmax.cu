@@ -17,7 +17,7 @@
 // each covering 128x32 threads of the naive launch (16 outputs per thread).
 // The file does not launch 'imregionmax', and the optimized kernel gives the naive results only for the naive
 // launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
-static void imregionmax_check_launch(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static void imregionmax_check_launch(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
@@ -29,13 +29,13 @@ static void imregionmax_check_launch(dim3 naive_grid, dim3 naive_block)
     }
 }
 
-static dim3 imregionmax_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 imregionmax_block(dim3 naive_grid, dim3 naive_block)
 {
     imregionmax_check_launch(naive_grid, naive_block);
     return dim3(32, 8);
 }
 
-static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
 {
     imregionmax_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
@@ -43,7 +43,7 @@ static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive_block)
     return dim3((global_x + 127) / 128, (global_y + 31) / 32);
 }
 
-#pragma gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 31) / 32)
+// gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 31) / 32)
 __global__ void imregionmax(float *A, float *C) {
     // stencil window: each thread computes 4 x 4 outputs from a register window of A; 2 float2 loads per row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
     const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;

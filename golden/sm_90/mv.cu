@@ -4,19 +4,20 @@
 
 // gpgpu-opt: launch configuration of the optimized 'mv': blocks of 32x8 threads,
 // each covering 8x1 threads of the naive launch (32 threads per output).
-static dim3 mv_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 mv_block(dim3 naive_grid, dim3 naive_block)
 {
+    (void)naive_grid, (void)naive_block;
     return dim3(32, 8);
 }
 
-static dim3 mv_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 mv_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 7) / 8, global_y);
 }
 
-#pragma gpgpu_opt launch block(32, 8) grid((global_x + 7) / 8, global_y)
+// gpgpu_opt launch block(32, 8) grid((global_x + 7) / 8, global_y)
 __global__ void mv(const float *A, const float *x, float *y, int rows, int cols) {
     int r = blockIdx.x * 8 + threadIdx.y;
     float sum = 0;

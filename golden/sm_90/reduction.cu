@@ -9,7 +9,7 @@
 // each covering 256x1 threads of the naive launch (one thread per output).
 // The file does not launch 'reduction', and the optimized kernel gives the naive results only for the naive
 // launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
-static void reduction_check_launch(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static void reduction_check_launch(dim3 naive_grid, dim3 naive_block)
 {
     if (!(naive_block.x == 256 && naive_block.y == 1)) {
         fprintf(stderr, "gpgpu-opt: the optimized 'reduction' cannot serve the naive launch of grid (%u, %u) and block (%u, %u), %ux%u threads: it needs naive blocks of 256x1 threads (its meaning depends on the block)\n",
@@ -19,13 +19,13 @@ static void reduction_check_launch(dim3 naive_grid, dim3 naive_block)
     }
 }
 
-static dim3 reduction_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 reduction_block(dim3 naive_grid, dim3 naive_block)
 {
     reduction_check_launch(naive_grid, naive_block);
     return dim3(256, 1);
 }
 
-static dim3 reduction_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 reduction_grid(dim3 naive_grid, dim3 naive_block)
 {
     reduction_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
@@ -33,7 +33,7 @@ static dim3 reduction_grid(dim3 naive_grid, dim3 naive_block)
     return dim3((global_x + 255) / 256, global_y);
 }
 
-#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
+// gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
 __global__ void reduction(const float *in, float *partial, float *out, int n, int segSize) {
     int tid = threadIdx.x;
     int i = blockIdx.x * blockDim.x + threadIdx.x;

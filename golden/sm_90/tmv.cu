@@ -14,7 +14,7 @@
 // each covering 32x1 threads of the naive launch (16 threads per output).
 // The file does not launch 'tmv', and the optimized kernel gives the naive results only for the naive
 // launches checked here: the helpers refuse any other on stderr and exit with EXIT_FAILURE.
-static void tmv_check_launch(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static void tmv_check_launch(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
@@ -26,13 +26,13 @@ static void tmv_check_launch(dim3 naive_grid, dim3 naive_block)
     }
 }
 
-static dim3 tmv_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 tmv_block(dim3 naive_grid, dim3 naive_block)
 {
     tmv_check_launch(naive_grid, naive_block);
     return dim3(32, 16);
 }
 
-static dim3 tmv_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 tmv_grid(dim3 naive_grid, dim3 naive_block)
 {
     tmv_check_launch(naive_grid, naive_block);
     const unsigned int global_x = naive_grid.x * naive_block.x;
@@ -40,7 +40,7 @@ static dim3 tmv_grid(dim3 naive_grid, dim3 naive_block)
     return dim3((global_x + 31) / 32, global_y);
 }
 
-#pragma gpgpu_opt launch block(32, 16) grid((global_x + 31) / 32, global_y)
+// gpgpu_opt launch block(32, 16) grid((global_x + 31) / 32, global_y)
 __global__ void tmv(float *A, float *B, float *C) {
     __shared__ float partial_sum[16][32];
     const int idx = blockIdx.x * 32 + threadIdx.x;

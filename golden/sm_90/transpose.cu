@@ -4,19 +4,20 @@
 
 // gpgpu-opt: launch configuration of the optimized 'transpose': blocks of 64x8 threads,
 // each covering 64x64 threads of the naive launch (8 outputs per thread).
-static dim3 transpose_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 transpose_block(dim3 naive_grid, dim3 naive_block)
 {
+    (void)naive_grid, (void)naive_block;
     return dim3(64, 8);
 }
 
-static dim3 transpose_grid(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 transpose_grid(dim3 naive_grid, dim3 naive_block)
 {
     const unsigned int global_x = naive_grid.x * naive_block.x;
     const unsigned int global_y = naive_grid.y * naive_block.y;
     return dim3((global_x + 63) / 64, (global_y + 63) / 64);
 }
 
-#pragma gpgpu_opt launch block(64, 8) grid((global_x + 63) / 64, (global_y + 63) / 64)
+// gpgpu_opt launch block(64, 8) grid((global_x + 63) / 64, (global_y + 63) / 64)
 __global__ void transpose(const float *in, float *out, int rows, int cols) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y0 = blockIdx.y * 64 + threadIdx.y;

@@ -48,12 +48,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gpgpu_opt.analysis.buffer_variables import (MOST_CHAINS, Buffers, CallChain, directive_names,
+from gpgpu_opt.analysis.buffer_variables import (MOST_CHAINS, Buffers, CallChain, directive_line,
                                                  included_directive, named_variable)
 from gpgpu_opt.analysis.host_calls import ALLOCATORS, POINTER_READERS, has, names_kernel_without_launch
 from gpgpu_opt.analysis.writes import written_names
 from gpgpu_opt.diagnostics import CompileError
-from gpgpu_opt.frontend import scanner
 from gpgpu_opt.frontend.host_syntax import HostSyntax, Node, host_syntax, walk
 from gpgpu_opt.frontend.preprocess import preprocess
 from gpgpu_opt.launch.host_view import view_of
@@ -152,10 +151,12 @@ def _read_launches(kernel: Kernel, program) -> LaunchReading:
     if hidden:
         return LaunchReading([], f"'{name}' is also named at {hidden} (in a macro, or as a function "
                                  "pointer), so not every launch can be read")
-    why = _whitelist_redefined(syntax) or _implicit_calls(syntax)
+    why = view_of(program).once("launch reading refused", lambda: _whitelist_redefined(syntax) or _implicit_calls(syntax))
     if why:
         return LaunchReading([], why)
-    buffers = Buffers(syntax, program)
+    # One for the program: what it learns of a variable (a buffer `a` passed to a thousand launches) holds
+    # for every kernel (built per kernel, a compile was quadratic in the kernels).
+    buffers = view_of(program).once("buffers", lambda: Buffers(syntax, program))
     sites = []
     for launch in launches:
         line = syntax.line(launch.name)
@@ -228,9 +229,9 @@ def _hidden_mention(syntax: HostSyntax, text: str, name: str, launches) -> str |
     """Where kernel `name` is named other than at a launch read or in its definition or a declaration: a
     directive of the file as written (a macro that may launch it), a function pointer, a template argument,
     text the parser could not read."""
-    for tok in scanner.tokenize(text):
-        if directive_names(tok, name):
-            return f"line {tok.line}"
+    line = directive_line(text, name)
+    if line is not None:
+        return f"line {line}"
     at_launch = {launch.name.start_byte for launch in launches}
     for ident in syntax.identifiers(name):
         declared = ident.parent.type == "function_declarator" and HostSyntax.field_of(ident) == "declarator"

@@ -9,6 +9,7 @@ function, a file-scope one by itself) hold different allocations.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -27,12 +28,29 @@ def directive_names(tok, name: str) -> bool:
         and re.search(rf"\b{re.escape(name)}\b", tok.text) is not None
 
 
+def directive_line(text: str, name: str) -> int | None:
+    """The first line of `text` with a directive naming `name` (directive_names), or None."""
+    return _directive_lines(text).get(name)
+
+
+@functools.lru_cache(maxsize=16)
+def _directive_lines(text: str) -> dict[str, int]:
+    """Each name the file's directives (but #include) spell, with the first line: read once per text, as
+    every kernel asks (scanning the file per kernel made a compile quadratic in its kernels)."""
+    lines: dict[str, int] = {}
+    for tok in scanner.tokenize(text):
+        if tok.kind == "pp" and not re.match(r"\s*#\s*include\b", tok.text):
+            for word in re.findall(r"[A-Za-z_]\w*", tok.text):
+                lines.setdefault(word, tok.line)
+    return lines
+
+
 def included_directive(program, name: str) -> str | None:
     """A directive of a file the program includes that names the kernel (a macro that may launch it)."""
     for file in program.source_files()[1:]:
-        for tok in scanner.tokenize(file.text):
-            if directive_names(tok, name):
-                return f"{file.path}:{tok.line}"
+        line = directive_line(file.text, name)
+        if line is not None:
+            return f"{file.path}:{line}"
     return None
 
 
@@ -143,8 +161,8 @@ class Buffers:
         why = user_functions(syntax).why_not_only_called(name)
         if why:
             return why
-        directive = included_directive(self.program, name) or next(
-            (f"line {tok.line}" for tok in scanner.tokenize(self.program.text) if directive_names(tok, name)), None)
+        line = directive_line(self.program.text, name)
+        directive = included_directive(self.program, name) or (f"line {line}" if line is not None else None)
         if directive:
             return f"'{name}' is named in a directive at {directive}"
         signatures = {signature(d, syntax) for d in user_functions(syntax).declarators(name)}

@@ -44,6 +44,7 @@ class FileScopeBuffers:
     def __init__(self, syntax: HostSyntax):
         self.syntax = syntax
         self._verdicts: dict[str, tuple[str | None, str]] = {}
+        self._declarations: dict[str, list[Node]] = {}
 
     def declared(self, name: str) -> bool:
         """Is `name` declared at the top level of the file (whatever its type)?"""
@@ -56,7 +57,11 @@ class FileScopeBuffers:
         return self._verdicts[name]
 
     def _top_level_declarations(self, name: str) -> list[Node]:
-        return [ident for ident in self.syntax.identifiers(name) if declares(ident) and _at_top_level(ident)]
+        """Each name's once (a buffer passed to every launch is asked per launch: all its uses, each time)."""
+        if name not in self._declarations:
+            self._declarations[name] = [ident for ident in self.syntax.identifiers(name)
+                                        if declares(ident) and _at_top_level(ident)]
+        return self._declarations[name]
 
     def _verdict_now(self, name: str) -> tuple[str | None, str]:
         syntax = self.syntax

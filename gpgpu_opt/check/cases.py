@@ -84,6 +84,8 @@ def naive_geometry(naive_block: tuple[int, int], case: Case) -> tuple[tuple[int,
         return case.block, case.grid
     if case.block is not None:
         return case.block, (math.ceil(gx / case.block[0]), math.ceil(gy / case.block[1]))
+    if min(gx, gy) < 1:   # no thread (`--size n=0`): a grid of no block, which run_case reports as such
+        return naive_block, (math.ceil(gx / naive_block[0]), math.ceil(gy / naive_block[1]))
     block = (_largest_divisor(gx, naive_block[0]), _largest_divisor(gy, naive_block[1]))
     return block, (gx // block[0], gy // block[1])
 
@@ -289,6 +291,24 @@ def default_cases(kernel: Kernel, program, sizes: dict[str, int | float], global
     return [_case(kernel, program, values, global_space, block, grid, extents or {}) for values in variants]
 
 
+def covered_space(kernel: Kernel, sizes: dict, block: tuple[int, ...], grid: tuple[int, ...]) -> tuple[int, int]:
+    """The thread space a launch covers, clipped by the kernel's guards (threads past `if (i < n)` do nothing)."""
+    guards = global_space_from_guards(kernel, sizes)
+    return tuple(n * b if g is None else min(n * b, g) for n, b, g in zip(grid, block, guards))
+
+
+def launch_space(kernel: Kernel, program, sizes: dict) -> tuple[int, int]:
+    """The naive thread space at these sizes as `verify` reads it: the program's launch, clipped by the
+    guards, where its block and grid evaluate (`dim3 grid(ceil((float)N / block.x))`); else the guards or
+    globalDimX/Y alone."""
+    from gpgpu_opt.launch.sites import naive_launch
+
+    launch = naive_launch(program, kernel, sizes)
+    if launch is not None and None not in launch.block[:2] and None not in launch.grid[:2]:
+        return covered_space(kernel, sizes, _as_dim3(launch.block), _as_dim3(launch.grid))
+    return infer_global_space(kernel, program, sizes)
+
+
 def _case(kernel: Kernel, program, sizes: dict, global_space, block, grid, extents: dict[str, int]) -> Case:
     """A case with the naive launch the program makes at these sizes (options win over launch sites), and
     its global thread space: --global, else what that launch covers clipped by the kernel's guards (threads
@@ -304,8 +324,7 @@ def _case(kernel: Kernel, program, sizes: dict, global_space, block, grid, exten
     origins += ["from --block/--grid"] if block or grid else []
     block, grid = _as_dim3(block) or site_block, _as_dim3(grid) or site_grid
     if global_space is None and block and grid:
-        guards = global_space_from_guards(kernel, sizes)
-        global_space = tuple(n * b if g is None else min(n * b, g) for n, b, g in zip(grid, block, guards))
+        global_space = covered_space(kernel, sizes, block, grid)
     space = global_space or infer_global_space(kernel, program, sizes)
     return Case(sizes, space, block, grid, ", ".join(origins) or None, extents)
 

@@ -6,7 +6,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.host_expr import split_top_level
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.host_expr import evaluate_int
-from gpgpu_opt.launch.sites import pragma_launches
+from gpgpu_opt.launch.sites import launch_lines
 from gpgpu_opt.launch.contract import guarded_axes, launch_assumptions
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import CompileOptions, compile_program, default_block
@@ -52,21 +52,26 @@ def parse_shape(option: str, text: str | None) -> tuple[int, ...] | None:
     return parts
 
 
-def hand_written_launch(text: str, macros: dict[str, str], case, path: str, kernel: Kernel):
-    """`#pragma gpgpu_opt launch block(BX, BY) grid(GX, GY)` in a hand-optimized file: the last one before
-    the kernel, else the file's only one."""
-    found = pragma_launches(text)
-    before = [p for p in found if p[0] < kernel.source_span[0]]
-    if not found:
-        raise CompileError(f"'{path}' has no '#pragma gpgpu_opt launch block(BX, BY) grid(GX, GY)' line")
-    _, block_text, grid_text = before[-1] if before else found[0]
-    values = dict(macros)
+def hand_written_launch(hand, case, path: str, kernel: Kernel):
+    """The launch of a kernel of a hand-optimized file (or of an output of `compile`): the line
+    `// gpgpu_opt launch block(BX, BY) grid(GX, GY)` (or `#pragma gpgpu_opt launch ...`) that comes before it,
+    with no other kernel between them; None where there is none (a kernel left as written, launched as
+    the naive one is)."""
+    text = hand.text_of(kernel.source_file)
+    start = kernel.source_span[0]
+    previous_end = max((k.source_span[1] for k in hand.kernels
+                        if k.source_file == kernel.source_file and k.source_span[1] <= start), default=0)
+    before = [line for line in launch_lines(text) if previous_end <= line[0] < start]
+    if not before:
+        return None
+    _, block_text, grid_text = before[-1]
+    values = dict(hand.macros)
     values.update({k: str(v) for k, v in case.sizes.items()})
     values["global_x"], values["global_y"] = str(case.global_space[0]), str(case.global_space[1])
     block = [evaluate_int(p, values) for p in block_text.split(",")]
     grid = [evaluate_int(p, values) for p in split_top_level(grid_text)]
     if None in block or None in grid:
-        raise CompileError(f"{path}: cannot evaluate the launch pragma 'block({block_text}) grid({grid_text})'")
+        raise CompileError(f"{path}: cannot evaluate the launch line 'block({block_text}) grid({grid_text})'")
     return (block[0], block[1] if len(block) > 1 else 1), (grid[0], grid[1] if len(grid) > 1 else 1)
 
 
@@ -81,7 +86,7 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
                                 matmul_precision=matmul_precision)
     result = compile_program(program, options, diagnostics)
     program = result.program  # as the passes saw it: grid-stride loops canonicalized, their launches re-sized
-    hand = load_program(against, defines, include_dirs, diagnostics, target=target) if against else None
+    hand = load_program(against, defines, include_dirs, diagnostics, target=target, to_emulate=True) if against else None
     all_ok, compared = True, 0
     print(f"verify {program.path} (target {target.name}; {'against ' + against if against else 'passes: ' + (', '.join(pass_names) or 'none')})")
     for kr in result.kernels:
@@ -102,8 +107,7 @@ def run_verify(program, target, passes, sizes, global_space, seed, against, diag
                 all_ok &= _print_outcome(naive.name, outcome)
                 compared += outcome.result is not None
                 continue
-            launch = hand_written_launch(hand.text_of(optimized.source_file), hand.macros, case, against,
-                                         optimized) if hand is not None else None
+            launch = hand_written_launch(hand, case, against, optimized) if hand is not None else None
             res = run_case(naive, optimized, fallback_block, case, seed + k, program.device_functions, launch=launch)
             all_ok &= _print_result(naive.name, res)
             compared += 1

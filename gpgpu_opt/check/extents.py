@@ -277,6 +277,9 @@ def device_variables(kernel: Kernel) -> set[str]:
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of n up to at_most (every number divides an empty space, n = 0)."""
+    if n < 1:
+        return max(1, at_most)
     return next(d for d in range(min(n, at_most), 0, -1) if n % d == 0)
 
 

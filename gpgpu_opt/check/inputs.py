@@ -2,8 +2,11 @@
 from zero, small integers, valid indices for gathers), the contents of file-scope variables."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
 
 
@@ -48,11 +51,12 @@ def make_arguments(kernel: Kernel, sizes: dict[str, int | float], extents: dict[
     taken, so that every other array holds what it would have held."""
     args = {}
     index_bounds = index_bounds or {}
+    check_capacity(kernel, sizes, {p.name: _words_of(kernel, p, extents) for p in kernel.params if p.is_pointer})
     for p in kernel.params:
         if p.is_pointer:
             layout = kernel.struct_layouts.get(p.base_type)  # an array of structs: its fields, flat
             dtype = _dtype(layout.field_type if layout else p.base_type)
-            n = extents[p.name] * _words(p.base_type) if not layout else -(-extents[p.name] // layout.stride) * layout.stride
+            n = _words_of(kernel, p, extents)
             if p.name in index_bounds:
                 args[p.name] = rng.integers(0, index_bounds[p.name], n).astype(dtype)
             elif np.issubdtype(dtype, np.floating) and p.name in poisoned and skip_signed_uniform(rng, n):
@@ -69,6 +73,39 @@ def make_arguments(kernel: Kernel, sizes: dict[str, int | float], extents: dict[
             raise CompileError(f"kernel '{kernel.name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
     args.update(file_variable_contents(kernel, rng))
     return args
+
+
+def _words_of(kernel: Kernel, p, extents: dict[str, int]) -> int:
+    """The scalar words of the array parameter `p` at these extents (an array of structs: its fields, flat)."""
+    layout = kernel.struct_layouts.get(p.base_type)
+    return extents[p.name] * _words(p.base_type) if not layout else -(-extents[p.name] // layout.stride) * layout.stride
+
+
+def emulator_capacity() -> int:
+    """The most memory the emulated arrays of one check may take: a quarter of this machine's, at most 8 GiB.
+    (A check holds each array about three times, the inputs and each run's copy, and draws values in doubles.)"""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        physical = 8 << 30
+    return min(8 << 30, physical // 4)
+
+
+def check_capacity(kernel: Kernel, sizes: dict, words: dict[str, int]) -> None:
+    """A CompileError, before anything is allocated, where the arrays at these sizes do not fit."""
+    need = sum(3 * n * np.dtype(_dtype(_param(kernel, name).base_type)).itemsize + 8 * n for name, n in words.items())
+    if need > emulator_capacity():
+        given = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "these sizes"
+        raise CompileError(f"kernel '{kernel.name}': at {given} its arrays take {_gib(need)} to emulate, more "
+                           f"than the {_gib(emulator_capacity())} the emulator may hold; check smaller sizes")
+
+
+def _param(kernel: Kernel, name: str):
+    return next(p for p in kernel.params if p.name == name)
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n < 1 << 40 else f"{n / (1 << 40):.1f} TiB"
 
 
 def _signed_uniform(rng, n: int, dtype) -> np.ndarray:

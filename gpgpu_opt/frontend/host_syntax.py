@@ -11,6 +11,7 @@ and kept as a map from the tree's rows back to the user's file and line.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,6 +23,7 @@ import tree_sitter_cuda
 from gpgpu_opt.frontend import scanner
 
 _LANGUAGE = tree_sitter.Language(tree_sitter_cuda.language())
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
 _LINE_MARKER = re.compile(r'[ \t]*#[ \t]*line[ \t]+(\d+)(?:[ \t]+"([^"]*)")?[^\n]*')
 
 Node = tree_sitter.Node
@@ -43,7 +45,7 @@ class HostSyntax:
     def __init__(self, text: str, filename: str = ""):
         self.filename = filename
         self.text, self._rows = _without_line_markers(text, filename)
-        self.source = self.text.encode()
+        self.source = self.text.encode("utf-8", "surrogateescape")  # bytes nvcc accepts in comments
         self.tree = tree_sitter.Parser(_LANGUAGE).parse(self.source)
         self.root = self.tree.root_node
         self._identifiers: dict[str, list[Node]] = {}
@@ -51,11 +53,13 @@ class HostSyntax:
         self._launches: list[Launch] = []
         self._index()
         self._tokens: list[scanner.Token] | None = None
+        self._token_index: dict[str, list[scanner.Token]] | None = None
+        self._wide_chars: tuple[list[int], list[int]] | None = None
 
     # -- what a node says --------------------------------------------------------------------------------
 
     def text_of(self, node: Node) -> str:
-        return self.source[node.start_byte:node.end_byte].decode()
+        return self.source[node.start_byte:node.end_byte].decode("utf-8", "surrogateescape")
 
     def location(self, node: Node) -> tuple[str, int]:
         """(file, line) in the user's files of the node's first character."""
@@ -99,15 +103,27 @@ class HostSyntax:
         start = 0 if within is None else self._char_offset(within.start_byte)
         end = len(self.text) if within is None else self._char_offset(within.end_byte)
         parsed = {self._char_offset(n.start_byte) for n in self.identifiers(name, within)}
-        return [self._rows[t.line - 1][1] for t in self.tokens
+        candidates = sorted(self._tokens_naming(name), key=lambda t: t.start)
+        return [self._rows[t.line - 1][1] for t in candidates
                 if start <= t.start < end and t.start not in parsed
-                and (t.text == name if t.kind == "ident" else t.kind == "pp" and _mentions(t.text, name))]
+                and (t.text == name if t.kind == "ident" else _mentions(t.text, name))]
 
     @property
     def tokens(self) -> list[scanner.Token]:
         if self._tokens is None:
             self._tokens = scanner.tokenize(self.text)
         return self._tokens
+
+    def _tokens_naming(self, name: str) -> list[scanner.Token]:
+        """The identifier tokens spelled `name` and the preprocessor lines with the word in them, from an
+        index built once (scanning every token per question made a file of many kernels quadratic)."""
+        if self._token_index is None:
+            self._token_index = {}
+            for t in self.tokens:
+                words = [t.text] if t.kind == "ident" else set(_WORD.findall(t.text)) if t.kind == "pp" else []
+                for word in words:
+                    self._token_index.setdefault(word, []).append(t)
+        return self._token_index.get(name, [])
 
     # -- navigation ----------------------------------------------------------------------------------------
 
@@ -175,7 +191,22 @@ class HostSyntax:
                       [a for a in args.named_children if a.type != "comment"])
 
     def _char_offset(self, byte: int) -> int:
-        return len(self.source[:byte].decode(errors="replace"))
+        """The character offset in `text` of a byte offset in `source`: the byte less the extra bytes of the
+        multi-byte characters before it (decoding the prefix per question was quadratic)."""
+        if self._wide_chars is None:
+            ends, extra, total = [], [], 0
+            at = 0
+            for char in ("" if self.text.isascii() else self.text):
+                width = len(char.encode("utf-8", "surrogateescape"))
+                at += width
+                if width > 1:
+                    total += width - 1
+                    ends.append(at)
+                    extra.append(total)
+            self._wide_chars = (ends, extra)
+        ends, extra = self._wide_chars
+        k = bisect.bisect_right(ends, byte)
+        return byte - (extra[k - 1] if k else 0)
 
 
 def walk(node: Node) -> Iterator[Node]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from pycparser import c_ast, c_parser
 
@@ -16,23 +15,14 @@ from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variabl
     variables_used
 from gpgpu_opt.frontend.inline import NotInlined, ReferenceHelper, inline_reference_helpers
 from gpgpu_opt.frontend.names import resolve_names
+from gpgpu_opt.frontend.nvcc_verdict import reject_what_nvcc_rejects
 from gpgpu_opt.frontend.preprocess import preprocess_program
+from gpgpu_opt.frontend.source_files import SourceFile, check_live_bytes, read_source_file
 from gpgpu_opt.frontend.struct_layouts import pointer_structs, uniform_layouts
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.frontend.dereferences import subscript_dereferences
+from gpgpu_opt.frontend.depth import too_deep_to_analyse, too_deep_to_read
 from gpgpu_opt.targets import DEFAULT_TARGET, Target, get_target
-
-
-@dataclass
-class SourceFile:
-    """One user file of the program: the main .cu or a file it includes with quotes."""
-    path: str                   # as the user names it: the main file as given, the others relative to it
-    text: str                   # as written; bytes that are not UTF-8 kept as surrogates, CRLF read as LF
-    crlf: bool = False          # every line ended with CRLF: written back so
-
-    def as_written(self, text: str) -> str:
-        """`text` (this file's text, edited or not) with the file's own line endings."""
-        return text.replace("\n", "\r\n") if self.crlf else text
 
 
 @dataclass
@@ -92,25 +82,6 @@ def parse_expression(text: str) -> c_ast.Node:
     return ast.ext[0].init
 
 
-def read_source(path: str) -> str:
-    return read_source_file(path).text
-
-
-def read_source_file(path: str, name: str | None = None) -> SourceFile:
-    """A user file, every byte kept: what is not UTF-8 (a Latin-1 comment) round-trips as a surrogate."""
-    p = Path(path)
-    if not p.exists():
-        raise CompileError(f"no such file: '{path}'")
-    if p.is_dir():
-        raise CompileError(f"'{path}' is a directory, not a .cu file")
-    data = p.read_bytes()
-    if b"\0" in data:
-        raise CompileError(f"'{path}' is not a text file", Location(name or path, 1, 1))
-    text = data.decode("utf-8", errors="surrogateescape")
-    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-    return SourceFile(name or path, text.replace("\r\n", "\n") if crlf else text, crlf)
-
-
 @dataclass
 class _FileScan:
     """What the scanner finds in one user file, before any parsing."""
@@ -119,6 +90,9 @@ class _FileScan:
     launch_sites: list[scanner.LaunchSite]
     gvalues: dict[str, str]
     tokens: list[scanner.Token]
+    #: The file's braces do not pair up as written: an error unless the preprocessor's view pairs them (the
+    #: branches of an #ifdef may each open a block that one closing brace ends).
+    unpaired_braces: CompileError | None = None
 
 
 def _scan(file: SourceFile, main: bool = False) -> _FileScan:
@@ -134,22 +108,41 @@ def _scan(file: SourceFile, main: bool = False) -> _FileScan:
                   None)
     if opened is not None:
         raise CompileError("unterminated comment", Location(file.path, opened.line, opened.column))
-    _check_braces(file.text, tokens, file.path)
+    try:
+        _check_braces(file.text, tokens, file.path)
+        unpaired = None
+    except CompileError as err:
+        unpaired = err
     sites = scanner.find_launch_sites(file.text, tokens)
     for site in sites:
         site.file = "" if main else file.path
     return _FileScan(file, scanner.find_functions(file.text, tokens), sites, scanner.find_gvalue_pragmas(tokens),
-                     tokens)
+                     tokens, unpaired)
+
+
+#: Functions of CUDA's headers that gpgpu-opt's own outputs call and the emulator runs, but the passes do not
+#: read (cp.async from <cuda_pipeline.h>): known only where an output is read back to be emulated.
+OUTPUT_BUILTINS = frozenset({"__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"})
 
 
 def load_program(path: str, defines: dict[str, str] | None = None, include_dirs: list[str] | None = None,
                  diagnostics: Diagnostics | None = None, target: Target | None = None,
-                 text: str | None = None) -> Program:
+                 text: str | None = None, to_emulate: bool = False) -> Program:
     """Read, preprocess (as nvcc does device code for `target`, the default target if None) and parse a
     program: the file and the user files it includes. A function that cannot be read passes through with
     a note; the others are still parsed. `text`: the main file's text as a pass rewrote it (grid_stride),
-    instead of what is on disk."""
+    instead of what is on disk. A function that nvcc rejects is an error, and its notes are not printed.
+    `to_emulate`: the program is only emulated (an output read back), so OUTPUT_BUILTINS are known."""
     diagnostics = diagnostics or Diagnostics()
+    held = Diagnostics(quiet=True)
+    program = _load_program(path, defines, include_dirs, held, target, text, OUTPUT_BUILTINS if to_emulate else ())
+    diagnostics.extend(held.notes)
+    return program
+
+
+def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[str] | None,
+                  diagnostics: Diagnostics, target: Target | None, text: str | None,
+                  builtins: frozenset[str] | tuple = ()) -> Program:
     target = target or get_target(DEFAULT_TARGET)
     main = read_source_file(path)
     if text is not None:
@@ -159,6 +152,10 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
     for real, name in preprocessed.user_files.items():
         scans.append(_scan(read_source_file(real, name)))
     expanded, macros = preprocessed.text, preprocessed.macros
+    check_live_bytes(expanded, [scan.file for scan in scans])
+    unpaired = next((scan.unpaired_braces for scan in scans if scan.unpaired_braces), None)
+    if unpaired is not None and not _braces_pair(expanded):
+        raise unpaired
     expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
     typedefs = _c_typedefs(expanded, path)
     gvalues = {k: v for scan in scans for k, v in scan.gvalues.items()}
@@ -176,8 +173,9 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
 
     file_variables = find_file_variables(expanded, typedefs.text, path, parse_c)
     file_constants = find_file_constants(expanded)
-    known = set(PRELUDE_NAMES) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
+    known = set(PRELUDE_NAMES) | set(builtins) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
     unreadable: dict[str, str] = {}  # device functions passed through -> why
+    unparsed: list[tuple[SourceFile, scanner.FunctionDefinition]] = []  # nvcc may reject these (below)
     reference_helpers: dict[str, ReferenceHelper] = {}  # helpers taking C++ references: inlined where called
     template_uses = {scan.file.path: templates.TemplateUses(scan.file.text, scan.tokens, scan.launch_sites,
                                                             macros, expanded) for scan in scans}
@@ -187,6 +185,10 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
         if pp_def is None:
             _pass_through(program, diagnostics, definition, "it could not be found after preprocessing", where,
                           unreadable)
+            continue
+        deep = too_deep_to_read(expanded[pp_def.start:pp_def.end])
+        if deep:
+            _pass_through(program, diagnostics, definition, deep, where, unreadable)
             continue
         # C++ lowered to C, one unit per instantiation of a template kernel (frontend/templates.py)
         lowered = templates.function_units(definition, expanded[pp_def.start:pp_def.end],
@@ -203,8 +205,13 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                 func, launch_bounds, shorthand = _parse_unit(unit, pp_def, expanded, path, typedefs,
                                                              program.device_functions, known, gvalues)
             except CompileError as err:
+                unparsed.append((file, definition))
                 _pass_through(program, diagnostics, unit_definition, f"{err.message} at {err.location or where}",
                               where, unreadable)
+                continue
+            deep = too_deep_to_analyse(func)
+            if deep:
+                _pass_through(program, diagnostics, unit_definition, deep, where, unreadable)
                 continue
             substitute_file_constants(func, file_constants)
             # a kernel or helper calling a helper passed through cannot be analysed either
@@ -232,6 +239,8 @@ def load_program(path: str, defines: dict[str, str] | None = None, include_dirs:
                                                            instance=unit.instance))
             else:
                 program.device_functions[definition.name] = func
+    if unparsed and text is None:
+        reject_what_nvcc_rejects(path, defines or {}, include_dirs or [], target, unparsed)
     layouts, members = _struct_layouts(typedefs, path)
     for kernel in program.kernels:
         kernel.file_variables = variables_used(kernel.funcdef, file_variables, program.device_functions)
@@ -351,6 +360,14 @@ def _with_line_marker(expanded: str, definition: scanner.FunctionDefinition, pat
     column = definition.start - (before.rfind("\n") + 1)
     body = expanded[definition.start:definition.end] if text is None else text
     return f'#line {line} "{file}"\n' + " " * column + body
+
+
+def _braces_pair(text: str) -> bool:
+    try:
+        _check_braces(text, scanner.tokenize(text), "")
+    except CompileError:
+        return False
+    return True
 
 
 def _check_braces(text: str, tokens: list[scanner.Token], path: str) -> None:

@@ -46,8 +46,19 @@ _DIRECTIVE = re.compile(r"[ \t]*#")
 def tokenize(text: str) -> list[Token]:
     """Tokens of `text`; comments and whitespace dropped, preprocessor lines kept whole as `pp` tokens.
     A new list each call (callers may edit it) of tokens scanned once per text: a compile scans the same
-    file text for many questions (launch sites, typedefs, declarations, templates, prototypes...)."""
-    return list(_scanned(text))
+    file text for many questions (launch sites, typedefs, declarations, templates, prototypes...). Whole
+    files are kept apart from the functions' texts, which would otherwise push them out of a file of
+    thousands of kernels (each then scanned again per kernel)."""
+    return list(_scanned_file(text) if len(text) > _FILE_SIZED else _scanned(text))
+
+
+#: Texts longer than this are kept as files (a function of a hundred lines is shorter).
+_FILE_SIZED = 8192
+
+
+@functools.lru_cache(maxsize=16)
+def _scanned_file(text: str) -> tuple[Token, ...]:
+    return _scanned.__wrapped__(text)
 
 
 @functools.lru_cache(maxsize=256)

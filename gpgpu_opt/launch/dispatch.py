@@ -35,7 +35,8 @@ from gpgpu_opt.frontend.program import Program
 from gpgpu_opt.frontend.scanner import LaunchSite
 from gpgpu_opt.host_expr import parse_host_expression
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.launch.sites import naive_launch_name, naive_name
+from gpgpu_opt.launch.host_view import view_of
+from gpgpu_opt.launch.sites import naive_launch_name, naive_name, sites_of
 
 #: Calls a launch's grid or block may make and still be read twice: they have no side effects.
 _PURE_CALLS = frozenset({"dim3", "min", "max", "ceil", "ceilf", "floor", "floorf"})
@@ -177,12 +178,12 @@ def _why_not_dispatched(program: Program, kernel: Kernel) -> str | None:
     if kernel.shorthand:
         return "the kernel as written uses the original compiler's shorthand, not CUDA"
     name = naive_name(_launched_name(kernel))
-    if any(re.search(rf"\b{re.escape(name)}\b", f.text) for f in program.source_files()):
+    if name in view_of(program).once("words", lambda: _words(program)):
         return f"the program already names '{name}'"
     unread = unread_launches(kernel, program)
     if unread is not None:
         return f"not every launch of '{kernel.name}' can be read: {unread}"
-    sites = [s for s in program.launch_sites if s.kernel == kernel.name]
+    sites = sites_of(program, kernel.name)
     for site in sites:
         why = _site_problem(program, kernel, site)
         if why is not None:
@@ -222,14 +223,36 @@ def _statement_problem(program: Program, name: str) -> str | None:
     from gpgpu_opt.frontend.host_syntax import host_syntax
 
     syntax = host_syntax(host_view(program), program.path)
-    launches = [launch for launch in syntax.launches if launch.kernel == name]
-    site_count = sum(1 for site in program.launch_sites if _written_name(program, site) == name)
+    launches_by_name, sites_by_name = view_of(program).once("launches by name", lambda: _launches_by_name(program))
+    launches, site_count = launches_by_name.get(name, []), sites_by_name.get(name, 0)
     if len(launches) != site_count:
         return f"the preprocessed host code launches '{name}' {len(launches)} times, the text {site_count} times"
     for launch in launches:
         if launch.call.parent is None or launch.call.parent.type != "expression_statement":
             return f"the launch at {syntax.where(launch.call)} is part of a larger expression"
     return None
+
+
+def _words(program: Program) -> frozenset[str]:
+    """Every word of the program's files, in code, strings, comments and directives alike (a name the naive
+    copy would take must be free of all of them): gathered once (per kernel, it was quadratic)."""
+    return frozenset(word for f in program.source_files() for word in re.findall(r"\w+", f.text))
+
+
+def _launches_by_name(program: Program) -> tuple[dict[str, list], dict[str, int]]:
+    """The preprocessed host code's launches and the text's launch sites, by kernel name: counted once per
+    program (per kernel, a file of many kernels was quadratic)."""
+    from gpgpu_opt.analysis.aliasing import host_view
+    from gpgpu_opt.frontend.host_syntax import host_syntax
+
+    launches: dict[str, list] = {}
+    for launch in host_syntax(host_view(program), program.path).launches:
+        launches.setdefault(launch.kernel, []).append(launch)
+    sites: dict[str, int] = {}
+    for site in program.launch_sites:
+        written = _written_name(program, site)
+        sites[written] = sites.get(written, 0) + 1
+    return launches, sites
 
 
 def _other_files_problem(program: Program, kernel: Kernel, sites: list[LaunchSite]) -> str | None:

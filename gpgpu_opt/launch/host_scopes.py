@@ -46,12 +46,27 @@ class HostFunction:
         self.tokens = [t for t in tokenize(text) if t.kind != "pp"]
         self.starts = [t.start for t in self.tokens]
         self.brace, self.paren = [], []
+        #: Per token, the innermost `{` open before it (-1: none); per `{`, the `{` around it and its `}`. A
+        #: block is found from them in a few steps (scanning for it per launch site, and the writes of a name
+        #: over all tokens, made a function of thousands of launches quadratic).
+        self.innermost_open, self.outer_open, self.close_of = [], {}, {}
+        self.positions: dict[str, list[int]] = {}    # identifier -> its token indices, in order
+        self.memo: dict[tuple, object] = {}          # writes_of's answers (they depend on their range only)
         braces = parens = 0
-        for t in self.tokens:
+        opened: list[int] = []
+        for i, t in enumerate(self.tokens):
             braces -= t.text == "}"
             parens -= t.text in (")", "]")
+            if t.text == "}" and opened:
+                self.close_of[opened.pop()] = i
+            self.innermost_open.append(opened[-1] if opened else -1)
             self.brace.append(braces)
             self.paren.append(parens)
+            if t.text == "{":
+                self.outer_open[i] = opened[-1] if opened else -1
+                opened.append(i)
+            if t.kind == "ident":
+                self.positions.setdefault(t.text, []).append(i)
             braces += t.text == "{"
             parens += t.text in ("(", "[")
 
@@ -59,13 +74,24 @@ class HostFunction:
         return bisect.bisect_left(self.starts, offset)
 
     def enclosing_block(self, i: int, depth: int) -> tuple[int, int]:
-        """Token range (open, close) of the block at `depth` around token i; (-1, len) for file scope."""
+        """Token range (open, close) of the block at `depth` around token i (i itself when it opens it);
+        (-1, len) for file scope."""
         if depth == 0:
             return -1, len(self.tokens)
-        start = next(j for j in range(i, -1, -1) if self.tokens[j].text == "{" and self.brace[j] == depth - 1)
-        end = next((j for j in range(i, len(self.tokens)) if self.tokens[j].text == "}" and self.brace[j] == depth - 1),
-                   len(self.tokens))
-        return start, end
+        if i < len(self.tokens) and self.tokens[i].text == "{" and self.brace[i] == depth - 1:
+            start = i
+        else:
+            start = self.innermost_open[i] if i < len(self.tokens) else -1
+            while start != -1 and self.brace[start] != depth - 1:
+                start = self.outer_open[start]
+            if start == -1:
+                raise StopIteration(f"no block at depth {depth} around token {i}")
+        return start, self.close_of.get(start, len(self.tokens))
+
+    def uses(self, name: str, lo: int, hi: int) -> list[int]:
+        """The token indices of identifier `name` in lo..hi."""
+        found = self.positions.get(name, [])
+        return found[bisect.bisect_left(found, lo):bisect.bisect_left(found, hi)]
 
     def function_parameters(self, open_brace: int) -> set[str]:
         """The names in the parameter list before a function body's `{`."""
@@ -98,11 +124,19 @@ class Visible:
 
 def writes_of(fn: HostFunction, name: str, lo: int, hi: int, declaration: int) -> tuple[list[Write], str | None]:
     """Every use of `name` in tokens lo..hi that may write it; (writes, reason) with a reason when some write
-    cannot be followed."""
+    cannot be followed (asked once per range: the same declaration is asked at every launch it reaches)."""
+    key = (name, lo, hi, declaration)
+    if key not in fn.memo:
+        fn.memo[key] = _writes_of(fn, name, lo, hi, declaration)
+    writes, reason = fn.memo[key]
+    return list(writes), reason
+
+
+def _writes_of(fn: HostFunction, name: str, lo: int, hi: int, declaration: int) -> tuple[list[Write], str | None]:
     toks, writes, reason = fn.tokens, [], None
-    for i in range(max(lo, 0), min(hi, len(toks))):
+    for i in fn.uses(name, max(lo, 0), min(hi, len(toks))):
         t = toks[i]
-        if t.kind != "ident" or t.text != name or i == declaration:
+        if i == declaration:
             continue
         prev = toks[i - 1].text if i > 0 else ";"
         if i > 0 and toks[i - 1].text in (".", "->", "::"):
@@ -276,18 +310,11 @@ def _host_function(text: str) -> HostFunction:
 def declarations_at(host_text: str, offset: int) -> HostDeclarations:
     """The HostDeclarations a launch site at `offset` of the host text sees (shared: not to be changed)."""
     fn = _host_function(host_text)
-    text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), host_text)   # offsets kept
+    text, scalars, dim3s, props = _text_declarations(host_text)
     site = fn.index_at(offset)
     site_depth = fn.brace[site] if site < len(fn.tokens) else 0
     shadowed = fn.function_parameters(fn.enclosing_block(site, 1)[0]) if site_depth else set()
     found = HostDeclarations()
-    scalars: dict[str, list] = {}
-    for m in _SCALAR_DECL.finditer(text):
-        scalars.setdefault(m.group("name"), []).append((m.start("name"), (" ".join(m.group("type").split()),
-                                                                          m.group("init"))))
-    dim3s: dict[str, list] = {}
-    for name, offset, components in dim3_declarators(text):
-        dim3s.setdefault(name, []).append((offset, components))
     for name, decls in scalars.items():
         visible = _visible(fn, decls, site, shadowed)
         if visible is None:
@@ -296,7 +323,7 @@ def declarations_at(host_text: str, offset: int) -> HostDeclarations:
         writes, reason = writes_of(fn, name, lo, hi, index)
         if not writes and reason is None and len(split_top_level(init)) == 1:
             found.scalars[name] = (type_name, init)
-    found.device_props = _read_only_device_props(fn, text, site, shadowed)
+    found.device_props = _read_only_device_props(fn, props, site, shadowed)
     for name, decls in dim3s.items():
         visible = _visible(fn, decls, site, shadowed)
         if visible is None:   # a dim3 of that name, not one the site can tell: unknown, never another's value
@@ -313,17 +340,32 @@ _DEVICE_PROP = re.compile(r"\bcudaDeviceProp\s+([A-Za-z_]\w*)\s*;")
 _MEMBER_WRITE = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"}
 
 
-def _read_only_device_props(fn: HostFunction, text: str, site: int, shadowed: set[str]) -> set[str]:
+@functools.lru_cache(maxsize=8)
+def _text_declarations(host_text: str) -> tuple[str, dict[str, list], dict[str, list], dict[str, list]]:
+    """The host text with its comments blanked (offsets kept), and its scalar, dim3 and cudaDeviceProp
+    declarations by name (offset, payload): read once per text, not per launch site."""
+    text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), host_text)
+    scalars: dict[str, list] = {}
+    for m in _SCALAR_DECL.finditer(text):
+        scalars.setdefault(m.group("name"), []).append((m.start("name"), (" ".join(m.group("type").split()),
+                                                                          m.group("init"))))
+    dim3s: dict[str, list] = {}
+    for name, offset, components in dim3_declarators(text):
+        dim3s.setdefault(name, []).append((offset, components))
+    props: dict[str, list] = {}
+    for m in _DEVICE_PROP.finditer(text):
+        props.setdefault(m.group(1), []).append((m.start(1), None))
+    return text, scalars, dim3s, props
+
+
+def _read_only_device_props(fn: HostFunction, decls: dict[str, list], site: int, shadowed: set[str]) -> set[str]:
     """The `cudaDeviceProp p;` the site sees whose every use is `cudaGetDeviceProperties(&p, ...)` or a read
     of a member (`p.maxThreadsPerBlock` not assigned, incremented, or taken the address of)."""
-    decls: dict[str, list] = {}
-    for m in _DEVICE_PROP.finditer(text):
-        decls.setdefault(m.group(1), []).append((m.start(1), None))
     found = set()
     for name, found_decls in decls.items():
         visible = _visible(fn, found_decls, site, shadowed)
-        if visible is not None and all(_read_or_filled(fn, i) for i in range(visible[2][0], visible[2][1])
-                                       if fn.tokens[i].text == name and i != visible[0]):
+        if visible is not None and all(_read_or_filled(fn, i) for i in fn.uses(name, *visible[2])
+                                       if i != visible[0]):
             found.add(name)
     return found
 

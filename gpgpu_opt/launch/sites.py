@@ -54,6 +54,19 @@ def _without_cuda_functions(text: str) -> str:
     return text
 
 
+def sites_of(program: Program, name: str) -> list[LaunchSite]:
+    """The launch sites of the kernel named `name`, in the program's order (indexed once per program: the
+    questions asked per kernel of each site filtered every site, quadratic in a file of many kernels)."""
+    return view_of(program).once("sites by kernel", lambda: _sites_by_kernel(program)).get(name, [])
+
+
+def _sites_by_kernel(program: Program) -> dict[str, list[LaunchSite]]:
+    found: dict[str, list[LaunchSite]] = {}
+    for site in program.launch_sites:
+        found.setdefault(site.kernel, []).append(site)
+    return found
+
+
 def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]) -> NaiveLaunch | None:
     """The kernel's launch as its launch sites make it, evaluated with `sizes`; None without sites.
 
@@ -67,7 +80,7 @@ def naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]
 
 
 def _naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float]) -> NaiveLaunch | None:
-    sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
+    sites = [s for s in sites_of(program, kernel.name) if len(s.config) >= 2]
     if not sites:
         return None
     blocks, grids, unknown = [], [], []
@@ -82,6 +95,19 @@ def _naive_launch(program: Program, kernel: Kernel, sizes: dict[str, int | float
                        tuple(s.file for s in sites) if any(s.file for s in sites) else ())
 
 
+def launch_arguments(program: Program, kernel: Kernel) -> dict[str, int]:
+    """The integer scalar parameters to which every launch site of the kernel passes the same value that
+    the host code fixes (`k<<<g, b>>>(d, N)` with `#define N 100000`, or `int n = 1 << 20;` set once)."""
+    sites = [s for s in sites_of(program, kernel.name) if len(s.config) >= 2]
+    values: dict[str, set] = {}
+    for site in sites:
+        scope = HostScope(program.macros, {}, declarations_at(host_text(program, site.file), site.start))
+        for param, arg in zip(kernel.params, site.args):
+            if not param.is_pointer and param.base_type in _INTEGER_TYPES:
+                values.setdefault(param.name, set()).add(scope.evaluate_int(arg))
+    return {name: seen.pop() for name, seen in values.items() if len(seen) == 1 and None not in seen}
+
+
 _INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "unsigned long", "long long", "size_t")
 
 
@@ -91,7 +117,7 @@ def covered_parameters(program: Program, kernel: Kernel, axis: int = 0) -> froze
     whatever n is: the site passes n as a host variable v of an integer type, and the grid's x is
     `(v + C) / D` in integer arithmetic, with D the block's x and C >= D - 1 (the usual `(n + 255) / 256`).
     A float `ceil((float)n / 256)` is not proof: past 2^24 the float rounds n down."""
-    sites = [s for s in program.launch_sites if s.kernel == kernel.name and len(s.config) >= 2]
+    sites = [s for s in sites_of(program, kernel.name) if len(s.config) >= 2]
     if not sites:
         return frozenset()
     covered: set[str] | None = None
@@ -114,8 +140,8 @@ def truncating_grids(program: Program, kernel: Kernel) -> dict[str, str]:
     its threads may stop short of the kernel's guard (`j < ny - 2`), leaving the last rows undone. That
     is the program's meaning, so a grid rounded up to bigger blocks must not reach past it. Axis -> where."""
     found: dict[str, str] = {}
-    for site in program.launch_sites:
-        if site.kernel != kernel.name or len(site.config) < 2:
+    for site in sites_of(program, kernel.name):
+        if len(site.config) < 2:
             continue
         declarations = declarations_at(host_text(program, site.file), site.start)
         scope = HostScope(program.macros, {}, declarations)
@@ -190,8 +216,7 @@ def _grid_x_text(text: str, declarations: HostDeclarations) -> str | None:
 
 def _rounds_up(grid_x: str, variable: str | None, block_x: int, scope: HostScope, host: str) -> bool:
     """`(variable + C) / block_x` with C >= block_x - 1, all of it integer arithmetic."""
-    if variable is None or not re.search(rf"\b(?:int|unsigned|long|size_t)\s+(?:\w+\s+)*{variable}\s*[=;,)]", host) \
-            or re.search(rf"\b(?:float|double)\s+{variable}\b", host):
+    if variable is None or not _declared_integer(host, variable):
         return False
     node = parse_host_expression(grid_x)
     while isinstance(node, c_ast.Cast) and " ".join(getattr(node.to_type.type.type, "names", [])) in _INTEGER_TYPES:
@@ -205,6 +230,14 @@ def _rounds_up(grid_x: str, variable: str | None, block_x: int, scope: HostScope
             for t, sign in terms if not any(t is m[0] for m in mine)]
     return divisor == block_x and len(mine) == 1 and mine[0][1] == 1 and None not in rest \
         and sum(rest) >= block_x - 1
+
+
+@lru_cache(maxsize=4096)
+def _declared_integer(host: str, variable: str) -> bool:
+    """The host text declares `variable` with an integer type and never with a floating one (asked once per
+    text and name: every kernel of a file asks for its `n`)."""
+    return re.search(rf"\b(?:int|unsigned|long|size_t)\s+(?:\w+\s+)*{variable}\s*[=;,)]", host) is not None \
+        and re.search(rf"\b(?:float|double)\s+{variable}\b", host) is None
 
 
 def _terms(node: c_ast.Node, sign: int) -> list[tuple[c_ast.Node, int]]:
@@ -246,11 +279,11 @@ def _agreed(shapes: list[tuple]) -> tuple:
 
 
 def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
-    """The block shape the kernel is launched with: a `#pragma gpgpu_opt launch` line right before it (a
-    file gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated from
+    """The block shape the kernel is launched with: a `// gpgpu_opt launch` line right before it (a file
+    gpgpu-opt wrote), else its launch sites in the file, when they agree and can be evaluated from
     literals, macros and host variables set once (`int threads = 128;`)."""
     start, text = kernel.source_span[0], program.text_of(kernel.source_file)
-    before = [p for p in pragma_launches(text) if p[0] < start and not text[text.index("\n", p[0]):start].strip()]
+    before = [p for p in launch_lines(text) if p[0] < start and not text[text.index("\n", p[0]):start].strip()]
     if before:
         values = [evaluate_int(v, program.macros) for v in before[-1][1].split(",")]
         if values and None not in values:
@@ -261,19 +294,28 @@ def naive_block(program: Program, kernel: Kernel) -> tuple[int, int] | None:
     return launch.block[0], launch.block[1]
 
 
-_LAUNCH_PRAGMA = re.compile(r"#\s*pragma\s+gpgpu_opt\s+launch\s+block\s*\(([^)]*)\)\s*grid\s*\((.*)\)\s*$",
-                            re.MULTILINE)
+#: The line gpgpu-opt writes before a rewritten kernel to state its launch: a comment, so that nvcc and the
+#: host compiler take it silently (an unknown `#pragma` warns under -Wall and fails -Werror). The pragma
+#: form is read too: hand-written files for `verify --against` and outputs of earlier versions use it.
+_LAUNCH_LINE = re.compile(r"^[ \t]*(?://[ \t]*|#[ \t]*pragma[ \t]+)gpgpu_opt[ \t]+launch[ \t]+block[ \t]*\(([^)]*)\)"
+                         r"[ \t]*grid[ \t]*\((.*)\)[ \t]*$", re.MULTILINE)
 
 
-def launch_pragma(kernel: Kernel) -> str:
+def launch_line(kernel: Kernel) -> str:
     """The line that states an optimized kernel's launch, read back by `verify --against` and `analyze`."""
     gx, gy = kernel.launch.grid_expressions()
-    return f"#pragma gpgpu_opt launch block({kernel.launch.block[0]}, {kernel.launch.block[1]}) grid({gx}, {gy})"
+    return f"// gpgpu_opt launch block({kernel.launch.block[0]}, {kernel.launch.block[1]}) grid({gx}, {gy})"
 
 
-def pragma_launches(text: str) -> list[tuple[int, str, str]]:
-    """Every `#pragma gpgpu_opt launch` line: (offset, block text, grid text)."""
-    return [(m.start(), m.group(1), m.group(2)) for m in _LAUNCH_PRAGMA.finditer(text)]
+def launch_lines(text: str) -> list[tuple[int, str, str]]:
+    """Every `// gpgpu_opt launch` (or `#pragma gpgpu_opt launch`) line: (offset, block text, grid text)."""
+    return list(_launch_lines(text))
+
+
+@lru_cache(maxsize=16)
+def _launch_lines(text: str) -> tuple[tuple[int, str, str], ...]:
+    """Scanned once per text: every kernel of a file asks (per kernel, a compile was quadratic in them)."""
+    return tuple((m.start(), m.group(1), m.group(2)) for m in _LAUNCH_LINE.finditer(text))
 
 
 def naive_name(kernel_name: str) -> str:

@@ -99,7 +99,12 @@ def kernel_facts(program, kernel: Kernel, options: CompileOptions) -> KernelFact
 
 def definable_vectors(program) -> frozenset[str]:
     """The vectors CUDA lacks whose name no file of the program spells outside its comments and strings (a
-    type, a variable or a macro of the user's own named `half8` would clash with the output's definition)."""
+    type, a variable or a macro of the user's own named `half8` would clash with the output's definition).
+    Read once per program (per kernel, it made a compile quadratic in the number of kernels)."""
+    return view_of(program).once("definable vectors", lambda: _definable_vectors(program))
+
+
+def _definable_vectors(program) -> frozenset[str]:
     spelled = set()
     for f in program.source_files():
         for token in tokenize(program.text_of(f.path)):

@@ -133,3 +133,43 @@ def test_stencil_offsets_cached_equal_computed():
     assert _offsets(*args) == _offsets.__wrapped__(*args) == expected
     assert _offsets(*args) == expected                            # from the cache
     assert _offsets(j - 1, i - 2, ("j", "i"), ((0, 1), (0, 1, 2, 3, 4))) != expected   # other loop values
+
+
+def many_kernels(count: int) -> str:
+    kernels = "".join(f"__global__ void scale{k}(float *a, const float *b, int n)\n{{\n"
+                      f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] = b[i] * {k}.0f;\n}}\n"
+                      for k in range(count))
+    launches = "".join(f"    scale{k}<<<(n + 255) / 256, 256>>>(a, b, n);\n" for k in range(count))
+    return kernels + ("int main()\n{\n    float *a, *b;\n    int n = 1 << 20;\n    cudaMalloc(&a, n * sizeof(float));\n"
+                      f"    cudaMalloc(&b, n * sizeof(float));\n{launches}    return 0;\n}}\n")
+
+
+def test_what_holds_for_the_whole_program_is_computed_once_whatever_the_number_of_kernels(tmp_path):
+    """Computed per kernel, each of these read the whole program again: a file of 1000 kernels launched from
+    one main() took minutes (a buffer passed to every launch was judged at every launch, over all its uses)."""
+    from gpgpu_opt.diagnostics import Diagnostics
+    from gpgpu_opt.launch.host_view import view_of
+    from gpgpu_opt.passes import parse_pass_list
+    from gpgpu_opt.pipeline import compile_with
+
+    path = tmp_path / "many.cu"
+    path.write_text(many_kernels(6))
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list("restrict"), Diagnostics(quiet=True),
+                          validate=False)
+    assert all(r.optimized.params[0].is_restrict for r in result.kernels)     # every launch was read
+    computed = view_of(result.program).computed
+    for question in ("definable vectors", "buffers", "launches by name", "sites by kernel", "words",
+                     "launch reading refused"):
+        assert computed[question] == 1, (question, computed[question])
+
+
+def test_the_writes_of_a_name_are_the_same_from_the_index_and_the_memo(tmp_path):
+    from gpgpu_opt.launch.host_scopes import HostFunction, _writes_of, writes_of
+
+    fn = HostFunction("int main() { int n = 4; dim3 g(n); g.x = n + 1; n++; int *p = &n; k<<<g, 1>>>(p); }")
+    whole = (0, len(fn.tokens), -1)
+    for name in ("n", "g", "p"):
+        first = writes_of(fn, name, *whole)
+        first[0].clear() if first[0] else None          # a caller may edit what it is given
+        assert writes_of(fn, name, *whole) == _writes_of(fn, name, *whole)

@@ -50,6 +50,19 @@ def test_every_golden_output_compiles_with_nvcc(target, tmp_path):
     assert not failures, "\n".join(failures)
 
 
+@requires_nvcc
+@pytest.mark.parametrize("name", ["mm.cu", "vv.cu", "conv.cu"])
+def test_an_output_builds_silently_with_every_warning_an_error(name, tmp_path):
+    """Host and device code, under the host compiler's -Wall -Wextra and nvcc's own warnings, each an error:
+    the launch line is a comment (the `#pragma` failed -Wunknown-pragmas) and the helpers of a kernel the file
+    does not launch are marked unused (nvcc's warning #177-D). mm launches its kernels; vv's helpers check the
+    launch; conv's are unused."""
+    build = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(GOLDEN / "sm_90" / name), "-o", str(tmp_path / "o.o"),
+                            f"-I{ROOT / 'inputs'}", "-Xcompiler", "-Wall,-Wextra,-Werror", "-Werror", "all-warnings"],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+
+
 def test_g80_mm_has_the_shape_of_the_papers_figures_3a_5_and_7():
     """Fig. 3a's staged row of A, then 16 blocks merged in x (§3.5, Fig. 5): the merged block loads A's rows
     once; then 16 rows per thread (Fig. 7): B[k * n + col] read once into a register for them."""
@@ -59,7 +72,7 @@ def test_g80_mm_has_the_shape_of_the_papers_figures_3a_5_and_7():
     assert text.count("tile_A[r][threadIdx.x] = ") == 1 and "A[(row + r) * n + k0 + threadIdx.x]" in text
     assert text.count("= B[k * n + col];") == 1                        # B is already coalesced, read once
     assert "float sum[16];" in text and "sum[r] += A_val[r] * B_val;" in text
-    assert "#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)" in text
+    assert "// gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)" in text
     assert "// merge: 16 blocks of 16x1 threads merged in x: they share tile_A" in text
     assert "// merge: each thread computes 16 outputs in y" in text
     assert text.count("__syncthreads();") == 2
@@ -71,7 +84,7 @@ def test_g80_mv_has_the_shape_of_the_papers_figure_3b_merged_in_x():
     assert re.search(r"for \(int rr = 0; rr < 32; rr \+= 2\)", text)   # 16 passes of 2 rows
     assert "tile_A[threadIdx.x][c - c0]" in text                       # read back transposed
     assert "__shared__ float tile_x[16];" in text                      # x's segment, loaded once
-    assert "#pragma gpgpu_opt launch block(32, 1)" in text
+    assert "// gpgpu_opt launch block(32, 1)" in text
     assert text.count("__syncthreads();") == 2
     # prefetch (paper Fig. 8): the next step's loads in registers, none past the last step (of the loop
     # partition rotated: the next step is the rotated one)
@@ -146,7 +159,7 @@ def test_whole_programs_build_unchanged_and_launch_with_the_new_configuration(na
     main_start = original.index("int main")
     host = original[main_start:]
     launched = re.findall(r"(\w+)<<<", host)
-    rewritten = re.findall(r"#pragma gpgpu_opt launch .*\n__global__ void (\w+)", text)
+    rewritten = re.findall(r"// gpgpu_opt launch .*\n__global__ void (\w+)", text)
     for kernel in rewritten:
         assert f"{kernel}<<<{kernel}_grid(" in text and f"static dim3 {kernel}_grid(" in text
     # host code is unchanged apart from the rewritten launch sites
@@ -255,7 +268,7 @@ def test_3x3_stencils_stage_18x18_halos_on_g80_and_keep_l1_reads_on_sm90(name, a
     g80 = (GOLDEN / "g80" / f"{name}.cu").read_text()
     assert f"__shared__ float tile_{array}[18][18];" in g80 and g80.count("__syncthreads();") == 1
     assert f"tile_{array}[threadIdx.y + 2][threadIdx.x + 2]" in g80 or name == "imregionmax"
-    assert "#pragma gpgpu_opt launch block(16, 16)" in g80
+    assert "// gpgpu_opt launch block(16, 16)" in g80
     sm90 = (GOLDEN / "sm_90" / f"{name}.cu").read_text()
     assert "__shared__" not in sm90
     report = json.loads((GOLDEN / "sm_90" / f"{name}.report.json").read_text())
@@ -293,7 +306,7 @@ def test_sm90_conv_is_register_blocked_with_a_halo_tile():
     assert "float sum[8][8];" in text and "float in_row[23];" in text
     assert "sum[r][c] += in_val * filt_val;" in text and "const float in_val = in_row[c + i];" in text
     assert "in[(first_row + tile_row) * (width + 15) + first_col + tile_col]" in text
-    assert "#pragma gpgpu_opt launch block(16, 8) grid((global_x + 127) / 128, (global_y + 63) / 64)" in text
+    assert "// gpgpu_opt launch block(16, 8) grid((global_x + 127) / 128, (global_y + 63) / 64)" in text
     assert "__launch_bounds__(128, 4)" in text
     assert text.count("__syncthreads();") == 1
 

@@ -15,7 +15,7 @@ from gpgpu_opt.cli import app
 from gpgpu_opt.frontend import load_program
 from gpgpu_opt.launch.sites import naive_launch, truncating_grids
 from tests.cli_in_process import run_cli
-from tests.conftest import ROOT
+from tests.conftest import ROOT, requires_nvcc
 
 KERNEL = """
 __global__ void scale(float *a, int n)
@@ -50,16 +50,56 @@ def src(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("command", [["verify", "{f}", "--size", "n=0"], ["verify", "{f}", "--size", "n=-3"],
-                                     ["verify", "{f}", "--global", "0"], ["verify", "{f}", "--global", "-2,4"],
+@pytest.mark.parametrize("command", [["verify", "{f}", "--global", "0"], ["verify", "{f}", "--global", "-2,4"],
                                      ["verify", "{f}", "--bind", "n=0"],
-                                     ["compile", "{f}", "-o", "{out}", "--bind", "n=0"],
-                                     ["run", "{f}", "--size", "n=0", "--build-only"]])
-def test_sizes_that_are_not_positive_are_an_error(src, tmp_path, command):
+                                     ["compile", "{f}", "-o", "{out}", "--bind", "n=0"]])
+def test_shapes_and_bindings_that_are_not_positive_are_an_error(src, tmp_path, command):
     args = [a.format(f=src, out=tmp_path / "out.cu") for a in command]
     error = assert_error(cli(*args))
     assert "must be positive" in error or "positive integers" in error
     assert not (tmp_path / "out.cu").exists()
+
+
+ROW_SUMS = """
+__global__ void rowsum(const float *a, float *s, int rows, int nk)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        float acc = 0.0f;
+        for (int k = 0; k < nk; k++)
+            acc += a[r * nk + k];
+        s[r] = acc;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("command, expected", [
+    (["verify", "--size", "bogus=4"], "--size bogus=4: the program has no parameter or variable 'bogus' (the "
+                                      "kernels' scalar parameters: nk, rows)"),
+    (["verify", "--size", "rows=-3"], "--size rows=-3: sizes are not negative"),
+    (["verify", "--size", "rows=1099511627776"], "--size rows=1099511627776: does not fit 'int rows' of kernel "
+                                                 "'rowsum' (-2147483648 to 2147483647)"),
+    (["run", "--build-only", "--size", "rows=1099511627776"], "does not fit 'int rows'"),
+    (["verify", "--size", "rows=100000000", "--size", "nk=300"], "at rows=100000000, nk=300 its arrays take "
+                                                                 "560.7 GiB to emulate, more than the"),
+])
+def test_sizes_are_checked_against_the_program_before_anything_runs(tmp_path, command, expected):
+    """An unknown name used to be ignored (PASS), 2^40 rows a MemoryError, and in the run harness
+    `const int s_rows = 1099511627776;`."""
+    (tmp_path / "rows.cu").write_text(ROW_SUMS)
+    harness = ["--out", tmp_path / "harness"] if command[0] == "run" else []
+    assert_error(cli(command[0], tmp_path / "rows.cu", *command[1:], *harness), expected)
+    assert sorted(os.listdir(tmp_path)) == ["rows.cu"]
+
+
+def test_a_loop_of_no_iteration_is_a_case_to_verify_a_launch_of_no_thread_is_not(tmp_path):
+    (tmp_path / "rows.cu").write_text(ROW_SUMS)
+    code, output = cli("verify", tmp_path / "rows.cu", "--size", "rows=100", "--size", "nk=0")
+    assert code == 0 and "PASS" in output, output
+    code, output = cli("verify", tmp_path / "rows.cu", "--size", "rows=0", "--size", "nk=3")   # a StopIteration
+    assert code == 1 and "its launch at these sizes starts no block" in output, output
+    assert "FAIL: nothing compared" in output and "internal error" not in output
 
 
 @pytest.mark.parametrize("where", ["missing_dir/out.cu", "k.cu/out.cu"])
@@ -106,6 +146,22 @@ def test_output_dash_writes_to_stdout_and_diagnostics_to_stderr(src, tmp_path):
     assert "__global__ void scale" in proc.stdout and "note:" not in proc.stdout
     assert "note:" in proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["k.cu"]            # no file named '-'
+
+
+@requires_nvcc
+@pytest.mark.parametrize("edit, error", [
+    (("threadIdx.x;", "threadIdx.x"), 'k.cu:5:5: error: expected a ";"'),
+    (("* 2.0f", "* factor"), 'k.cu:5:30: error: identifier "factor" is undefined'),
+])
+@pytest.mark.parametrize("command", [["compile", "k.cu", "-o", "out.cu"], ["verify", "k.cu"],
+                                     ["analyze", "k.cu"], ["run", "k.cu", "--build-only"]])
+def test_what_nvcc_rejects_is_an_error_with_no_output(src, tmp_path, edit, error, command):
+    """A missing ';' and an undeclared name: nvcc rejects them, so every command does, where nvcc puts them
+    (they used to pass through with a note, the file written, exit 0)."""
+    src.write_text(KERNEL.replace(*edit))
+    code, output = cli(*command, cwd=tmp_path)
+    assert code == 1 and output.splitlines()[0] == error, output
+    assert "note:" not in output and sorted(os.listdir(tmp_path)) == ["k.cu"]
 
 
 def test_version():

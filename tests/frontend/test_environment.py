@@ -162,7 +162,8 @@ def test_a_transformed_kernel_prints_bool_and_builds(cu, tmp_path):
 def test_an_unknown_function_passes_the_kernel_through_naming_it(cu):
     from gpgpu_opt.diagnostics import Diagnostics
 
-    path = cu("__global__ void k(float *o) { o[threadIdx.x] = fancy_libm_call(1.0f); }\n")
+    path = cu("extern __device__ float fancy_libm_call(float);  // defined in another unit (-rdc)\n"
+              "__global__ void k(float *o) { o[threadIdx.x] = fancy_libm_call(1.0f); }\n")
     diagnostics = Diagnostics(quiet=True)
     program = load_program(path, diagnostics=diagnostics)
     assert program.kernels == [] and program.passed_through == ["k"]

@@ -172,3 +172,31 @@ def test_else_if_chains_print_on_one_level(tmp_path):
             "    } else if (i < n)\n        a[i] = 3;\n    else\n        a[i] = 4;\n") in text
     path.write_text(text)
     assert kernel_source(load_program(str(path)).kernels[0].funcdef) == text
+
+
+IFDEF_BRANCHES = """
+    __global__ void scale(float *a, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+    #ifdef CHECK_BOUNDS
+        if (i < n) {
+    #else
+        {
+    #endif
+            a[i] = a[i] * 2.0f;
+        }
+    }
+"""
+
+
+@pytest.mark.parametrize("defines", [{}, {"CHECK_BOUNDS": "1"}])
+def test_each_branch_of_an_ifdef_may_open_the_block_one_brace_closes(tmp_path, defines):
+    """The braces are counted as the preprocessor leaves them (counted as written, both branches opened a
+    block: "expected '}' at end of input"); a block that no branch closes is still an error."""
+    path = write(tmp_path, IFDEF_BRANCHES)
+    program = load_program(path, defines=defines, diagnostics=Diagnostics(quiet=True))
+    assert [k.name for k in program.kernels] == ["scale"]
+    assert ("i < n" in kernel_source(program.kernels[0].funcdef)) == bool(defines)
+    path = write(tmp_path, IFDEF_BRANCHES.replace("        }\n    }\n", "        }\n"))
+    with pytest.raises(CompileError, match="expected '}' at end of input"):
+        load_program(path, defines=defines)

@@ -1,6 +1,7 @@
 """Multi-file programs: the kernels, __device__ functions, typedefs and launch sites of every user
 file the main .cu includes with quotes; quoted system headers; bytes that are not UTF-8; one function that
-cannot be read passes through and the others are still optimized."""
+cannot be read passes through and the others are still optimized (one that nvcc rejects is an
+error)."""
 from __future__ import annotations
 
 import shutil
@@ -15,6 +16,7 @@ from gpgpu_opt.launch.sites import naive_block, naive_launch
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.targets import get_target
+from tests.conftest import requires_nvcc
 
 # A program in the style of the classic suites: the host file includes the kernel file, which includes a
 # header one directory up; the kernel calls a __device__ function of that header.
@@ -217,8 +219,66 @@ def test_crlf_files_are_read_as_lines_and_written_back_with_crlf(tmp_path):
     assert program.kernels[0].source_line == 2
 
 
+HOST_PROGRAM = b"""\
+#include <cstdio>
+__global__ void scale(float *a, const float *b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = b[i] * 2.0f;
+}
+int main()
+{
+    float *a, *b;
+    int n = 1 << 24;
+    cudaMalloc(&a, n * sizeof(float));
+    cudaMalloc(&b, n * sizeof(float));
+    scale<<<(n + 255) / 256, 256>>>(a, b, n);
+    printf("done\\n");
+    return 0;
+}
+"""
+
+
+def test_a_byte_order_mark_stays_in_front_and_the_first_kernel_is_optimized(tmp_path):
+    """The launch helpers written before the first kernel used to go in front of the mark."""
+    (tmp_path / "k.cu").write_bytes(b"\xef\xbb\xbf" + HOST_PROGRAM)
+    program, result, _ = compile_all(tmp_path / "k.cu")
+    assert result.kernels[0].transformed
+    written = program.files[0].as_written(result.output).encode("utf-8", "surrogateescape")
+    assert written.startswith(b"\xef\xbb\xbf#include <cstdio>\n// gpgpu-opt") and written.count(b"\xef\xbb\xbf") == 1
+
+
+@pytest.mark.parametrize("bad, where", [
+    (b'printf("r\xe9sultat\\n");', "14:14: error: invalid multibyte character sequence"),
+    (b"int caf\xe9 = 1; printf(\"done\\n\");", "14:12: error: unrecognized token"),
+])
+def test_bytes_that_are_not_utf8_in_code_are_an_error_where_nvcc_puts_it(tmp_path, bad, where):
+    """nvcc rejects them outside comments (Latin-1 in a host string used to end in an internal error)."""
+    (tmp_path / "k.cu").write_bytes(HOST_PROGRAM.replace(b'printf("done\\n");', bad))
+    with pytest.raises(CompileError) as info:
+        load_program(str(tmp_path / "k.cu"))
+    assert str(info.value).startswith(f"{tmp_path / 'k.cu'}:{where}")
+
+
+def test_bytes_that_are_not_utf8_where_the_preprocessor_leaves_them_out_are_kept(tmp_path):
+    text = HOST_PROGRAM.replace(b"int main()", b'#if 0\nconst char *old = "r\xe9sultat";\n#endif\nint main()')
+    (tmp_path / "k.cu").write_bytes(text)
+    program, result, _ = compile_all(tmp_path / "k.cu")
+    assert result.kernels[0].transformed and b'"r\xe9sultat"' in result.output.encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("place", [b"// a NUL \0 in a comment\n", b"/* \0 */\n", b'const char nul[] = "a\0b";\n'])
+def test_a_nul_byte_in_a_comment_or_a_literal_is_read(tmp_path, place):
+    """nvcc builds these (it used to be 'not a text file')."""
+    (tmp_path / "k.cu").write_bytes(place + HOST_PROGRAM)
+    program, result, _ = compile_all(tmp_path / "k.cu")
+    assert result.kernels[0].transformed
+    assert result.output.encode("utf-8", "surrogateescape").startswith(place)
+
+
 BAD_AND_GOOD = """\
-__device__ float broken(float v) { return v +; }
+enum Mode { HALVE = 2 };
+__device__ float broken(float v) { auto half = [](float x) { return x * 0.5f; }; return half(v); }
 __device__ float fine(float v) { return v * 0.5f; }
 
 __global__ void uses_broken(float *a, int n)
@@ -230,7 +290,7 @@ __global__ void uses_broken(float *a, int n)
 __global__ void undeclared(float *a, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) a[i] = not_declared_anywhere;
+    if (i < n) a[i] = a[i] / HALVE;
 }
 
 __global__ void good(float *a, const float *b, int n)
@@ -241,19 +301,20 @@ __global__ void good(float *a, const float *b, int n)
 """
 
 
-def test_one_bad_function_never_sinks_the_file(tmp_path):
+def test_one_function_it_cannot_read_never_sinks_the_file(tmp_path):
+    """Valid CUDA that the front end does not read (a lambda, an enum constant) passes through as written."""
     write_tree(tmp_path, {"main.cu": '#include "kernels.cu"\n', "kernels.cu": BAD_AND_GOOD})
     program, result, diagnostics = compile_all(tmp_path / "main.cu")
     assert [k.name for k in program.kernels] == ["good"]
     assert program.passed_through == ["broken", "uses_broken", "undeclared"]
     notes = {n.kernel: str(n) for n in diagnostics.notes}
     kernels_cu = tmp_path / "kernels.cu"
-    assert notes["broken"].startswith(f"{kernels_cu}:1:1: note: 'broken' passed through unchanged: expected "
-                                      f"expression before ';' at {kernels_cu}:1:")
+    assert notes["broken"].startswith(f"{kernels_cu}:2:1: note: 'broken' uses C++ (lambda, line 2); passed "
+                                      "through unchanged")
     assert "'uses_broken' passed through unchanged: it calls 'broken', which is passed through" \
         in notes["uses_broken"]
-    assert notes["undeclared"].startswith(f"{kernels_cu}:10:1: note: 'undeclared' passed through unchanged: use "
-                                          "of undeclared identifier 'not_declared_anywhere'")
+    assert notes["undeclared"].startswith(f"{kernels_cu}:11:1: note: 'undeclared' passed through unchanged: use "
+                                          "of undeclared identifier 'HALVE'")
     assert result.kernels[0].transformed
     out = result.outputs[str(kernels_cu)]
     for name in ("broken", "uses_broken", "undeclared"):   # as written, byte for byte
@@ -261,6 +322,24 @@ def test_one_bad_function_never_sinks_the_file(tmp_path):
                                    else "__device__ float broken")
         end = BAD_AND_GOOD.index("}\n", start) + 2
         assert BAD_AND_GOOD[start:end] in out
+
+
+@requires_nvcc
+@pytest.mark.parametrize("body, error", [
+    ("return v +;", ":2:46: error: expected an expression"),
+    ("return v * not_declared_anywhere;", ':2:47: error: identifier "not_declared_anywhere" is undefined'),
+])
+def test_a_function_nvcc_rejects_is_an_error_where_nvcc_puts_it(tmp_path, body, error):
+    """What the front end cannot read and nvcc rejects is invalid, in whichever file of the program it is;
+    none of the notes of the functions that were read are printed."""
+    first, _, rest = BAD_AND_GOOD.split("\n", 2)
+    kernels = f"{first}\n__device__ float broken(float v) {{ {body} }}\n{rest}"
+    write_tree(tmp_path, {"main.cu": '#include "kernels.cu"\n', "kernels.cu": kernels})
+    diagnostics = Diagnostics(quiet=True)
+    with pytest.raises(CompileError) as info:
+        load_program(str(tmp_path / "main.cu"), diagnostics=diagnostics)
+    assert str(info.value).startswith(f"{tmp_path / 'kernels.cu'}{error}")
+    assert diagnostics.notes == []
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -354,7 +433,8 @@ def test_a_kernel_calling_a_broken_helper_of_an_included_header_passes_through(t
             }
             """,
         "helpers.h": """\
-            __device__ float inner(float v) { return v + undeclared_constant; }
+            enum { OFFSET = 1 };
+            __device__ float inner(float v) { return v + OFFSET; }
             __device__ float outer(float v) { return inner(v) * 2.0f; }
             """})
     diagnostics = Diagnostics(quiet=True)

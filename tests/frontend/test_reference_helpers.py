@@ -128,7 +128,7 @@ def test_a_call_outside_the_whitelist_passes_the_kernel_through_naming_the_helpe
 
 
 def test_values_get_fresh_locals_and_clashing_names_are_renamed(tmp_path):
-    program, _, _ = _compile(tmp_path, HELPERS + """
+    program, _, _ = _compile(tmp_path, "__device__ float bias;\n" + HELPERS + """
         __global__ void k(float *a, float *b) {
             int i = threadIdx.x;
             float t = a[i], y, s = 3.0f;

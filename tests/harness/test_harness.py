@@ -191,3 +191,37 @@ def test_a_half_kernel_has_a_harness(tmp_path):
     assert "#include <cuda_fp16.h>" in text and "const __half s_alpha = 0.75;" in text
     assert "fill_real(h_x, n_x);" in text and "half8" in text
     _nvcc_compile(tmp_path, text, "haxpy")
+
+
+CEIL_GRID = """\
+#include <cmath>
+#define N 100000
+__global__ void add(float *a, const float *b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = a[i] + b[i];
+}
+int main()
+{
+    float *a, *b;
+    cudaMalloc(&a, N * sizeof(float));
+    cudaMalloc(&b, N * sizeof(float));
+    dim3 block(256);
+    dim3 grid(ceil((float)N / block.x));
+    add<<<grid, block>>>(a, b, N);
+    return 0;
+}
+"""
+
+
+def test_the_harness_takes_the_programs_own_launch_and_arguments(tmp_path):
+    """A classic suite's `dim3 grid(ceil((float)N / block.x))` and `add<<<grid, block>>>(a, b, N)`: the harness
+    runs what the program runs (run --build-only said it could not tell how many threads the launch covers)."""
+    path = tmp_path / "add.cu"
+    path.write_text(CEIL_GRID)
+    program = load_program(str(path), diagnostics=Diagnostics(quiet=True))
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), Diagnostics(quiet=True))
+    text = generate_harness(program, result, "add", {})
+    assert "const int s_n = 100000;" in text
+    assert "naive_grid(391, 1), naive_block(256, 1)" in text        # 391 blocks of 256 cover 100000
+    assert "const int s_n = 4096;" in generate_harness(program, result, "add", {"n": 4096})  # --size wins

@@ -72,7 +72,7 @@ def test_mm_merges_16_blocks_in_x_sharing_the_row_of_A(mm):
     (applied, launch, _, _) = merge_decisions(k, "applied")
     assert "loaded by all 256 threads" in applied and "768 threads resident per SM against 128" in applied
     assert launch == "blocks of 256x1 threads, one thread per output"
-    assert "#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)" in mm.output
+    assert "// gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, (global_y + 15) / 16)" in mm.output
 
 
 @pytest.mark.parametrize("n", [37, 270])   # one partial merged block; two, the second partial

@@ -246,7 +246,7 @@ def test_reductions_build_for_sm90_without_spills(tmp_path):
 def test_reduction_goldens_have_the_tree_out_of_global_memory(target):
     text = (ROOT / "golden" / target / "reduction.cu").read_text()
     # CHECK: the naive launch kept, the segment loop unrolled, no tree level in global memory
-    assert "#pragma gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)" in text
+    assert "// gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)" in text
     assert "#pragma unroll 8" in text and "partial[i + s]" not in text
     assert ("__shfl_down_sync" in text) == (target == "sm_90")
     assert ("__shared__ float warp_sum[8];" in text) == (target == "sm_90")
