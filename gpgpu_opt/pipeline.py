@@ -21,6 +21,7 @@ from gpgpu_opt.frontend.scanner import outside_namespaces
 from gpgpu_opt.frontend.templates import specialization_edits
 from gpgpu_opt.launch.host_view import view_of
 from gpgpu_opt.kernel import Kernel
+from gpgpu_opt.line_wrap import wrap_lines
 from gpgpu_opt.launch.contract import launch_assumptions
 from gpgpu_opt.launch.lowering import launch_helper, rewrite_launch
 from gpgpu_opt import passes as registry
@@ -32,6 +33,7 @@ from gpgpu_opt.rewriting.three_d import block_z
 from gpgpu_opt.pass_api.schedule import Schedule
 from gpgpu_opt.rewriting.parameter_views import ParameterViews
 from gpgpu_opt.rewriting.prototypes import declaration_plan, with_declared_signature
+from gpgpu_opt.rewriting.tidy import tidy
 from gpgpu_opt.rewriting.vector import definitions as vector_definitions
 from gpgpu_opt.signature import requalified
 from gpgpu_opt.targets import Target
@@ -162,6 +164,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
         before = current.copy()
         try:
             result = passes[name](before, ctx)
+            tidy(result.funcdef)
             for instrument in instruments:
                 instrument.after_pass(name, result, ctx)
         except SanityError as err:
@@ -464,7 +467,7 @@ def assemble_files(program: Program, results: list[KernelResult]) -> dict[str, s
         missing = [h for h in sorted(headers[file]) if f"<{h}>" not in text]
         if missing:
             first_include = re.search(r"^#\s*include", text, re.M)
-            at = first_include.start() if first_include else _after_preamble(text)
+            at = first_include.start() if first_include else _after_header_comment(text)
             file_edits.append((at, at, "".join(f"#include <{h}>\n" for h in missing)))
         for start, end, new in sorted(file_edits, key=lambda e: (e[0], e[1]), reverse=True):
             text = text[:start] + new + text[end:]
@@ -495,7 +498,7 @@ def _helpers(program: Program, rewritten: list[KernelResult], headers: set[str],
         contract = launch_assumptions(program, r.naive, r.optimized, r.context.facts.naive_block)
         if contract is not None and contract.requirements():
             headers |= {"cstdio", "cstdlib"}
-        text = launch_helper(r.optimized, contract)
+        text = wrap_lines(launch_helper(r.optimized, contract))
         if r.naive.name in early:
             guard = f"GPGPU_OPT_{r.naive.name.upper()}_LAUNCH_HELPERS"
             text = f"#ifndef {guard}\n#define {guard}\n{text}#endif\n"
@@ -529,15 +532,30 @@ def _kernel_text(as_written: str, result: KernelResult) -> str:
         except ValueError:
             pass  # a parameter list the text edit cannot follow (a comment with a comma): print it
     launch = sites.launch_line(result.optimized) + "\n" if result.rewritten else ""
-    return launch + result.optimized.with_launch_bounds(kernel_source(result.optimized.funcdef).rstrip("\n"))
+    return launch + wrap_lines(result.optimized.with_launch_bounds(kernel_source(result.optimized.funcdef).rstrip("\n")))
 
 
 def _after_preamble(text: str) -> int:
-    """Just after the leading #include / #define lines."""
+    """Just after the leading comments and #include / #define lines."""
+    return _after_leading(text, directives=True)
+
+
+def _after_header_comment(text: str) -> int:
+    """Just after the file's leading comments (where headers go in a file that includes none: before the
+    user's macros, which a header must not see)."""
+    return _after_leading(text, directives=False)
+
+
+def _after_leading(text: str, directives: bool) -> int:
     pos = 0
+    in_comment = False
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
-        if stripped.startswith("#") or not stripped or stripped.startswith("//"):
+        if in_comment or stripped.startswith("/*"):
+            in_comment = "*/" not in (stripped if in_comment else stripped[2:])
+            pos += len(line)
+            continue
+        if (directives and stripped.startswith("#")) or not stripped or stripped.startswith("//"):
             pos += len(line)
             continue
         break

@@ -23,7 +23,8 @@ __attribute__((unused)) static dim3 conv_grid(dim3 naive_grid, dim3 naive_block)
 __global__ void conv(const float *in, const float *filt, float *out, int width, int height) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
-    // coalesce: stage the in reads' footprint in tile_in (31x31: the block's 16x16 outputs and the stencil's reach, 0 up, 15 down, 0 left, 15 right), each element once
+    // coalesce: stage the in reads' footprint in tile_in (31x31: the block's 16x16 outputs and the stencil's
+    // reach, 0 up, 15 down, 0 left, 15 right), each element once
     const int row0 = blockIdx.y * 16;
     const int col0 = blockIdx.x * 16;
     __shared__ float tile_in[31][31];
@@ -31,9 +32,11 @@ __global__ void conv(const float *in, const float *filt, float *out, int width, 
         for (int elem = threadIdx.y * 16 + threadIdx.x; elem < 961; elem += 256) {
             const int row = row0 + elem / 31;
             const int col = col0 + elem % 31;
-            tile_in[elem / 31][elem % 31] = (row < height + 15 && col < width + 15) ? in[row * (width + 15) + col] : 0.0f;
+            tile_in[elem / 31][elem % 31] = (row < height + 15 && col < width + 15)
+                    ? in[row * (width + 15) + col] : 0.0f;
         }
-    // coalesce: stage filt[j * 16 + i], the same for every thread, in tile_filt (256 elements), each element once
+    // coalesce: stage filt[j * 16 + i], the same for every thread, in tile_filt (256 elements), each element
+    // once
     __shared__ float tile_filt[256];
     if (col0 < width && row0 < height)
         for (int elem = threadIdx.y * 16 + threadIdx.x; elem < 256; elem += 256)

@@ -23,7 +23,8 @@ __attribute__((unused)) static dim3 demosaic_grid(dim3 naive_grid, dim3 naive_bl
 __global__ void demosaic(const float *raw, float *r, float *g, float *b, int width, int height) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
-    // coalesce: stage the raw reads' footprint in tile_raw (18x18: the block's 16x16 outputs and the stencil's reach, 0 up, 2 down, 0 left, 2 right), each element once
+    // coalesce: stage the raw reads' footprint in tile_raw (18x18: the block's 16x16 outputs and the
+    // stencil's reach, 0 up, 2 down, 0 left, 2 right), each element once
     const int row0 = blockIdx.y * 16;
     const int col0 = blockIdx.x * 16;
     __shared__ float tile_raw[18][18];
@@ -31,7 +32,8 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
         for (int elem = threadIdx.y * 16 + threadIdx.x; elem < 324; elem += 256) {
             const int row = row0 + elem / 18;
             const int col = col0 + elem % 18;
-            tile_raw[elem / 18][elem % 18] = (row < height + 2 && col < width + 2) ? raw[row * (width + 2) + col] : 0.0f;
+            tile_raw[elem / 18][elem % 18] = (row < height + 2 && col < width + 2)
+                    ? raw[row * (width + 2) + col] : 0.0f;
         }
     __syncthreads();
     if (x < width && y < height) {

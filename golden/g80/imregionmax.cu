@@ -1,10 +1,10 @@
-#include <cstdio>
-#include <cstdlib>
 /* imregionmax.cu -- regional maxima with a 3x3 window on a pre-padded image, shorthand dialect:
  * C(y,x) = 1 if A(y+1,x+1) >= max of the 3x3 window A(y..y+2, x..x+2), else 0.
  * 2-D thread space, one thread per output pixel: idx in 0..WIDTH_C-1, idy in 0..HEIGHT_C-1
  * (globalDimX = WIDTH_C, globalDimY = HEIGHT_C). */
 
+#include <cstdio>
+#include <cstdlib>
 #define WIDTH_A (WIDTH_C+2)
 #define WIDTH_C 4096
 #define HEIGHT_C 4096
@@ -47,7 +47,8 @@ __attribute__((unused)) static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive
 __global__ void imregionmax(float *A, float *C) {
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     const int idy = blockIdx.y * blockDim.y + threadIdx.y;
-    // coalesce: stage the A reads' footprint in tile_A (18x18: the block's 16x16 outputs and the stencil's reach, 0 up, 2 down, 0 left, 2 right), each element once
+    // coalesce: stage the A reads' footprint in tile_A (18x18: the block's 16x16 outputs and the stencil's
+    // reach, 0 up, 2 down, 0 left, 2 right), each element once
     const int row0 = blockIdx.y * 16;
     const int col0 = blockIdx.x * 16;
     __shared__ float tile_A[18][18];

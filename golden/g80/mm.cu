@@ -37,7 +37,8 @@ __global__ void mm(const float *__restrict__ A, const float *__restrict__ B, flo
         // coalesce: stage A[row * n + k] in tile_A (256: A's segment in this step of 'k')
         #pragma unroll
         for (int r = 0; r < 16; r++)
-            tile_A[r][threadIdx.x] = (row + r < n && blockIdx.x * 256 < n && k0 + threadIdx.x < n) ? A[(row + r) * n + k0 + threadIdx.x] : 0.0f;
+            tile_A[r][threadIdx.x] = (row + r < n && blockIdx.x * 256 < n && k0 + threadIdx.x < n)
+                    ? A[(row + r) * n + k0 + threadIdx.x] : 0.0f;
         __syncthreads();
         if (row < n && col < n) {
             for (int k = k0; k < k0 + 256 && k < n; k++) {

@@ -25,16 +25,19 @@ __global__ void mv(const float *A, const float *x, float *y, int rows, int cols)
     __shared__ float tile_x[16];
     float sum = 0;
     // coalesce: 'c' loop unrolled by 16 around the staged tiles (the last step may be partial)
-    // partition: block b starts the 'c0' loop at step b (wrapping around), so that the blocks running at once read different DRAM partitions
+    // partition: block b starts the 'c0' loop at step b (wrapping around), so that the blocks running at once
+    // read different DRAM partitions
     const int c0_steps = (cols + 15) / 16;
-    // prefetch: the first step's loads go to registers (A_next, x_next); each step stores them to its tiles and loads the next step's while it computes
+    // prefetch: the first step's loads go to registers (A_next, x_next); each step stores them to its tiles
+    // and loads the next step's while it computes
     float A_next[16];
     float x_next;
     if (0 < c0_steps) {
         const int c0 = blockIdx.x % c0_steps * 16;
         #pragma unroll
         for (int rr = 0; rr < 32; rr += 2)
-            A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0 + threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0 + threadIdx.x % 16] : 0.0f;
+            A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0 + threadIdx.x % 16 < cols)
+                    ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0 + threadIdx.x % 16] : 0.0f;
         if (threadIdx.x < 16)
             x_next = (blockIdx.x * 32 < rows && c0 + threadIdx.x < cols) ? x[c0 + threadIdx.x] : 0.0f;
     }
@@ -54,9 +57,13 @@ __global__ void mv(const float *A, const float *x, float *y, int rows, int cols)
             const int c0_next = (c0_step_next + blockIdx.x) % c0_steps * 16;
             #pragma unroll
             for (int rr = 0; rr < 32; rr += 2)
-                A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows && c0_next + threadIdx.x % 16 < cols) ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0_next + threadIdx.x % 16] : 0.0f;
+                A_next[rr / 2] = (blockIdx.x * 32 + rr + threadIdx.x / 16 < rows
+                                  && c0_next + threadIdx.x % 16 < cols)
+                        ? A[(blockIdx.x * 32 + rr + threadIdx.x / 16) * cols + c0_next + threadIdx.x % 16]
+                        : 0.0f;
             if (threadIdx.x < 16)
-                x_next = (blockIdx.x * 32 < rows && c0_next + threadIdx.x < cols) ? x[c0_next + threadIdx.x] : 0.0f;
+                x_next = (blockIdx.x * 32 < rows && c0_next + threadIdx.x < cols) ? x[c0_next + threadIdx.x]
+                        : 0.0f;
         }
         if (r < rows) {
             for (int c = c0; c < c0 + 16 && c < cols; c++) {

@@ -20,7 +20,8 @@ __attribute__((unused)) static dim3 strsm_grid(dim3 naive_grid, dim3 naive_block
 }
 
 // gpgpu_opt launch block(256, 1) grid((global_x + 255) / 256, global_y)
-__global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, float *__restrict__ X, int n, int m) {
+__global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, float *__restrict__ X, int n,
+                      int m) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     // merge: 16 blocks of 16x1 threads merged in x: they share tile_L, loaded once per merged block
     __shared__ float tile_L[256];
@@ -29,7 +30,8 @@ __global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, 
         if (col < m)
             s = B[i * m + col];
         // coalesce: 'k' loop unrolled by 256 around the staged tiles (the last step may be partial)
-        // prefetch: the first step's loads go to registers (L_next); each step stores them to its tiles and loads the next step's while it computes
+        // prefetch: the first step's loads go to registers (L_next); each step stores them to its tiles and
+        // loads the next step's while it computes
         float L_next;
         if (0 < i) {
             L_next = (blockIdx.x * 256 < m && threadIdx.x < i) ? L[i * n + threadIdx.x] : 0.0f;
@@ -41,7 +43,8 @@ __global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, 
             // prefetch: the next step's loads, in flight during this step's computation
             const int k0_next = k0 + 256;
             if (k0_next < i) {
-                L_next = (blockIdx.x * 256 < m && k0_next + threadIdx.x < i) ? L[i * n + k0_next + threadIdx.x] : 0.0f;
+                L_next = (blockIdx.x * 256 < m && k0_next + threadIdx.x < i)
+                        ? L[i * n + k0_next + threadIdx.x] : 0.0f;
             }
             if (col < m) {
                 for (int k = k0; k < k0 + 256 && k < i; k++) {

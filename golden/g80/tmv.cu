@@ -1,9 +1,9 @@
-#include <cstdio>
-#include <cstdlib>
 /* tmv.cu -- transposed matrix-vector product C = A^T B (A is HEIGHT_A x WIDTH_A), shorthand dialect.
  * 1-D thread space, one thread per column of A: idx in 0..WIDTH_A-1 (globalDimX = WIDTH_A),
  * globalDimY = 1.  idx is predefined by the compiler. */
 
+#include <cstdio>
+#include <cstdlib>
 #define WIDTH_A 4096
 #define HEIGHT_A 4096
 #define globalDimX WIDTH_A
@@ -47,7 +47,8 @@ __global__ void tmv(float *A, float *B, float *C) {
     // merge: 16 blocks of 16x1 threads merged in x: they share tile_B, loaded once per merged block
     __shared__ float tile_B[256];
     // coalesce: 'i' loop unrolled by 256 around the staged tiles
-    // prefetch: the first step's loads go to registers (B_next); each step stores them to its tiles and loads the next step's while it computes
+    // prefetch: the first step's loads go to registers (B_next); each step stores them to its tiles and loads
+    // the next step's while it computes
     float B_next;
     B_next = (threadIdx.x < 4096) ? B[threadIdx.x] : 0.0f;
     for (int i0 = 0; i0 < 4096; i0 += 256) {

@@ -19,7 +19,8 @@ __attribute__((unused)) static dim3 transpose_grid(dim3 naive_grid, dim3 naive_b
 
 // gpgpu_opt launch block(16, 16) grid((global_x + 15) / 16, (global_y + 15) / 16)
 __global__ void transpose(const float *in, float *out, int rows, int cols) {
-    // partition: blocks take their tiles in diagonal order, so that the blocks running at once read different DRAM partitions
+    // partition: blocks take their tiles in diagonal order, so that the blocks running at once read different
+    // DRAM partitions
     const unsigned int block_id = blockIdx.x + gridDim.x * blockIdx.y;
     const unsigned int block_y = block_id % gridDim.y;
     const unsigned int block_x = (block_id / gridDim.y + block_y) % gridDim.x;
@@ -27,7 +28,9 @@ __global__ void transpose(const float *in, float *out, int rows, int cols) {
     int y = block_y * blockDim.y + threadIdx.y;
     __shared__ float tile_in[16][17];
     // coalesce: stage in[x * cols + y] in tile_in (16x16: rows of in read by the block)
-    tile_in[threadIdx.y][threadIdx.x] = (block_x * 16 + threadIdx.y < rows && block_y * 16 + threadIdx.x < cols) ? in[(block_x * 16 + threadIdx.y) * cols + block_y * 16 + threadIdx.x] : 0.0f;
+    tile_in[threadIdx.y][threadIdx.x] = (block_x * 16 + threadIdx.y < rows
+                                         && block_y * 16 + threadIdx.x < cols)
+            ? in[(block_x * 16 + threadIdx.y) * cols + block_y * 16 + threadIdx.x] : 0.0f;
     __syncthreads();
     if (x < rows && y < cols)
         out[y * rows + x] = tile_in[threadIdx.x][threadIdx.y];

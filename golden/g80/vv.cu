@@ -1,9 +1,9 @@
-#include <cstdio>
-#include <cstdlib>
 /* vv.cu -- outer-product accumulate C += A B^T, i.e. C(y,x) += A[y]*B[x], shorthand dialect.
  * 2-D thread space, one thread per C element: idx in 0..WIDTH_C-1, idy in 0..HEIGHT_C-1
  * (globalDimX = WIDTH_C, globalDimY = HEIGHT_C).  idx/idy are predefined by the compiler. */
 
+#include <cstdio>
+#include <cstdlib>
 #define WIDTH_C 4096
 #define HEIGHT_C 4096
 #define globalDimX WIDTH_C

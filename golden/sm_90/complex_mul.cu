@@ -4,7 +4,8 @@
 
 #include <cuda_runtime.h>
 
-__global__ void complex_mul(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c, int n) {
+__global__ void complex_mul(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
+                            int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         // vectorize: a read, b read and c written as float2 pairs, one access for two elements, .x the lower

@@ -20,13 +20,17 @@ __attribute__((unused)) static dim3 conv_grid(dim3 naive_grid, dim3 naive_block)
 }
 
 // gpgpu_opt launch block(16, 8) grid((global_x + 127) / 128, (global_y + 63) / 64)
-__global__ __launch_bounds__(128, 4) void conv(const float *in, const float *filt, float *out, int width, int height) {
-    // merge: 8x8 outputs per thread; the block's halo tile of in and the filter in shared memory, each input row read into registers once for the 8 output rows it feeds
+__global__ __launch_bounds__(128, 4) void conv(const float *in, const float *filt, float *out, int width,
+                                               int height) {
+    // merge: 8x8 outputs per thread; the block's halo tile of in and the filter in shared memory, each input
+    // row read into registers once for the 8 output rows it feeds
     __shared__ __align__(16) float tile_in[79][144];
     __shared__ __align__(16) float tile_filt[16][16];
     const int first_row = blockIdx.y * 64;
     const int first_col = blockIdx.x * 128;
-    // in[(y + j) * (width + 16 - 1) + (x + i)] for the block's 64x128 outputs plus the filter's reach, where an output in range reads it: 4 batches of 23 loads per thread, a batch's loads all issued before its stores so that they are in flight together
+    // in[(y + j) * (width + 16 - 1) + (x + i)] for the block's 64x128 outputs plus the filter's reach, where
+    // an output in range reads it: 4 batches of 23 loads per thread, a batch's loads all issued before its
+    // stores so that they are in flight together
     for (int batch = 0; batch < 4; batch++) {
         float in_staged[23];
         #pragma unroll
@@ -34,7 +38,9 @@ __global__ __launch_bounds__(128, 4) void conv(const float *in, const float *fil
             const int e = batch * 2944 + threadIdx.y * 16 + threadIdx.x + l * 128;
             const int tile_row = e / 143;
             const int tile_col = e % 143;
-            in_staged[l] = (e < 11297 && first_col + ((tile_col < 15) ? 0 : (tile_col - 15)) < width && first_row + ((tile_row < 15) ? 0 : (tile_row - 15)) < height) ? in[(first_row + tile_row) * (width + 15) + first_col + tile_col] : 0;
+            in_staged[l] = (e < 11297 && first_col + ((tile_col < 15) ? 0 : (tile_col - 15)) < width
+                            && first_row + ((tile_row < 15) ? 0 : (tile_row - 15)) < height)
+                    ? in[(first_row + tile_row) * (width + 15) + first_col + tile_col] : 0;
         }
         #pragma unroll
         for (int l = 0; l < 23; l++) {
@@ -47,7 +53,8 @@ __global__ __launch_bounds__(128, 4) void conv(const float *in, const float *fil
     for (int e = threadIdx.y * 16 + threadIdx.x; e < 256; e += 128) {
         const int tile_row = e / 16;
         const int tile_col = e % 16;
-        tile_filt[tile_row][tile_col] = (first_col < width && first_row < height) ? filt[tile_col + tile_row * 16] : 0;
+        tile_filt[tile_row][tile_col] = (first_col < width && first_row < height)
+                ? filt[tile_col + tile_row * 16] : 0;
     }
     __syncthreads();
     float sum[8][8];
@@ -58,7 +65,8 @@ __global__ __launch_bounds__(128, 4) void conv(const float *in, const float *fil
             sum[r][c] = 0.0f;
         }
     }
-    // input row 'row' of the thread's window feeds output row r with filter row row - r, in the naive order of the sums
+    // input row 'row' of the thread's window feeds output row r with filter row row - r, in the naive order
+    // of the sums
     for (int row = 0; row < 23; row++) {
         float in_row[23];
         #pragma unroll

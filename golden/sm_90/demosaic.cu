@@ -21,7 +21,8 @@ __attribute__((unused)) static dim3 demosaic_grid(dim3 naive_grid, dim3 naive_bl
 
 // gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 31) / 32)
 __global__ void demosaic(const float *raw, float *r, float *g, float *b, int width, int height) {
-    // stencil window: each thread computes 4 x 4 outputs from a register window of raw; 2 float2 loads per row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
+    // stencil window: each thread computes 4 x 4 outputs from a register window of raw; 2 float2 loads per
+    // row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
     const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;
     const int y0 = (blockIdx.y * 8 + threadIdx.y) * 4;
     float raw_win[6][6];
@@ -41,8 +42,10 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
             for (int e2 = 0; e2 < 4; e2++)
                 raw_win[i][e2] = (row_read && x0 + e2 < width + 2) ? raw[row * (width + 2) + x0 + e2] : 0;
         }
-        raw_win[i][4] = (threadIdx.x == 31 && row_read && x0 + 4 < width + 2) ? raw[row * (width + 2) + x0 + 4] : 0;
-        raw_win[i][5] = (threadIdx.x == 31 && row_read && x0 + 5 < width + 2) ? raw[row * (width + 2) + x0 + 5] : 0;
+        raw_win[i][4] = (threadIdx.x == 31 && row_read && x0 + 4 < width + 2)
+                ? raw[row * (width + 2) + x0 + 4] : 0;
+        raw_win[i][5] = (threadIdx.x == 31 && row_read && x0 + 5 < width + 2)
+                ? raw[row * (width + 2) + x0 + 5] : 0;
     }
     #pragma unroll
     for (int i = 0; i < 6; i++) {
@@ -54,7 +57,8 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
         }
     }
     if (x0 + 3 < width && y0 + 3 < height) {
-        // interior: every copy's guard holds, so the copies run unguarded, each row of r, g, b one float4 store where aligned (else element by element)
+        // interior: every copy's guard holds, so the copies run unguarded, each row of r, g, b one float4
+        // store where aligned (else element by element)
         #pragma unroll
         for (int r2 = 0; r2 < 4; r2++) {
             float r_row[4];
@@ -105,11 +109,16 @@ __global__ void demosaic(const float *raw, float *r, float *g, float *b, int wid
                 g_row[v] = gv;
                 b_row[v] = bv;
             }
-            if ((((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && (((size_t) b) & 15) == 0 && width % 4 == 0) {
-                *((float4 *) (&r[(y0 + r2) * width + x0])) = make_float4(r_row[0], r_row[1], r_row[2], r_row[3]);
-                *((float4 *) (&g[(y0 + r2) * width + x0])) = make_float4(g_row[0], g_row[1], g_row[2], g_row[3]);
-                *((float4 *) (&b[(y0 + r2) * width + x0])) = make_float4(b_row[0], b_row[1], b_row[2], b_row[3]);
-            } else if ((((size_t) r) & 7) == 0 && (((size_t) g) & 7) == 0 && (((size_t) b) & 7) == 0 && width % 2 == 0) {
+            if ((((size_t) r) & 15) == 0 && (((size_t) g) & 15) == 0 && (((size_t) b) & 15) == 0
+                && width % 4 == 0) {
+                *((float4 *) (&r[(y0 + r2) * width + x0])) = make_float4(r_row[0], r_row[1], r_row[2],
+                        r_row[3]);
+                *((float4 *) (&g[(y0 + r2) * width + x0])) = make_float4(g_row[0], g_row[1], g_row[2],
+                        g_row[3]);
+                *((float4 *) (&b[(y0 + r2) * width + x0])) = make_float4(b_row[0], b_row[1], b_row[2],
+                        b_row[3]);
+            } else if ((((size_t) r) & 7) == 0 && (((size_t) g) & 7) == 0 && (((size_t) b) & 7) == 0
+                       && width % 2 == 0) {
                 *((float2 *) (&r[(y0 + r2) * width + x0])) = make_float2(r_row[0], r_row[1]);
                 *((float2 *) (&r[(y0 + r2) * width + x0 + 2])) = make_float2(r_row[2], r_row[3]);
                 *((float2 *) (&g[(y0 + r2) * width + x0])) = make_float2(g_row[0], g_row[1]);

@@ -1,10 +1,10 @@
-#include <cstdio>
-#include <cstdlib>
 /* imregionmax.cu -- regional maxima with a 3x3 window on a pre-padded image, shorthand dialect:
  * C(y,x) = 1 if A(y+1,x+1) >= max of the 3x3 window A(y..y+2, x..x+2), else 0.
  * 2-D thread space, one thread per output pixel: idx in 0..WIDTH_C-1, idy in 0..HEIGHT_C-1
  * (globalDimX = WIDTH_C, globalDimY = HEIGHT_C). */
 
+#include <cstdio>
+#include <cstdlib>
 #define WIDTH_A (WIDTH_C+2)
 #define WIDTH_C 4096
 #define HEIGHT_C 4096
@@ -45,7 +45,8 @@ __attribute__((unused)) static dim3 imregionmax_grid(dim3 naive_grid, dim3 naive
 
 // gpgpu_opt launch block(32, 8) grid((global_x + 127) / 128, (global_y + 31) / 32)
 __global__ void imregionmax(float *A, float *C) {
-    // stencil window: each thread computes 4 x 4 outputs from a register window of A; 2 float2 loads per row, the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
+    // stencil window: each thread computes 4 x 4 outputs from a register window of A; 2 float2 loads per row,
+    // the neighbouring columns from the neighbouring lanes (__shfl_up/down_sync)
     const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;
     const int y0 = (blockIdx.y * 8 + threadIdx.y) * 4;
     float A_win[6][6];

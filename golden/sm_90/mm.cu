@@ -47,8 +47,10 @@ __attribute__((unused)) static bool scale_matrix_gains(dim3 naive_grid, dim3 nai
 }
 
 // gpgpu_opt launch block(16, 16) grid((global_x + 127) / 128, (global_y + 127) / 128)
-__global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int n) {
-    // merge: 8x8 outputs per thread; per step of 'k' the block stages its operands in shared tiles, each value then reused from registers
+__global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const float *__restrict__ B,
+                                             float *__restrict__ C, int n) {
+    // merge: 8x8 outputs per thread; per step of 'k' the block stages its operands in shared tiles, each
+    // value then reused from registers
     __shared__ __align__(16) float tile_A[2][16][132];
     __shared__ __align__(16) float tile_B[2][16][128];
     float sum[8][8];
@@ -59,23 +61,26 @@ __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const 
             sum[r][c] = 0.0f;
         }
     }
-    // prefetch: two stages of tile_A, tile_B, filled by asynchronous copies (cp.async) one step ahead of the computation
+    // prefetch: two stages of tile_A, tile_B, filled by asynchronous copies (cp.async) one step ahead of the
+    // computation
     if (0 < n) {
         #pragma unroll
         for (int l = 0; l < 8; l++) {
             const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
             const int load_row = blockIdx.y * 128 + e / 16;
             const int load_k = e % 16;
-            const int in_range = load_row < n && 0 < n && load_k < n;
-            __pipeline_memcpy_async(&tile_A[0][e % 16][e / 16], &A[in_range ? (load_row * n + load_k) : 0], sizeof(float), in_range ? 0 : (sizeof(float)));
+            const int in_range = load_row < n && load_k < n;
+            __pipeline_memcpy_async(&tile_A[0][e % 16][e / 16], &A[in_range ? (load_row * n + load_k) : 0],
+                                    sizeof(float), in_range ? 0 : (sizeof(float)));
         }
         #pragma unroll
         for (int l = 0; l < 8; l++) {
             const int e = threadIdx.y * 16 + threadIdx.x + l * 256;
             const int load_col = blockIdx.x * 128 + e % 128;
             const int load_k = e / 128;
-            const int in_range = load_col < n && 0 < n && load_k < n;
-            __pipeline_memcpy_async(&tile_B[0][e / 128][e % 128], &B[in_range ? (load_col + load_k * n) : 0], sizeof(float), in_range ? 0 : (sizeof(float)));
+            const int in_range = load_col < n && load_k < n;
+            __pipeline_memcpy_async(&tile_B[0][e / 128][e % 128], &B[in_range ? (load_col + load_k * n) : 0],
+                                    sizeof(float), in_range ? 0 : (sizeof(float)));
         }
     }
     __pipeline_commit();
@@ -92,7 +97,9 @@ __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const 
                 const int load_row = blockIdx.y * 128 + e / 16;
                 const int load_k = k0_next + e % 16;
                 const int in_range = load_row < n && 0 < n && load_k < n;
-                __pipeline_memcpy_async(&tile_A[stage ^ 1][e % 16][e / 16], &A[in_range ? (load_row * n + load_k) : 0], sizeof(float), in_range ? 0 : (sizeof(float)));
+                __pipeline_memcpy_async(&tile_A[stage ^ 1][e % 16][e / 16],
+                                        &A[in_range ? (load_row * n + load_k) : 0], sizeof(float),
+                                        in_range ? 0 : (sizeof(float)));
             }
             #pragma unroll
             for (int l = 0; l < 8; l++) {
@@ -100,7 +107,9 @@ __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const 
                 const int load_col = blockIdx.x * 128 + e % 128;
                 const int load_k = k0_next + e / 128;
                 const int in_range = load_col < n && 0 < n && load_k < n;
-                __pipeline_memcpy_async(&tile_B[stage ^ 1][e / 128][e % 128], &B[in_range ? (load_col + load_k * n) : 0], sizeof(float), in_range ? 0 : (sizeof(float)));
+                __pipeline_memcpy_async(&tile_B[stage ^ 1][e / 128][e % 128],
+                                        &B[in_range ? (load_col + load_k * n) : 0], sizeof(float),
+                                        in_range ? 0 : (sizeof(float)));
             }
         }
         __pipeline_commit();
@@ -120,9 +129,7 @@ __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const 
             for (int r = 0; r < 8; r++) {
                 #pragma unroll
                 for (int c = 0; c < 8; c++) {
-                    const float A_val = A_frag[r];
-                    const float B_val = B_frag[c];
-                    sum[r][c] += A_val * B_val;
+                    sum[r][c] += A_frag[r] * B_frag[c];
                 }
             }
         }
@@ -142,12 +149,14 @@ __global__ __launch_bounds__(256, 2) void mm(const float *__restrict__ A, const 
 
 // gpgpu_opt launch block(256, 1) grid((global_x + 1023) / 1024, global_y)
 __global__ void scale_matrix(float *__restrict__ C, float alpha, int count) {
-    // vectorize: each thread handles 4 consecutive x, one 4-wide vector access per array; unaligned or ragged groups take the scalar path
+    // vectorize: each thread handles 4 consecutive x, one 4-wide vector access per array; unaligned or ragged
+    // groups take the scalar path
     int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     if (i < count) {
         if (i + 3 < count) {
             const float4 C_val = ((const float4 *) C)[i / 4];
-            ((float4 *) C)[i / 4] = make_float4(alpha * C_val.x, alpha * C_val.y, alpha * C_val.z, alpha * C_val.w);
+            ((float4 *) C)[i / 4] = make_float4(alpha * C_val.x, alpha * C_val.y, alpha * C_val.z,
+                                                alpha * C_val.w);
         } else {
             for (int k = 0; k < 4; k++) {
                 if (i + k < count) {

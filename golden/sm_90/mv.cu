@@ -21,7 +21,8 @@ __attribute__((unused)) static dim3 mv_grid(dim3 naive_grid, dim3 naive_block)
 __global__ void mv(const float *A, const float *x, float *y, int rows, int cols) {
     int r = blockIdx.x * 8 + threadIdx.y;
     float sum = 0;
-    // merge: one warp per output; lane threadIdx.x takes one iteration of 'c' in 32 (the row is read coalesced)
+    // merge: one warp per output; lane threadIdx.x takes one iteration of 'c' in 32 (the row is read
+    // coalesced)
     if (r < rows)
         for (int c = threadIdx.x; c < cols; c += 32) {
             const float A_val = A[r * cols + c];

@@ -1,10 +1,10 @@
-#include <cstdio>
-#include <cstdlib>
 /* reduction.cu -- naive sum reduction: out[b] = sum of the inputs handled by block b (host or a
  * second launch adds the per-block results).  1-D launch: x = i over all threads
  * (gridDim.x*blockDim.x), y = 1; thread i sums in[i + k*stride], k < segSize, into partial[i],
  * then an in-place tree over partial[] inside each block.  partial has gridDim.x*blockDim.x floats. */
 
+#include <cstdio>
+#include <cstdlib>
 // gpgpu-opt: launch configuration of the optimized 'reduction': blocks of 256x1 threads,
 // each covering 256x1 threads of the naive launch (one thread per output).
 // The file does not launch 'reduction', and the optimized kernel gives the naive results only for the naive
@@ -46,7 +46,8 @@ __global__ void reduction(const float *in, float *partial, float *out, int n, in
         if (j < n)
             sum += in[j];
     }
-    // merge: the tree in registers, threads paired as in the naive tree (bit-exact); partial[i] stored once, when final
+    // merge: the tree in registers, threads paired as in the naive tree (bit-exact); partial[i] stored once,
+    // when final
     const int lane = threadIdx.x % 32;
     for (int s = 1; s < 32; s *= 2) {
         float other = __shfl_down_sync(0xffffffff, sum, s);

@@ -1,9 +1,9 @@
-#include <cstdio>
-#include <cstdlib>
 /* tmv.cu -- transposed matrix-vector product C = A^T B (A is HEIGHT_A x WIDTH_A), shorthand dialect.
  * 1-D thread space, one thread per column of A: idx in 0..WIDTH_A-1 (globalDimX = WIDTH_A),
  * globalDimY = 1.  idx is predefined by the compiler. */
 
+#include <cstdio>
+#include <cstdlib>
 #define WIDTH_A 4096
 #define HEIGHT_A 4096
 #define globalDimX WIDTH_A

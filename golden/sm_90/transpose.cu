@@ -23,8 +23,10 @@ __global__ void transpose(const float *in, float *out, int rows, int cols) {
     int y0 = blockIdx.y * 64 + threadIdx.y;
     __shared__ float tile_in[64][65];
     // coalesce: stage in[x * cols + y] in tile_in (64x64: rows of in read by the block)
-    // 16-byte loads, 4 elements of a row per thread, where the naive threads read the block's whole tile and its rows start 16-byte aligned; otherwise element by element
-    if (cols % 4 == 0 && (((size_t) in) & 15) == 0 && blockIdx.x * 64 + 63 < rows && blockIdx.y * 64 + 63 < cols) {
+    // 16-byte loads, 4 elements of a row per thread, where the naive threads read the block's whole tile and
+    // its rows start 16-byte aligned; otherwise element by element
+    if (cols % 4 == 0 && (((size_t) in) & 15) == 0 && blockIdx.x * 64 + 63 < rows
+        && blockIdx.y * 64 + 63 < cols) {
         const int tid = threadIdx.y * 64 + threadIdx.x;
         const int vrow = tid / 16;
         const int vcol = tid % 16 * 4;
@@ -39,7 +41,9 @@ __global__ void transpose(const float *in, float *out, int rows, int cols) {
     } else {
         #pragma unroll
         for (int rr = 0; rr < 64; rr += 8)
-            tile_in[rr + threadIdx.y][threadIdx.x] = (blockIdx.x * 64 + rr + threadIdx.y < rows && blockIdx.y * 64 + threadIdx.x < cols) ? in[(blockIdx.x * 64 + rr + threadIdx.y) * cols + blockIdx.y * 64 + threadIdx.x] : 0.0f;
+            tile_in[rr + threadIdx.y][threadIdx.x] = (blockIdx.x * 64 + rr + threadIdx.y < rows
+                                                      && blockIdx.y * 64 + threadIdx.x < cols)
+                    ? in[(blockIdx.x * 64 + rr + threadIdx.y) * cols + blockIdx.y * 64 + threadIdx.x] : 0.0f;
     }
     __syncthreads();
     // coalesce: each thread computes 8 rows of the block's 64x64 outputs, 8 apart

@@ -1,9 +1,9 @@
-#include <cstdio>
-#include <cstdlib>
 /* vv.cu -- outer-product accumulate C += A B^T, i.e. C(y,x) += A[y]*B[x], shorthand dialect.
  * 2-D thread space, one thread per C element: idx in 0..WIDTH_C-1, idy in 0..HEIGHT_C-1
  * (globalDimX = WIDTH_C, globalDimY = HEIGHT_C).  idx/idy are predefined by the compiler. */
 
+#include <cstdio>
+#include <cstdlib>
 #define WIDTH_C 4096
 #define HEIGHT_C 4096
 #define globalDimX WIDTH_C
@@ -43,7 +43,8 @@ __attribute__((unused)) static dim3 vv_grid(dim3 naive_grid, dim3 naive_block)
 // gpgpu_opt launch block(16, 16) grid((global_x + 63) / 64, (global_y + 255) / 256)
 __global__ void vv(float *A, float *B, float *C) {
     // merge: each thread computes 16 outputs in y, 16 apart; B read once for all of them
-    // vectorize: each thread handles 4 consecutive x, one 4-wide vector access per array; unaligned or ragged groups take the scalar path
+    // vectorize: each thread handles 4 consecutive x, one 4-wide vector access per array; unaligned or ragged
+    // groups take the scalar path
     const int idx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int idy = blockIdx.y * 256 + threadIdx.y;
     float A_val[16];
@@ -58,7 +59,9 @@ __global__ void vv(float *A, float *B, float *C) {
             C_old[r] = ((float4 *) (C + (idy + 16 * r) * 4096))[idx / 4];
         #pragma unroll
         for (int r = 0; r < 16; r++)
-            ((float4 *) (C + (idy + 16 * r) * 4096))[idx / 4] = make_float4(C_old[r].x + A_val[r] * B_val.x, C_old[r].y + A_val[r] * B_val.y, C_old[r].z + A_val[r] * B_val.z, C_old[r].w + A_val[r] * B_val.w);
+            ((float4 *) (C + (idy + 16 * r) * 4096))[idx / 4] = make_float4(C_old[r].x + A_val[r] * B_val.x,
+                    C_old[r].y + A_val[r] * B_val.y, C_old[r].z + A_val[r] * B_val.z,
+                    C_old[r].w + A_val[r] * B_val.w);
     } else {
         for (int k = 0; k < 4; k++) {
             const float B_val = B[idx + k];

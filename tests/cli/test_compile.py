@@ -12,6 +12,12 @@ from tests.conftest import GOLDEN, GOLDEN_TARGETS, INPUT_FILES, ROOT, requires_n
 from tests.passes.test_block_merge import WEIGHTS
 
 
+
+def unwrapped(text: str) -> str:
+    """The text with its whitespace runs as one space: the output's long lines are wrapped (line_wrap.py), and
+    the shape a check looks for may span lines."""
+    return " ".join(text.split())
+
 def compile_file(path, out, *args, cwd=ROOT):
     return run_cli("compile", path, "-o", out, *args, cwd=cwd)
 
@@ -117,7 +123,7 @@ def test_sm90_transpose_loads_its_tile_rows_as_float4_where_a_block_test_allows(
     """Blocks whose tile is inside the matrix, with rows that start 16-byte aligned (tested
     at run time: nothing in the file proves it), load 4 elements of a tile row per thread as one float4;
     the others take the scalar loads. The tile stays padded, one barrier."""
-    text = (GOLDEN / "sm_90" / "transpose.cu").read_text()
+    text = unwrapped((GOLDEN / "sm_90" / "transpose.cu").read_text())
     assert "// 16-byte loads, 4 elements of a row per thread" in text
     assert "if (cols % 4 == 0 && (((size_t) in) & 15) == 0 && blockIdx.x * 64 + 63 < rows " \
            "&& blockIdx.y * 64 + 63 < cols) {" in text
@@ -254,7 +260,7 @@ def test_a_loop_of_exactly_one_staged_step_has_no_step_loop(tmp_path):
 def test_conv_stages_its_halo_tile_of_outputs_plus_the_filter_reach(target, tile, origin):
     """16x16 outputs + 15 on the right and below: one cooperative load, one barrier (on sm_90 conv's register
     tile brings its own halo tile: test_sm90_conv_is_register_blocked_with_a_halo_tile)."""
-    text = (GOLDEN / target / "conv.cu").read_text()
+    text = unwrapped((GOLDEN / target / "conv.cu").read_text())
     assert f"__shared__ float {tile};" in text and origin in text
     assert "const int row0 = blockIdx.y * 16;" in text
     assert "(row < height + 15 && col < width + 15) ? in[row * (width + 15) + col] : 0.0f" in text
@@ -317,7 +323,7 @@ def test_sm90_demosaic_golden_is_a_register_stencil_window():
     lane's four from the next lane by shuffles, no shared memory; the interior (every copy's guard holds)
     runs the copies unguarded and stores each row of r, g, b as one float4; the edges keep the guarded
     copies with the parity branches. imregionmax (its thread space stated, no guard) only widens C's stores."""
-    text = (GOLDEN / "sm_90" / "demosaic.cu").read_text()
+    text = unwrapped((GOLDEN / "sm_90" / "demosaic.cu").read_text())
     assert "const int x0 = (blockIdx.x * 32 + threadIdx.x) * 4;" in text           # vector width 4
     assert "const int y0 = (blockIdx.y * 8 + threadIdx.y) * 4;" in text            # 4 rows per thread
     assert "float raw_win[6][6];" in text                                          # rows 4+2, columns 4+2

@@ -36,7 +36,7 @@ def test_mm_sm90_8x8_per_thread_with_both_operands_staged(tmp_path):
     # CHECK: a thread's rows and columns are two groups of 4, 64 apart (16-byte, conflict-free reads)
     assert "A_frag[r] = tile_A[kk][r / 4 * 64 + threadIdx.y * 4 + r % 4];" in text
     assert "B_frag[c] = tile_B[kk][c / 4 * 64 + threadIdx.x * 4 + c % 4];" in text
-    assert "sum[r][c] += A_val * B_val;" in text
+    assert "sum[r][c] += A_frag[r] * B_frag[c];" in text
     # CHECK: coalesced loads, all issued before the stores; one barrier after the stores, one after the use
     assert "A_staged[l] = (load_row < n && 0 < n && load_k < n) ? A[load_row * n + load_k] : 0;" in text
     assert text.count("__syncthreads();") == 2
@@ -69,7 +69,7 @@ def test_in_place_gemm_with_rectangular_ragged_sizes(tmp_path):
     k = only(compile_text(tmp_path, GEMM))
     text = kernel_source(k.optimized.funcdef)
     assert "C_acc[r][c] = C[i * nj + j];" in text and "C_acc[r][c] *= beta;" in text
-    assert "C_acc[r][c] += alpha * A_val * B_val;" in text
+    assert "C_acc[r][c] += alpha * A_frag[r] * B_frag[c];" in text
     assert_equivalent_2d(k, {"ni": 37, "nj": 45, "nk": 29, "alpha": 1.5, "beta": 0.5}, (45, 37))
     assert_equivalent_2d(k, {"ni": 3, "nj": 130, "nk": 1, "alpha": 1.5, "beta": 0.5}, (130, 3))
 
