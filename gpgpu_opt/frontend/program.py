@@ -1,6 +1,7 @@
 """Reading a whole .cu file into a Program: its text, its kernels as c_ast, its launch sites."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 
@@ -144,9 +145,11 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
                   diagnostics: Diagnostics, target: Target | None, text: str | None,
                   builtins: frozenset[str] | tuple = ()) -> Program:
     target = target or get_target(DEFAULT_TARGET)
-    main = read_source_file(path)
-    if text is not None:
-        main = replace(main, text=text)
+    if text is not None and not os.path.exists(path):
+        main = SourceFile(path, text)       # a program that is no file (standard input)
+    else:
+        main = read_source_file(path)
+        main = replace(main, text=text) if text is not None else main
     scans = [_scan(main, main=True)]
     preprocessed = preprocess_program(main.text, path, defines, include_dirs, cuda_arch=target.cuda_arch)
     for real, name in preprocessed.user_files.items():

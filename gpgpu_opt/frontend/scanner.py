@@ -119,6 +119,36 @@ def _scanned(text: str) -> tuple[Token, ...]:
     return tuple(tokens)
 
 
+def directive_safe_lines(text: str) -> set[int]:
+    """The (0-based) lines of `text` before which a new directive line may be inserted: a line that starts
+    outside any comment, literal or directive running on from the line before (a `\\` continuation)."""
+    lines = text.split("\n")
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    spanning = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:           # an unterminated comment or literal: nothing after it is safe
+            spanning.append((pos, len(text) + 1))
+            break
+        if "\n" in m.group(0) and m.lastgroup not in ("nl", "ws"):
+            spanning.append((m.start(), m.end()))
+        pos = m.end()
+    safe = set()
+    k = 0
+    for number, start in enumerate(starts):
+        while k < len(spanning) and spanning[k][1] <= start:
+            k += 1
+        inside = k < len(spanning) and spanning[k][0] < start < spanning[k][1]
+        continued = number > 0 and lines[number - 1].endswith("\\")
+        if not inside and not continued:
+            safe.add(number)
+    return safe
+
+
 def _inside_block_comment(text: str, start: int, pos: int) -> bool:
     opened = text.rfind("/*", start, pos)
     return opened != -1 and text.find("*/", opened, pos) == -1

@@ -324,6 +324,7 @@ __global__ void consts(float *o, bool *b, int n) {
 def test_unknown_function_is_not_emulated(cu):
     """A function the Math API lacks never reaches the emulator: its kernel passes through, unparsed."""
     program = cu("""
+extern __device__ float no_such_fn(float);   // defined in another unit (-rdc)
 __global__ void k(float *o) { o[threadIdx.x] = no_such_fn(1.0f); }
 """)
     assert program.kernels == [] and program.passed_through == ["k"]

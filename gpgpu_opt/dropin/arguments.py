@@ -1,0 +1,120 @@
+"""An nvcc command line as gpgpu-opt reads it: the .cu translation units it compiles, with the flags that
+change what the front end sees (-D, -U, -I, -isystem, the architectures, -x cu), and whether it compiles at
+all. Every argument is kept in its place; the drop-in only swaps a unit's path for its optimized copy and
+adds include directories in front of the ones that hold rewritten headers."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+#: nvcc's options that take their value as the next argument (`-o file`, `--gpu-architecture sm_90`), long and
+#: short spellings (`nvcc --help`); an option spelled with `=` or, for -D -U -I -L -l -O, glued to its value
+#: (`-DN=4`, `-Iinc`), takes it there.
+_WITH_VALUE = frozenset("""
+-o --output-file -include --pre-include -l --library -D --define-macro -U --undefine-macro -I --include-path
+-isystem --system-include -L --library-path -odir --output-directory -ccbin --compiler-bindir -arbin
+--archiver-binary -ldir --libdevice-directory -target-dir --target-directory -opt-info --optimization-info
+-dopt --dopt -ftemplate-backtrace-limit --ftemplate-backtrace-limit -ftemplate-depth --ftemplate-depth
+-Xcompiler --compiler-options -Xlinker --linker-options -Xarchive --archive-options -Xptxas --ptxas-options
+-Xnvlink --nvlink-options -Xcudafe -t --threads -split-compile --split-compile -split-compile-extended
+--split-compile-extended -fdevice-time-trace --fdevice-time-trace -keep-dir --keep-dir -time --time -run-args
+--run-args -idp --input-drive-prefix -ddp --dependency-drive-prefix -dp --drive-prefix -MT
+--dependency-target-name -MF --dependency-output -arch --gpu-architecture -code --gpu-code -gencode
+--generate-code -maxrregcount --maxrregcount -Werror --Werror -diag-error --diag-error -diag-suppress
+--diag-suppress -diag-warn --diag-warn -jtd --jump-table-density -frandom-seed --frandom-seed -sanitize
+--sanitize -optf --options-file -x --x -std --std -rdc --relocatable-device-code -ftz --ftz -prec-div
+--prec-div -prec-sqrt --prec-sqrt -fmad --fmad -default-stream --default-stream -cudart --cudart -cudadevrt
+--cudadevrt -m --machine -Ofc --Ofast-compile -Xcicc -Xfatbin --fatbin-options
+""".split())
+_GLUED = ("-D", "-U", "-I", "-L", "-l", "-O", "-isystem", "-o")
+#: Commands that compile nothing whose output depends on the kernels' code, or that gpgpu-opt cannot follow
+#: (an options file): passed to nvcc as they are.
+_NOT_COMPILING = frozenset("""
+-E --preprocess -M --generate-dependencies -MM --generate-nonsystem-dependencies -V --version -h --help
+-dryrun --dryrun -optf --options-file --list-gpu-code -code-ls --list-gpu-arch -arch-ls
+""".split())
+_CUDA_SUFFIXES = (".cu",)
+
+
+@dataclass
+class Unit:
+    index: int          # where its path is in the command line
+    path: str
+
+
+@dataclass
+class NvccCommand:
+    args: list[str]
+    units: list[Unit] = field(default_factory=list)
+    defines: dict[str, str] = field(default_factory=dict)
+    include_dirs: list[str] = field(default_factory=list)
+    #: (index of the option, the directory): where an include directory is named, to put another before it
+    include_options: list[tuple[int, str]] = field(default_factory=list)
+    architectures: list[int] = field(default_factory=list)   # the compute capabilities named, as 75, 90...
+    compiles: bool = True
+    why_not: str = ""                                         # why the command is passed through as it is
+    depfile: str | None = None                                # -MF
+    writes_depfile: bool = False                              # -MD / -MMD
+    output: str | None = None                                 # -o
+
+
+def parse(args: list[str]) -> NvccCommand:
+    command = NvccCommand(list(args))
+    language = None                                          # -x cu: every file after it is a unit
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, value, taken = _option(args, i)
+        if name is None:
+            if arg.endswith(_CUDA_SUFFIXES) or language == "cu":
+                command.units.append(Unit(i, arg))
+            i += 1
+            continue
+        _record(command, name, value, i)
+        if name in ("-x", "--x"):
+            language = value if value != "none" else None
+        i += taken
+    if command.compiles and not command.units:
+        command.compiles, command.why_not = False, "no .cu file to compile"
+    return command
+
+
+def _option(args: list[str], i: int) -> tuple[str | None, str | None, int]:
+    """(the option's name, its value or None, how many arguments it takes); (None, None, 1) for a file."""
+    arg = args[i]
+    if not arg.startswith("-") or arg == "-":
+        return None, None, 1
+    if "=" in arg and arg.split("=", 1)[0] in _WITH_VALUE:
+        name, value = arg.split("=", 1)
+        return name, value, 1
+    if arg in _WITH_VALUE:
+        return arg, args[i + 1] if i + 1 < len(args) else "", 2
+    for glued in _GLUED:
+        if arg.startswith(glued) and len(arg) > len(glued) and not arg.startswith(glued + "-"):
+            return glued, arg[len(glued):], 1
+    return arg.split("=", 1)[0], arg.split("=", 1)[1] if "=" in arg else None, 1
+
+
+def _record(command: NvccCommand, name: str, value: str | None, index: int) -> None:
+    if name in _NOT_COMPILING:
+        command.compiles, command.why_not = False, f"{name} compiles nothing gpgpu-opt optimizes"
+    elif name in ("-D", "--define-macro"):
+        for definition in (value or "").split(","):
+            macro, _, body = definition.partition("=")
+            command.defines[macro] = body if body else "1"
+    elif name in ("-U", "--undefine-macro"):
+        for macro in (value or "").split(","):
+            command.defines.pop(macro, None)
+    elif name in ("-I", "--include-path", "-isystem", "--system-include"):
+        for directory in (value or "").split(","):
+            command.include_dirs.append(directory)
+            command.include_options.append((index, directory))
+    elif name in ("-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code"):
+        command.architectures += [int(n) for n in re.findall(r"(?:sm|compute|lto)_(\d+)", value or "")]
+    elif name in ("-MF", "--dependency-output"):
+        command.depfile = value
+    elif name in ("-MD", "-MMD", "--generate-dependencies-with-compile",
+                  "--generate-nonsystem-dependencies-with-compile"):
+        command.writes_depfile = True
+    elif name in ("-o", "--output-file"):
+        command.output = value
