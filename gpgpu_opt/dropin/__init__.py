@@ -14,6 +14,7 @@ kernel (what was done, or why not), =2 every note; GPGPU_OPT_CACHE the cache dir
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -110,8 +111,14 @@ def _restore_depfile(command: NvccCommand, originals: dict[str, str]) -> None:
         return
     with open(path, encoding="utf-8", errors="surrogateescape") as fh:
         text = fh.read()
-    for copy in sorted(originals, key=len, reverse=True):
-        text = text.replace(copy, originals[copy])
+    copies = {os.path.normpath(copy): original for copy, original in originals.items()}
+
+    def original_of(match: re.Match) -> str:
+        spelled = match.group(0)
+        original = copies.get(os.path.normpath(os.path.abspath(spelled.replace("\\ ", " "))))
+        return spelled if original is None else original.replace(" ", "\\ ")
+
+    text = re.sub(r"(?:[^\s\\]|\\ )+", original_of, text)   # each path; `\ ` escapes a space in one
     with open(path, "w", encoding="utf-8", errors="surrogateescape") as fh:
         fh.write(text)
 

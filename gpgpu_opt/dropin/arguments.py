@@ -5,6 +5,7 @@ adds include directories in front of the ones that hold rewritten headers."""
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 
 #: nvcc's options that take their value as the next argument (`-o file`, `--gpu-architecture sm_90`), long and
@@ -31,7 +32,7 @@ _GLUED = ("-D", "-U", "-I", "-L", "-l", "-O", "-isystem", "-o")
 #: (an options file): passed to nvcc as they are.
 _NOT_COMPILING = frozenset("""
 -E --preprocess -M --generate-dependencies -MM --generate-nonsystem-dependencies -V --version -h --help
--dryrun --dryrun -optf --options-file --list-gpu-code -code-ls --list-gpu-arch -arch-ls
+-dryrun --dryrun --list-gpu-code -code-ls --list-gpu-arch -arch-ls
 """.split())
 _CUDA_SUFFIXES = (".cu",)
 
@@ -60,23 +61,46 @@ class NvccCommand:
 
 def parse(args: list[str]) -> NvccCommand:
     command = NvccCommand(list(args))
-    language = None                                          # -x cu: every file after it is a unit
+    _read(command, args, None)
+    if command.compiles and not command.units:
+        command.compiles, command.why_not = False, "no .cu file to compile"
+    return command
+
+
+def _read(command: NvccCommand, args: list[str], at: int | None, language: str | None = None) -> str | None:
+    """Record what `args` say; `at`: the place in the command line of the options file they come from
+    (None: they are the command line). Returns the language -x leaves in force."""
     i = 0
     while i < len(args):
         arg = args[i]
         name, value, taken = _option(args, i)
+        where = i if at is None else at
         if name is None:
             if arg.endswith(_CUDA_SUFFIXES) or language == "cu":
-                command.units.append(Unit(i, arg))
+                if at is not None:   # a unit named in an options file: its path cannot be swapped there
+                    command.compiles, command.why_not = False, "a .cu file is named in an options file"
+                command.units.append(Unit(where, arg))
             i += 1
             continue
-        _record(command, name, value, i)
+        if name in ("-optf", "--options-file"):
+            for path in (value or "").split(","):
+                language = _read(command, _options_file(command, path), where, language)
+        else:
+            _record(command, name, value, where)
         if name in ("-x", "--x"):
             language = value if value != "none" else None
         i += taken
-    if command.compiles and not command.units:
-        command.compiles, command.why_not = False, "no .cu file to compile"
-    return command
+    return language
+
+
+def _options_file(command: NvccCommand, path: str) -> list[str]:
+    """The arguments of an nvcc options file (CMake passes include directories in one)."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            return shlex.split(fh.read())
+    except (OSError, ValueError) as err:
+        command.compiles, command.why_not = False, f"cannot read the options file '{path}' ({err})"
+        return []
 
 
 def _option(args: list[str], i: int) -> tuple[str | None, str | None, int]:

@@ -16,7 +16,7 @@ def with_line_directives(original: str, output: str, path: str) -> str:
     safe = directive_safe_lines(output)
     marker = _marker(path)
     out = [marker(1)]
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    matcher = difflib.SequenceMatcher(_trivial, before, after, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "delete":
             continue
@@ -24,6 +24,12 @@ def with_line_directives(original: str, output: str, path: str) -> str:
             out.append(marker(i1 + 1))   # kept lines: their own line; written ones: the line they replace
         out.extend(after[j1:j2])
     return "\n".join(out)
+
+
+def _trivial(line: str) -> bool:
+    """Lines that say nothing of where they come from (a brace, a blank line): never where runs are matched,
+    or inserted code would be numbered from any `}` of the user's."""
+    return line.strip() in ("", "{", "}", "};", "else", "return 0;")
 
 
 def _marker(path: str):
