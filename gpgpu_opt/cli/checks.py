@@ -23,7 +23,7 @@ def analyze(file: str = common.FileArg, target: str = common.TargetOpt,
             bind: Optional[List[str]] = common.BindOpt, *, verbosity: Verbosity = Verbosity()) -> None:
     """What each global access of each kernel does, per request of the target."""
     from gpgpu_opt.analysis import analyze_kernel
-    from gpgpu_opt.cli.notes import fail_on_warnings, print_notes
+    from gpgpu_opt.note_summary import fail_on_warnings, print_notes
     from gpgpu_opt.diagnostics import Diagnostics
     from gpgpu_opt.frontend import load_program
     from gpgpu_opt.pipeline import default_block
@@ -98,7 +98,7 @@ def verify(file: str = common.FileArg, target: str = common.TargetOpt, passes: O
            verbosity: Verbosity = Verbosity()) -> None:
     """Emulate naive and optimized kernels on the CPU, on random data, and compare (with a race check)."""
     from gpgpu_opt.check.command import parse_extents, parse_shape, run_verify
-    from gpgpu_opt.cli.notes import fail_on_warnings, print_notes
+    from gpgpu_opt.note_summary import fail_on_warnings, print_notes
     from gpgpu_opt.diagnostics import Diagnostics
     from gpgpu_opt.frontend import load_program
 

@@ -144,7 +144,7 @@ def _read_stdin() -> str:
 def _write(compiled: list[Compiled], output: str, report: Optional[str], dump_passes: Optional[str],
            dump_dir: Optional[str], resource_usage: bool, verbosity: Verbosity) -> int:
     """Print the notes, then (unless -Werror fails the command) write every output at once."""
-    from gpgpu_opt.cli.notes import fail_on_warnings, print_notes
+    from gpgpu_opt.note_summary import fail_on_warnings, print_notes
 
     for c in compiled:
         print_notes(c.diagnostics, verbosity, c.result)

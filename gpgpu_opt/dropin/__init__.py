@@ -69,7 +69,7 @@ def _optimized(path: str, command: NvccCommand, target):
 
     diagnostics = Diagnostics(quiet=True)
     try:
-        optimized = optimize(path, command.defines, command.include_dirs, target, diagnostics)
+        optimized, result = optimize(path, command.defines, command.include_dirs, target, diagnostics)
     except CompileError as err:
         _say(1, f"gpgpu-opt: {path}: compiled as written: {err}")
         return None
@@ -77,18 +77,32 @@ def _optimized(path: str, command: NvccCommand, target):
         print(f"{path}: warning: internal error in gpgpu-opt ({type(err).__name__}: {err}); compiled as written",
               file=sys.stderr)
         return None
-    _report(diagnostics, optimized)
+    from gpgpu_opt.note_summary import print_notes
+
+    level = _verbosity()
+    print_notes(diagnostics, _Verbosity(quiet=level == 0, verbose=level >= 2), result)
+    if optimized is not None:
+        _record(optimized, path)
     return optimized
 
 
-def _report(diagnostics, optimized) -> None:
-    for note in diagnostics.notes:
-        if note.severity == "warning" or _verbosity() >= 2:
-            print(str(note), file=sys.stderr)
-    if _verbosity() == 1:
-        kernels = {n.kernel for n in diagnostics.notes if n.kernel}
-        where = optimized.main if optimized else "as written"
-        print(f"gpgpu-opt: {len(kernels)} kernel(s) read; nvcc compiles {where}", file=sys.stderr)
+class _Verbosity:
+    """GPGPU_OPT_VERBOSE: 0 (a build's default) warnings only, 1 one line per kernel, 2 every note."""
+    warnings_are_errors = False
+
+    def __init__(self, quiet: bool, verbose: bool):
+        self.quiet, self.verbose = quiet, verbose
+
+
+def _record(optimized, path: str) -> None:
+    """GPGPU_OPT_NVCC_MANIFEST=FILE: a line per file nvcc compiled in place of the user's, `copy<TAB>original`
+    (which files a build replaced; the GPU batch puts them in place of the originals, bench/dropin_gpu.sh)."""
+    manifest = os.environ.get("GPGPU_OPT_NVCC_MANIFEST")
+    if not manifest:
+        return
+    with open(manifest, "a", encoding="utf-8", errors="surrogateescape") as fh:
+        for copy, original in sorted(optimized.originals.items()):
+            fh.write(f"{copy}\t{original}\n")
 
 
 def _target(command: NvccCommand):

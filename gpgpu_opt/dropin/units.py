@@ -21,7 +21,6 @@ class OptimizedUnit:
     root: str                       # the mirror's root: the user's tree from `source_root` up
     source_root: str                # the deepest directory holding every file of the program
     originals: dict[str, str]       # each file of the mirror (absolute) -> the user's file (absolute)
-    summary: list                   # the compile's notes, collected
 
     def mirror_of(self, directory: str) -> str | None:
         """The mirror of a directory of the user's tree (an include directory), or None outside it."""
@@ -31,9 +30,10 @@ class OptimizedUnit:
         return os.path.join(self.root, os.path.relpath(real, self.source_root))
 
 
-def optimize(path: str, defines: dict[str, str], include_dirs: list[str], target, diagnostics) -> OptimizedUnit | None:
-    """The unit optimized into the cache; None where nothing changed (nvcc then compiles it as written).
-    A CompileError says why it cannot be read: the caller passes it to nvcc as written."""
+def optimize(path: str, defines: dict[str, str], include_dirs: list[str], target,
+             diagnostics) -> tuple[OptimizedUnit | None, object]:
+    """The unit optimized into the cache, None where nothing changed (nvcc then compiles it as written), and
+    the compile's result. A CompileError says why it cannot be read: the caller passes it to nvcc as written."""
     from gpgpu_opt.frontend import load_program
     from gpgpu_opt.passes import parse_pass_list
     from gpgpu_opt.pipeline import CompileOptions, compile_program
@@ -41,7 +41,7 @@ def optimize(path: str, defines: dict[str, str], include_dirs: list[str], target
     program = load_program(path, defines, include_dirs, diagnostics, target=target)
     result = compile_program(program, CompileOptions.of(target, parse_pass_list(None), {}), diagnostics)
     if not result.changed_files():
-        return None
+        return None, result
     files = program.source_files()
     reals = {f.path: os.path.realpath(f.path) for f in files}
     source_root = os.path.commonpath([os.path.dirname(r) for r in reals.values()])
@@ -50,7 +50,7 @@ def optimize(path: str, defines: dict[str, str], include_dirs: list[str], target
     root = _store(texts)
     originals = {os.path.join(root, relative): os.path.join(source_root, relative) for relative in texts}
     main = os.path.join(root, os.path.relpath(reals[files[0].path], source_root))
-    return OptimizedUnit(main, root, source_root, originals, list(diagnostics.notes))
+    return OptimizedUnit(main, root, source_root, originals), result
 
 
 def cache_root() -> str:

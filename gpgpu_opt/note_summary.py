@@ -1,12 +1,18 @@
 """How much a command says about what it did: every note under -v; by default, warnings in full and one line
 per kernel (what was done to it, or the first reason why not); under -q, warnings only. The --report keeps
-every note whatever is printed."""
+every note whatever is printed. (The command line and the nvcc drop-in both print this way.)"""
 from __future__ import annotations
 
 import sys
+from typing import Protocol
 
-from gpgpu_opt.cli.common import EXIT_ERROR, Verbosity
 from gpgpu_opt.diagnostics import Diagnostics, Location, Note
+
+
+class Verbosity(Protocol):
+    quiet: bool
+    verbose: bool
+    warnings_are_errors: bool
 
 #: Decisions that say nothing a user acts on where a kernel is left as written (a target that does not camp).
 _ROUTINE = ("partition",)
@@ -82,5 +88,3 @@ def _emit(notes: list[Note]) -> None:
     for note in notes:
         print(str(note), file=sys.stderr)
 
-
-__all__ = ["EXIT_ERROR", "fail_on_warnings", "print_notes"]
