@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 
 from gpgpu_opt import __version__
-from gpgpu_opt.cli import checks, common, compile_command, gpu_commands
+from gpgpu_opt.cli import check_program, checks, common, compile_command, gpu_commands
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None if common.plain_help() else "rich",
@@ -38,6 +38,7 @@ def _main_options(version: bool = typer.Option(False, "--version", callback=_pri
 compile_command.register(app)
 checks.register(app)
 gpu_commands.register(app)
+check_program.register(app)
 
 
 @app.command("nvcc", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
