@@ -56,6 +56,7 @@ def drop_in(nvcc: str | None, args: list[str]) -> int:
     for index, arg in enumerate(new_args):
         final += inserted.get(index, [])
         final.append(arg)
+    final += inserted.get(len(new_args), [])        # in front of what NVCC_APPEND_FLAGS adds
     status = _run(compiler, final)
     if status == 0 and originals:
         _restore_depfile(command, originals)

@@ -4,6 +4,7 @@ all. Every argument is kept in its place; the drop-in only swaps a unit's path f
 adds include directories in front of the ones that hold rewritten headers."""
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -59,9 +60,14 @@ class NvccCommand:
     output: str | None = None                                 # -o
 
 
-def parse(args: list[str]) -> NvccCommand:
+def parse(args: list[str], environment: dict[str, str] | None = None) -> NvccCommand:
+    """The command line `args`, with the flags nvcc takes from the environment (NVCC_PREPEND_FLAGS before
+    them, NVCC_APPEND_FLAGS after): nvcc compiles with those too."""
     command = NvccCommand(list(args))
+    environment = os.environ if environment is None else environment
+    _read(command, _split(environment.get("NVCC_PREPEND_FLAGS", "")), 0)
     _read(command, args, None)
+    _read(command, _split(environment.get("NVCC_APPEND_FLAGS", "")), len(args))
     if command.compiles and not command.units:
         command.compiles, command.why_not = False, "no .cu file to compile"
     return command
@@ -77,8 +83,8 @@ def _read(command: NvccCommand, args: list[str], at: int | None, language: str |
         where = i if at is None else at
         if name is None:
             if arg.endswith(_CUDA_SUFFIXES) or language == "cu":
-                if at is not None:   # a unit named in an options file: its path cannot be swapped there
-                    command.compiles, command.why_not = False, "a .cu file is named in an options file"
+                if at is not None:   # a unit named in an options file or the environment: not to be swapped
+                    command.compiles, command.why_not = False, "a .cu file is named outside the command line"
                 command.units.append(Unit(where, arg))
             i += 1
             continue
@@ -91,6 +97,13 @@ def _read(command: NvccCommand, args: list[str], at: int | None, language: str |
             language = value if value != "none" else None
         i += taken
     return language
+
+
+def _split(flags: str) -> list[str]:
+    try:
+        return shlex.split(flags)
+    except ValueError:
+        return flags.split()
 
 
 def _options_file(command: NvccCommand, path: str) -> list[str]:

@@ -82,14 +82,16 @@ def test_the_command_line_is_read_as_nvcc_reads_it(tmp_path):
     options.write_text("-I/opt/inc '-I/with space'\n")
     command = parse(["-ccbin", "g++", "-DN=4", "-D", "M", "-Iinc", "-I", "../common", f"--options-file={options}",
                      "-arch=sm_90", "--generate-code=arch=compute_80,code=[compute_80,sm_80]", "-x", "cu", "k.cpp",
-                     "main.cu", "-o", "app.cu.o", "-Xcompiler", "-fopenmp", "-MD", "-MF", "app.d"])
+                     "main.cu", "-o", "app.cu.o", "-Xcompiler", "-fopenmp", "-MD", "-MF", "app.d"], {})
     assert [u.path for u in command.units] == ["k.cpp", "main.cu"] and command.compiles
     assert command.defines == {"N": "4", "M": "1"}
     assert command.include_dirs == ["inc", "../common", "/opt/inc", "/with space"]
     assert sorted(command.architectures) == [80, 80, 80, 90]
     assert (command.output, command.depfile, command.writes_depfile) == ("app.cu.o", "app.d", True)
     for passed in (["-E", "x.cu"], ["-M", "x.cu"], ["--version"], ["main.o", "-o", "app"], ["-c", "x.cpp"]):
-        assert not parse(passed).compiles, passed
+        assert not parse(passed, {}).compiles, passed
+    flagged = parse(["-c", "k.cu"], {"NVCC_PREPEND_FLAGS": "-DFAST -arch=sm_80", "NVCC_APPEND_FLAGS": "-Ilast"})
+    assert flagged.defines == {"FAST": "1"} and flagged.architectures == [80] and flagged.include_dirs == ["last"]
 
 
 def test_line_directives_number_kept_lines_as_the_users_and_new_code_by_the_line_it_replaces():
