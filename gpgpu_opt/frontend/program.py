@@ -159,7 +159,9 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
     unpaired = next((scan.unpaired_braces for scan in scans if scan.unpaired_braces), None)
     if unpaired is not None and not _braces_pair(expanded):
         raise unpaired
-    expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
+    expanded_list = scanner.find_functions(expanded)
+    expanded_functions = {f.name: f for f in expanded_list}
+    overloaded = _overloaded(expanded_list, expanded)
     typedefs = _c_typedefs(expanded, path)
     gvalues = {k: v for scan in scans for k, v in scan.gvalues.items()}
     # In the order of the translation unit (an included header's helpers before the kernels that call them).
@@ -187,6 +189,11 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
         pp_def = expanded_functions.get(definition.name)
         if pp_def is None:
             _pass_through(program, diagnostics, definition, "it could not be found after preprocessing", where,
+                          unreadable)
+            continue
+        if definition.name in overloaded:
+            _pass_through(program, diagnostics, definition, f"it is overloaded ({overloaded[definition.name]} "
+                          "definitions): launches and calls are matched to functions by name here", where,
                           unreadable)
             continue
         deep = too_deep_to_read(expanded[pp_def.start:pp_def.end])
@@ -251,6 +258,16 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
         kernel.struct_members = {p.base_type: members[p.base_type] for p in kernel.params
                                  if not p.is_pointer and p.base_type in members}
     return program
+
+
+def _overloaded(functions: list[scanner.FunctionDefinition], expanded: str) -> dict[str, int]:
+    """Names the preprocessed program defines more than once (overloads: `scale(float *)` and `scale(double
+    *)`), with how many times; a template and its explicit specializations are one name (frontend/templates)."""
+    counts: dict[str, int] = {}
+    for f in functions:
+        if not expanded[f.start:f.end].lstrip().startswith("template"):
+            counts[f.name] = counts.get(f.name, 0) + 1
+    return {name: count for name, count in counts.items() if count > 1}
 
 
 def _pass_through(program: Program, diagnostics: Diagnostics, definition: scanner.FunctionDefinition, why: str,
