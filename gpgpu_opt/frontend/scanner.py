@@ -397,6 +397,12 @@ def find_typedefs(text: str, tokens: list[Token] | None = None) -> list[str]:
         elif tok.text == "}":
             depth -= 1
             statement_start = depth == 0 and start is None
+        elif depth == 0 and start is None and first and tok.text == "using":
+            alias = _alias_declaration(text, tokens, i - 1)
+            if alias is not None:
+                found.append(alias[0])
+                i = alias[1]
+                statement_start = True
         elif depth == 0 and start is None and tok.text == "typedef":
             start = tok.start
         elif depth == 0 and start is not None and tok.text == ";":
@@ -406,6 +412,27 @@ def find_typedefs(text: str, tokens: list[Token] | None = None) -> list[str]:
         elif depth == 0 and tok.text == ";":
             statement_start = True
     return found
+
+
+#: Tokens of a type an alias may name for it to be a C typedef (a template, a qualified or computed type is not).
+_NOT_IN_A_C_TYPE = frozenset({"<", "(", "::", "typename", "decltype", "template", "{"})
+
+
+def _alias_declaration(text: str, tokens: list[Token], i: int) -> tuple[str, int] | None:
+    """`using NAME = TYPE;` at tokens[i], C++'s spelling of `typedef TYPE NAME;`, as that typedef and the index
+    of the token after its `;`; None for any other `using` (a namespace, a declaration, an alias of a
+    template or of a qualified type)."""
+    if i + 3 >= len(tokens) or tokens[i + 1].kind != "ident" or tokens[i + 2].text != "=":
+        return None
+    end = i + 3
+    while end < len(tokens) and tokens[end].text != ";":
+        if tokens[end].text in _NOT_IN_A_C_TYPE or tokens[end].kind == "pp":
+            return None
+        end += 1
+    if end >= len(tokens) or end == i + 3:
+        return None
+    aliased = text[tokens[i + 3].start:tokens[end - 1].end]
+    return f"typedef {aliased} {tokens[i + 1].text};", end + 1
 
 
 def _aggregate_definition(text: str, tokens: list[Token], i: int) -> tuple[str, int] | None:
