@@ -12,7 +12,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
 from gpgpu_opt.frontend import scanner, templates
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
 from gpgpu_opt.frontend.cxx_lowering import reference_parameters
-from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variables, substitute_file_constants, \
+from gpgpu_opt.frontend.file_scope import find_enum_constants, find_file_constants, find_file_variables, substitute_file_constants, \
     variables_used
 from gpgpu_opt.frontend.inline import NotInlined, ReferenceHelper, inline_reference_helpers
 from gpgpu_opt.frontend.names import resolve_names
@@ -178,6 +178,7 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
 
     file_variables = find_file_variables(expanded, typedefs.text, path, parse_c)
     file_constants = find_file_constants(expanded)
+    file_constants.update(find_enum_constants(expanded, file_constants))
     known = set(PRELUDE_NAMES) | set(builtins) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
     unreadable: dict[str, str] = {}  # device functions passed through -> why
     unparsed: list[tuple[SourceFile, scanner.FunctionDefinition]] = []  # nvcc may reject these (below)

@@ -266,3 +266,27 @@ def test_overloads_are_kept_as_written_and_the_other_kernels_optimized(tmp_path)
         build = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "out.cu"), "-o", str(tmp_path / "o.o")],
                                capture_output=True, text=True)
         assert build.returncode == 0, build.stderr
+
+
+ENUMS = """
+    enum Mode { HALVE = 2, QUARTER = HALVE * 2, EIGHTH };
+    enum { ROWS = 64 };
+    enum class Scoped { A = 7 };
+    __global__ void scale(float *a, int n, int mode)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n * ROWS) a[i] = mode == EIGHTH ? a[i] / QUARTER : a[i] / HALVE;
+    }
+"""
+
+
+def test_the_enumerators_of_a_namespace_scope_enum_are_constants_of_the_kernels(tmp_path):
+    """They were undeclared names to the front end, and their kernels passed through."""
+    from gpgpu_opt.frontend.file_scope import find_enum_constants
+
+    constants = find_enum_constants(textwrap.dedent(ENUMS), {})
+    assert {name: c.value for name, c in constants.items()} == {"HALVE": "2", "QUARTER": "4", "EIGHTH": "5",
+                                                               "ROWS": "64"}
+    program = load_program(write(tmp_path, ENUMS), diagnostics=Diagnostics(quiet=True))
+    assert [k.name for k in program.kernels] == ["scale"]
+    assert "(mode == 5) ? (a[i] / 4) : (a[i] / 2)" in kernel_source(program.kernels[0].funcdef)
