@@ -5,6 +5,10 @@ import sys
 from dataclasses import dataclass, field
 
 
+#: What a program read from standard input is called in diagnostics.
+STDIN_NAME = "<stdin>"
+
+
 @dataclass(frozen=True)
 class Location:
     file: str
@@ -18,8 +22,8 @@ class Location:
     def of(cls, node, fallback: "Location | None" = None) -> "Location | None":
         """Location of a pycparser node (its `coord`), or `fallback`."""
         coord = getattr(node, "coord", None)
-        if coord is None or not coord.file or coord.file.startswith("<"):
-            return fallback
+        if coord is None or not coord.file or coord.file.startswith("<") and coord.file != STDIN_NAME:
+            return fallback     # text of gpgpu-opt's own (<cuda-prelude>, <typedefs>...), not the user's
         return cls(coord.file, coord.line, coord.column or 1)
 
 

@@ -12,6 +12,7 @@ from pycparser import c_ast
 from gpgpu_opt.ast_util import constant_value, ids_in, transform, walk
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.frontend import scanner
+from gpgpu_opt.host_expr import split_top_level
 from gpgpu_opt.frontend.cuda_c import cuda_to_c
 
 #: The storage qualifiers that put a variable in one of the GPU's memories.
@@ -229,6 +230,54 @@ def find_file_constants(expanded: str) -> dict[str, c_ast.Constant]:
         if (unsigned and 0 <= value < 2 ** 32) or (not unsigned and -2 ** 31 <= value < 2 ** 31):
             found[name] = c_ast.Constant("unsigned int" if unsigned else "int", f"{value}u" if unsigned else str(value))
     return found
+
+
+def find_enum_constants(expanded: str, constants: dict[str, c_ast.Constant]) -> dict[str, c_ast.Constant]:
+    """The enumerators of the namespace-scope unscoped enums (`enum Mode { HALVE = 2, QUARTER };`), each with
+    its value as an `int` literal, counted as C++ counts them (the one before plus 1, from 0); `constants`:
+    the file's constants an enumerator's value may use. An enumerator after one whose value is not a constant
+    expression here, one outside `int`, and a name declared twice are left out. `enum class` enumerators are
+    named with their enum (`Mode::HALVE`), which kernels are not read with."""
+    tokens = scanner.tokenize(expanded)
+    found: dict[str, c_ast.Constant] = {}
+    repeated: set[str] = set()
+    depth = 0
+    for k, tok in enumerate(tokens):
+        if tok.text in ("{", "}"):
+            depth += 1 if tok.text == "{" else -1
+        if depth != 0 or tok.text != "enum" or k + 1 >= len(tokens) or tokens[k + 1].text in ("class", "struct"):
+            continue
+        opening = next((j for j in range(k + 1, min(k + 40, len(tokens))) if tokens[j].text in ("{", ";")), None)
+        if opening is None or tokens[opening].text != "{":
+            continue
+        close = scanner.matching(tokens, opening, "{", "}")
+        if close == -1:
+            continue
+        body = expanded[tokens[opening].end:tokens[close].start]
+        for name, value in _enumerators(body, {**constants, **found}):
+            if name in found or name in constants:
+                repeated.add(name)
+            if value is not None and -2 ** 31 <= value < 2 ** 31:
+                found[name] = c_ast.Constant("int", str(value))
+    return {name: value for name, value in found.items() if name not in repeated}
+
+
+def _enumerators(body: str, constants: dict[str, c_ast.Constant]):
+    """(name, value or None) of each enumerator of an enum's body, in order; None from the first whose value
+    cannot be computed here on."""
+    value: int | None = -1
+    for part in split_top_level(body):
+        name, _, init = part.strip().partition("=")
+        name = name.strip()
+        if not name:
+            continue
+        if init.strip():
+            value = _initializer_value(init.strip(), constants)
+        elif value is not None:
+            value += 1
+        yield name, value
+        if value is not None:
+            constants = {**constants, name: c_ast.Constant("int", str(value))}
 
 
 def _file_scope_statements(expanded: str):

@@ -1,6 +1,7 @@
 """Reading a whole .cu file into a Program: its text, its kernels as c_ast, its launch sites."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 
@@ -11,7 +12,7 @@ from gpgpu_opt.diagnostics import CompileError, Diagnostics, Location
 from gpgpu_opt.frontend import scanner, templates
 from gpgpu_opt.frontend.cuda_c import PRELUDE_NAMES, cuda_to_c, parse_c, restore_cuda_storage
 from gpgpu_opt.frontend.cxx_lowering import reference_parameters
-from gpgpu_opt.frontend.file_scope import find_file_constants, find_file_variables, substitute_file_constants, \
+from gpgpu_opt.frontend.file_scope import find_enum_constants, find_file_constants, find_file_variables, substitute_file_constants, \
     variables_used
 from gpgpu_opt.frontend.inline import NotInlined, ReferenceHelper, inline_reference_helpers
 from gpgpu_opt.frontend.names import resolve_names
@@ -144,9 +145,11 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
                   diagnostics: Diagnostics, target: Target | None, text: str | None,
                   builtins: frozenset[str] | tuple = ()) -> Program:
     target = target or get_target(DEFAULT_TARGET)
-    main = read_source_file(path)
-    if text is not None:
-        main = replace(main, text=text)
+    if text is not None and not os.path.exists(path):
+        main = SourceFile(path, text)       # a program that is no file (standard input)
+    else:
+        main = read_source_file(path)
+        main = replace(main, text=text) if text is not None else main
     scans = [_scan(main, main=True)]
     preprocessed = preprocess_program(main.text, path, defines, include_dirs, cuda_arch=target.cuda_arch)
     for real, name in preprocessed.user_files.items():
@@ -156,7 +159,9 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
     unpaired = next((scan.unpaired_braces for scan in scans if scan.unpaired_braces), None)
     if unpaired is not None and not _braces_pair(expanded):
         raise unpaired
-    expanded_functions = {f.name: f for f in scanner.find_functions(expanded)}
+    expanded_list = scanner.find_functions(expanded)
+    expanded_functions = {f.name: f for f in expanded_list}
+    overloaded = _overloaded(expanded_list, expanded)
     typedefs = _c_typedefs(expanded, path)
     gvalues = {k: v for scan in scans for k, v in scan.gvalues.items()}
     # In the order of the translation unit (an included header's helpers before the kernels that call them).
@@ -173,6 +178,7 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
 
     file_variables = find_file_variables(expanded, typedefs.text, path, parse_c)
     file_constants = find_file_constants(expanded)
+    file_constants.update(find_enum_constants(expanded, file_constants))
     known = set(PRELUDE_NAMES) | set(builtins) | {d.name for _, d in definitions} | set(file_variables) | set(file_constants)
     unreadable: dict[str, str] = {}  # device functions passed through -> why
     unparsed: list[tuple[SourceFile, scanner.FunctionDefinition]] = []  # nvcc may reject these (below)
@@ -184,6 +190,11 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
         pp_def = expanded_functions.get(definition.name)
         if pp_def is None:
             _pass_through(program, diagnostics, definition, "it could not be found after preprocessing", where,
+                          unreadable)
+            continue
+        if definition.name in overloaded:
+            _pass_through(program, diagnostics, definition, f"it is overloaded ({overloaded[definition.name]} "
+                          "definitions): launches and calls are matched to functions by name here", where,
                           unreadable)
             continue
         deep = too_deep_to_read(expanded[pp_def.start:pp_def.end])
@@ -248,6 +259,16 @@ def _load_program(path: str, defines: dict[str, str] | None, include_dirs: list[
         kernel.struct_members = {p.base_type: members[p.base_type] for p in kernel.params
                                  if not p.is_pointer and p.base_type in members}
     return program
+
+
+def _overloaded(functions: list[scanner.FunctionDefinition], expanded: str) -> dict[str, int]:
+    """Names the preprocessed program defines more than once (overloads: `scale(float *)` and `scale(double
+    *)`), with how many times; a template and its explicit specializations are one name (frontend/templates)."""
+    counts: dict[str, int] = {}
+    for f in functions:
+        if not expanded[f.start:f.end].lstrip().startswith("template"):
+            counts[f.name] = counts.get(f.name, 0) + 1
+    return {name: count for name, count in counts.items() if count > 1}
 
 
 def _pass_through(program: Program, diagnostics: Diagnostics, definition: scanner.FunctionDefinition, why: str,

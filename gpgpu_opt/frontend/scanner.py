@@ -119,6 +119,36 @@ def _scanned(text: str) -> tuple[Token, ...]:
     return tuple(tokens)
 
 
+def directive_safe_lines(text: str) -> set[int]:
+    """The (0-based) lines of `text` before which a new directive line may be inserted: a line that starts
+    outside any comment, literal or directive running on from the line before (a `\\` continuation)."""
+    lines = text.split("\n")
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    spanning = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:           # an unterminated comment or literal: nothing after it is safe
+            spanning.append((pos, len(text) + 1))
+            break
+        if "\n" in m.group(0) and m.lastgroup not in ("nl", "ws"):
+            spanning.append((m.start(), m.end()))
+        pos = m.end()
+    safe = set()
+    k = 0
+    for number, start in enumerate(starts):
+        while k < len(spanning) and spanning[k][1] <= start:
+            k += 1
+        inside = k < len(spanning) and spanning[k][0] < start < spanning[k][1]
+        continued = number > 0 and lines[number - 1].endswith("\\")
+        if not inside and not continued:
+            safe.add(number)
+    return safe
+
+
 def _inside_block_comment(text: str, start: int, pos: int) -> bool:
     opened = text.rfind("/*", start, pos)
     return opened != -1 and text.find("*/", opened, pos) == -1
@@ -367,6 +397,12 @@ def find_typedefs(text: str, tokens: list[Token] | None = None) -> list[str]:
         elif tok.text == "}":
             depth -= 1
             statement_start = depth == 0 and start is None
+        elif depth == 0 and start is None and first and tok.text == "using":
+            alias = _alias_declaration(text, tokens, i - 1)
+            if alias is not None:
+                found.append(alias[0])
+                i = alias[1]
+                statement_start = True
         elif depth == 0 and start is None and tok.text == "typedef":
             start = tok.start
         elif depth == 0 and start is not None and tok.text == ";":
@@ -376,6 +412,27 @@ def find_typedefs(text: str, tokens: list[Token] | None = None) -> list[str]:
         elif depth == 0 and tok.text == ";":
             statement_start = True
     return found
+
+
+#: Tokens of a type an alias may name for it to be a C typedef (a template, a qualified or computed type is not).
+_NOT_IN_A_C_TYPE = frozenset({"<", "(", "::", "typename", "decltype", "template", "{"})
+
+
+def _alias_declaration(text: str, tokens: list[Token], i: int) -> tuple[str, int] | None:
+    """`using NAME = TYPE;` at tokens[i], C++'s spelling of `typedef TYPE NAME;`, as that typedef and the index
+    of the token after its `;`; None for any other `using` (a namespace, a declaration, an alias of a
+    template or of a qualified type)."""
+    if i + 3 >= len(tokens) or tokens[i + 1].kind != "ident" or tokens[i + 2].text != "=":
+        return None
+    end = i + 3
+    while end < len(tokens) and tokens[end].text != ";":
+        if tokens[end].text in _NOT_IN_A_C_TYPE or tokens[end].kind == "pp":
+            return None
+        end += 1
+    if end >= len(tokens) or end == i + 3:
+        return None
+    aliased = text[tokens[i + 3].start:tokens[end - 1].end]
+    return f"typedef {aliased} {tokens[i + 1].text};", end + 1
 
 
 def _aggregate_definition(text: str, tokens: list[Token], i: int) -> tuple[str, int] | None:

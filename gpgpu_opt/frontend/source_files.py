@@ -46,13 +46,23 @@ def read_source_file(path: str, name: str | None = None) -> SourceFile:
         raise CompileError(f"no such file: '{path}'")
     if p.is_dir():
         raise CompileError(f"'{path}' is a directory, not a .cu file")
-    text = p.read_bytes().decode("utf-8", errors="surrogateescape")
+    return source_file(p.read_bytes(), name or path)
+
+
+def source_file(data: bytes, name: str) -> SourceFile:
+    """A user file from its bytes (a file's, or standard input's), named `name` (see the module doc)."""
+    text = data.decode("utf-8", errors="surrogateescape")
     bom = text.startswith(BOM)
     text = text[len(BOM):] if bom else text
     if "\0" in text and _nul_in_code(text):
-        raise CompileError(f"'{path}' is not a text file", Location(name or path, 1, 1))
+        raise CompileError(f"'{name}' is not a text file", Location(name, 1, 1))
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-    return SourceFile(name or path, text.replace("\r\n", "\n") if crlf else text, crlf, bom)
+    return SourceFile(name, text.replace("\r\n", "\n") if crlf else text, crlf, bom)
+
+
+def source_text(data: bytes, name: str) -> str:
+    """The text the front end reads of a program given as bytes (standard input)."""
+    return source_file(data, name).text
 
 
 def _nul_in_code(text: str) -> bool:

@@ -77,7 +77,7 @@ def test_an_exception_that_escapes_the_command_line_fails_the_test(tmp_path, mon
         raise ZeroDivisionError("a bug")
 
     (tmp_path / "k.cu").write_text(KERNEL)
-    monkeypatch.setattr("gpgpu_opt.cli.load_program", broken)
+    monkeypatch.setattr("gpgpu_opt.frontend.load_program", broken)
     with pytest.raises(ZeroDivisionError) as raised:
         run_cli("analyze", tmp_path / "k.cu", env={"GPGPU_OPT_TRACEBACK": "1"})
     assert "said before the bug" in "".join(raised.value.__notes__)

@@ -238,7 +238,7 @@ def test_unanalysable_access_leaves_the_rest_optimized(tmp_path):
         }
     """))
     out = tmp_path / "out.cu"
-    proc = compile_file(src, out, "--target", "sm_90")
+    proc = compile_file(src, out, "--target", "sm_90", "-v")
     assert proc.returncode == 0
     assert "note:" in proc.stderr and "x[perm[c]]" in proc.stderr
     assert "tile_A" in out.read_text()

@@ -315,7 +315,7 @@ def test_one_dim3_name_in_two_host_functions(tmp_path):
 def test_compile_notes_a_launch_it_cannot_read(tmp_path):
     launch_of(tmp_path, main(body="    dim3 grid(1);\n    if (argc > 1) grid.x = 8;\n"
                                          "    scale<<<grid, 256>>>(a, n);\n"))
-    code, output = cli("compile", tmp_path / "h.cu", "-o", tmp_path / "o.cu")
+    code, output = cli("compile", "-v", tmp_path / "h.cu", "-o", tmp_path / "o.cu")
     assert code == 0 and "note: the launch of 'scale' is not known here: 'grid' is assigned in a loop" in output
 
 
@@ -333,7 +333,7 @@ def test_a_bug_inside_a_command_is_an_error_line_not_a_traceback(src, monkeypatc
     def broken(*args, **kwargs):
         raise StopIteration("a bug")
 
-    monkeypatch.setattr("gpgpu_opt.cli.load_program", broken)
+    monkeypatch.setattr("gpgpu_opt.frontend.load_program", broken)
     code, output = cli("analyze", src)
     assert code == 3 and f"{src}: error: internal error in gpgpu-opt (StopIteration: a bug)" in output
     assert "Traceback" not in output

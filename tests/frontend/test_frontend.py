@@ -1,4 +1,5 @@
 """Front end: whole files, macros, shorthand, C++ pass-through, launch sites, and bad input."""
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -200,3 +201,92 @@ def test_each_branch_of_an_ifdef_may_open_the_block_one_brace_closes(tmp_path, d
     path = write(tmp_path, IFDEF_BRANCHES.replace("        }\n    }\n", "        }\n"))
     with pytest.raises(CompileError, match="expected '}' at end of input"):
         load_program(path, defines=defines)
+
+
+OVERLOADS = """
+    #include <cstdio>
+    __device__ float twice(float v) { return v * 2.0f; }
+    __device__ double twice(double v) { return v * 2.0; }
+    __global__ void scale(float *a, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) a[i] = a[i] + 1.0f;
+    }
+    __global__ void scale(double *a, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) a[i] = a[i] - 1.0;
+    }
+    __global__ void doubled(float *a, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) a[i] = twice(a[i]);
+    }
+    __global__ void shift(float *a, const float *b, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) a[i] = b[i] + 1.0f;
+    }
+    int main()
+    {
+        float *a, *b; double *d; int n = 1 << 24;
+        cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&b, n * sizeof(float)); cudaMalloc(&d, n * sizeof(double));
+        scale<<<(n + 255) / 256, 256>>>(a, n);
+        scale<<<(n + 255) / 256, 256>>>(d, n);
+        doubled<<<(n + 255) / 256, 256>>>(a, n);
+        shift<<<(n + 255) / 256, 256>>>(a, b, n);
+        printf("done\\n");
+        return 0;
+    }
+"""
+
+
+def test_overloads_are_kept_as_written_and_the_other_kernels_optimized(tmp_path):
+    """Both `scale`s used to be rewritten from the double one's body, their launch helpers defined twice (the
+    output did not build): launches and helper calls are matched by name, so an overloaded name, and a kernel
+    calling one, pass through; the file builds as written."""
+    from gpgpu_opt.passes import parse_pass_list
+    from gpgpu_opt.pipeline import compile_with
+    from gpgpu_opt.targets import get_target
+
+    path = write(tmp_path, OVERLOADS)
+    diagnostics = Diagnostics(quiet=True)
+    program = load_program(path, diagnostics=diagnostics)
+    assert [k.name for k in program.kernels] == ["shift"]
+    assert program.passed_through == ["twice", "twice", "scale", "scale", "doubled"]
+    assert "'scale' passed through unchanged: it is overloaded (2 definitions)" in str(diagnostics.notes[2])
+    result = compile_with(program, get_target("sm_90"), parse_pass_list(None), diagnostics)
+    assert result.kernels[0].transformed
+    for kernel in ("__global__ void scale(float *a, int n)", "__global__ void scale(double *a, int n)",
+                   "    if (i < n) a[i] = twice(a[i]);"):
+        assert kernel in result.output
+    assert result.output.count("scale_grid") == 0
+    if shutil.which("nvcc"):
+        (tmp_path / "out.cu").write_text(result.output)
+        build = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "out.cu"), "-o", str(tmp_path / "o.o")],
+                               capture_output=True, text=True)
+        assert build.returncode == 0, build.stderr
+
+
+ENUMS = """
+    enum Mode { HALVE = 2, QUARTER = HALVE * 2, EIGHTH };
+    enum { ROWS = 64 };
+    enum class Scoped { A = 7 };
+    __global__ void scale(float *a, int n, int mode)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n * ROWS) a[i] = mode == EIGHTH ? a[i] / QUARTER : a[i] / HALVE;
+    }
+"""
+
+
+def test_the_enumerators_of_a_namespace_scope_enum_are_constants_of_the_kernels(tmp_path):
+    """They were undeclared names to the front end, and their kernels passed through."""
+    from gpgpu_opt.frontend.file_scope import find_enum_constants
+
+    constants = find_enum_constants(textwrap.dedent(ENUMS), {})
+    assert {name: c.value for name, c in constants.items()} == {"HALVE": "2", "QUARTER": "4", "EIGHTH": "5",
+                                                               "ROWS": "64"}
+    program = load_program(write(tmp_path, ENUMS), diagnostics=Diagnostics(quiet=True))
+    assert [k.name for k in program.kernels] == ["scale"]
+    assert "(mode == 5) ? (a[i] / 4) : (a[i] / 2)" in kernel_source(program.kernels[0].funcdef)

@@ -277,7 +277,7 @@ def test_a_nul_byte_in_a_comment_or_a_literal_is_read(tmp_path, place):
 
 
 BAD_AND_GOOD = """\
-enum Mode { HALVE = 2 };
+constexpr float HALF = 0.5f;
 __device__ float broken(float v) { auto half = [](float x) { return x * 0.5f; }; return half(v); }
 __device__ float fine(float v) { return v * 0.5f; }
 
@@ -290,7 +290,7 @@ __global__ void uses_broken(float *a, int n)
 __global__ void undeclared(float *a, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) a[i] = a[i] / HALVE;
+    if (i < n) a[i] = a[i] * HALF;
 }
 
 __global__ void good(float *a, const float *b, int n)
@@ -302,7 +302,7 @@ __global__ void good(float *a, const float *b, int n)
 
 
 def test_one_function_it_cannot_read_never_sinks_the_file(tmp_path):
-    """Valid CUDA that the front end does not read (a lambda, an enum constant) passes through as written."""
+    """Valid CUDA that the front end does not read (a lambda, a constexpr float) passes through as written."""
     write_tree(tmp_path, {"main.cu": '#include "kernels.cu"\n', "kernels.cu": BAD_AND_GOOD})
     program, result, diagnostics = compile_all(tmp_path / "main.cu")
     assert [k.name for k in program.kernels] == ["good"]
@@ -314,7 +314,7 @@ def test_one_function_it_cannot_read_never_sinks_the_file(tmp_path):
     assert "'uses_broken' passed through unchanged: it calls 'broken', which is passed through" \
         in notes["uses_broken"]
     assert notes["undeclared"].startswith(f"{kernels_cu}:11:1: note: 'undeclared' passed through unchanged: use "
-                                          "of undeclared identifier 'HALVE'")
+                                          "of undeclared identifier 'HALF'")
     assert result.kernels[0].transformed
     out = result.outputs[str(kernels_cu)]
     for name in ("broken", "uses_broken", "undeclared"):   # as written, byte for byte
@@ -433,7 +433,7 @@ def test_a_kernel_calling_a_broken_helper_of_an_included_header_passes_through(t
             }
             """,
         "helpers.h": """\
-            enum { OFFSET = 1 };
+            constexpr float OFFSET = 1.0f;
             __device__ float inner(float v) { return v + OFFSET; }
             __device__ float outer(float v) { return inner(v) * 2.0f; }
             """})

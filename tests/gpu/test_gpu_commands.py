@@ -133,8 +133,8 @@ def test_tuning_db_and_compile_uses_it(tmp_path):
     assert db.lookup(key, "sm_90", gpu="NVIDIA H100") is None
     assert db.lookup(key, "sm_90", sizes={"n": 1}) is None
     out, rep = tmp_path / "vv_opt.cu", tmp_path / "vv.json"
-    result = runner.invoke(app, ["compile", str(ROOT / "inputs" / "vv.cu"), "-o", str(out), "--report", str(rep),
-                                 "--db", str(db.path)])
+    result = runner.invoke(app, ["compile", "-v", str(ROOT / "inputs" / "vv.cu"), "-o", str(out), "--report",
+                                 str(rep), "--db", str(db.path)])
     assert result.exit_code == 0, result.output
     assert "using the tuned choice merge-x1-y8" in result.output and "--no-tuned ignores it" in result.output
     tuned = json.loads(rep.read_text())
