@@ -45,13 +45,19 @@ def drop_in(nvcc: str | None, args: list[str]) -> int:
         optimized = _optimized(unit.path, command, target)
         if optimized is None:
             continue
+        mirrors = [(index, mirror) for index, directory in command.include_options
+                   for mirror in [optimized.mirror_of(directory)] if mirror is not None]
+        if mirrors and len(command.units) > 1:
+            # one nvcc command compiles every unit with one -I list: another unit would find this one's
+            # rewritten headers, made for this unit's launches
+            _say(1, f"gpgpu-opt: {unit.path}: compiled as written: its rewritten headers are found through an "
+                    "include directory the command's other units search too")
+            continue
         new_args[unit.index] = optimized.main
         originals.update(optimized.originals)
         originals[optimized.main] = unit.path
-        for index, directory in command.include_options:
-            mirror = optimized.mirror_of(directory)
-            if mirror is not None:
-                inserted.setdefault(index, []).append(f"-I{mirror}")
+        for index, mirror in mirrors:
+            inserted.setdefault(index, []).append(f"-I{mirror}")
     final = []
     for index, arg in enumerate(new_args):
         final += inserted.get(index, [])
@@ -139,9 +145,8 @@ def _restore_depfile(command: NvccCommand, originals: dict[str, str]) -> None:
 
 
 def _run(compiler: str, args: list[str]) -> int:
-    env = dict(os.environ, GPGPU_OPT_IN_NVCC="1")
     try:
-        return subprocess.run([compiler, *args], env=env).returncode
+        return subprocess.run([compiler, *args]).returncode
     except OSError as err:
         print(f"gpgpu-opt: error: cannot run {compiler}: {err.strerror or err}", file=sys.stderr)
         return 2

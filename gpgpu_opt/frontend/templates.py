@@ -58,7 +58,9 @@ class TemplateUses:
 
     def __init__(self, text: str, tokens: list[scanner.Token], launch_sites: list[scanner.LaunchSite],
                  macros: dict[str, str], expanded: str):
-        self.text, self.tokens, self.sites, self.macros = text, tokens, launch_sites, macros
+        self.text, self.tokens, self.sites = text, tokens, launch_sites
+        # what an integer template argument may name: macros, and the integer constants the program declares
+        self.macros = {**_integer_constants(expanded), **macros}
         self.expanded = expanded
         self.groups = cooperative_groups_names(text)
         self._declarations = _template_statements(tokens)
@@ -101,6 +103,21 @@ class TemplateUses:
                 problems.append(f"is a template named at line {tok.line} other than in a launch, a declaration "
                                 f"or an explicit instantiation")
         return uses, problems[:1]
+
+
+_CONSTANT = re.compile(r"\b(?:static\s+)?(?:const|constexpr)\s+(?:(?:unsigned|signed|long|short|int|size_t)\s+)*"
+                       r"(?:int|long|short|size_t|unsigned)\s+([A-Za-z_]\w*)\s*=\s*([^;,{}()]+|\([^;{}]*\))\s*;")
+_DECLARED = re.compile(r"\b(?:int|long|short|size_t|unsigned|auto|float|double|char|bool)\s+\**\s*([A-Za-z_]\w*)")
+
+
+def _integer_constants(expanded: str) -> dict[str, str]:
+    """Names declared once in the program, as an integer constant (`const int BLOCK = 256;`, in a host function
+    too), with their initializers: a template argument is a constant expression, so where `k<BLOCK>` names
+    such a name it names that constant. A name declared more than once (another function's own) is left out."""
+    declared: dict[str, int] = {}
+    for m in _DECLARED.finditer(expanded):
+        declared[m.group(1)] = declared.get(m.group(1), 0) + 1
+    return {m.group(1): m.group(2).strip() for m in _CONSTANT.finditer(expanded) if declared.get(m.group(1)) == 1}
 
 
 def _template_statements(tokens: list[scanner.Token]) -> list[tuple[int, int, bool]]:

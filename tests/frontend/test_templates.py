@@ -324,3 +324,36 @@ def test_an_instantiation_is_proved_unaliased_over_every_launch_of_its_template(
     program, _ = load(tmp_path, TEMPLATE_LAUNCHES.replace("SECOND_IN", "c"))
     refused = alias_facts(program.kernels[0], program, False)
     assert not refused.restrict and "passes 'c' to both" in refused.why_not
+
+
+LOCAL_CONSTANT_ARGUMENT = """
+    #include <cstdio>
+    template <int BLOCK>
+    __global__ void scale(float *a, const float *b, int n)
+    {
+        int i = blockIdx.x * BLOCK + threadIdx.x;
+        if (i < n) a[i] = b[i] * 2.0f;
+    }
+    int main()
+    {
+        const int threads = 256;
+        float *a, *b; int n = 1 << 24;
+        cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&b, n * sizeof(float));
+        scale<threads><<<(n + threads - 1) / threads, threads>>>(a, b, n);
+        printf("done\\n");
+        return 0;
+    }
+"""
+
+
+def test_a_local_constant_names_a_template_argument(tmp_path):
+    """`scale<threads>` with `const int threads = 256;` in main: the instantiation scale<256> (it passed through:
+    "not an integer constant"). A name declared twice (another function's own `threads`) is not read so."""
+    result = compiled(tmp_path, LOCAL_CONSTANT_ARGUMENT)
+    assert [k.naive.name for k in result.kernels] == ["scale__256"] and result.kernels[0].transformed
+    assert "template <> __global__ void scale<256>(" in result.output
+    if shutil.which("nvcc"):
+        builds(tmp_path, result.output)
+    twice = LOCAL_CONSTANT_ARGUMENT.replace("int main()", "void other() { int threads = 64; (void)threads; }\n    int main()")
+    program, notes = load(tmp_path, twice)
+    assert program.kernels == [] and any("is not an integer constant" in n for n in notes)
