@@ -8,9 +8,8 @@
 
 // gpgpu-opt: launch configuration of the optimized 'mm': blocks of 256x1 threads,
 // each covering 256x16 threads of the naive launch (16 outputs per thread).
-__attribute__((unused)) static dim3 mm_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 mm_block(dim3 /* naive_grid */, dim3 /* naive_block */)
 {
-    (void)naive_grid, (void)naive_block;
     return dim3(256, 1);
 }
 

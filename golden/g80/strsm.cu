@@ -6,9 +6,8 @@
 
 // gpgpu-opt: launch configuration of the optimized 'strsm': blocks of 256x1 threads,
 // each covering 256x1 threads of the naive launch (one thread per output).
-__attribute__((unused)) static dim3 strsm_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 strsm_block(dim3 /* naive_grid */, dim3 /* naive_block */)
 {
-    (void)naive_grid, (void)naive_block;
     return dim3(256, 1);
 }
 

@@ -6,9 +6,8 @@
 
 // gpgpu-opt: launch configuration of the optimized 'demosaic': blocks of 32x8 threads,
 // each covering 128x32 threads of the naive launch (16 outputs per thread).
-__attribute__((unused)) static dim3 demosaic_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 demosaic_block(dim3 /* naive_grid */, dim3 /* naive_block */)
 {
-    (void)naive_grid, (void)naive_block;
     return dim3(32, 8);
 }
 

@@ -9,9 +9,8 @@
 
 // gpgpu-opt: launch configuration of the optimized 'mm': blocks of 16x16 threads,
 // each covering 128x128 threads of the naive launch (64 outputs per thread).
-__attribute__((unused)) static dim3 mm_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 mm_block(dim3 /* naive_grid */, dim3 /* naive_block */)
 {
-    (void)naive_grid, (void)naive_block;
     return dim3(16, 16);
 }
 
@@ -24,9 +23,8 @@ __attribute__((unused)) static dim3 mm_grid(dim3 naive_grid, dim3 naive_block)
 
 // gpgpu-opt: launch configuration of the optimized 'scale_matrix': blocks of 256x1 threads,
 // each covering 1024x1 threads of the naive launch (4 outputs per thread).
-__attribute__((unused)) static dim3 scale_matrix_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 scale_matrix_block(dim3 /* naive_grid */, dim3 /* naive_block */)
 {
-    (void)naive_grid, (void)naive_block;
     return dim3(256, 1);
 }
 

@@ -4,9 +4,8 @@
 
 // gpgpu-opt: launch configuration of the optimized 'transpose': blocks of 64x8 threads,
 // each covering 64x64 threads of the naive launch (8 outputs per thread).
-__attribute__((unused)) static dim3 transpose_block(dim3 naive_grid, dim3 naive_block)
+__attribute__((unused)) static dim3 transpose_block(dim3 /* naive_grid */, dim3 /* naive_block */)
 {
-    (void)naive_grid, (void)naive_block;
     return dim3(64, 8);
 }
 
