@@ -18,8 +18,12 @@ from gpgpu_opt.cli import common
 from gpgpu_opt.cli.common import Verbosity
 from gpgpu_opt.cli_output import (STDOUT, PendingWrites, check_directory_destination, check_file_destination,
                                   check_mirrored_destinations, is_directory_output, mirrored, same_file)
-from gpgpu_opt.diagnostics import STDIN_NAME, CompileError  # stdin's includes are found from the working directory
+from gpgpu_opt.diagnostics import STDIN_NAME, CompileError
 
+
+
+#: The file name that stands for standard input (and `-o -` for standard output).
+STDIN = "-"
 
 
 @dataclass
@@ -92,9 +96,6 @@ def compile_(files: List[str] = typer.Argument(..., metavar="FILE...",
         if dump_dir:
             shutil.rmtree(dump_dir, ignore_errors=True)
     raise typer.Exit(status)
-
-
-STDIN = "-"
 
 
 @dataclass
@@ -210,7 +211,7 @@ def _check_inputs(files: list[str], output: str, report: Optional[str], dump_pas
         raise CompileError("'-' (standard input) may be given once")
     if len(files) > 1 and not is_directory_output(output):
         raise CompileError(f"-o {output}: {len(files)} files compile into a directory (-o OUTDIR/)")
-    if (dump_passes or report) and len(files) > 1 and dump_passes:
+    if dump_passes and len(files) > 1:
         raise CompileError("--dump-passes takes one file")
     named = [f for f in files if f != STDIN]
     if is_directory_output(output):
