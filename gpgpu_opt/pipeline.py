@@ -182,6 +182,8 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
         for instrument in instruments:
             instrument.kept(name, current, len(ran))
     ctx.schedule = schedule         # the kept kernel's schedule: `current` is its lowering
+    if ran:
+        tidy(current.funcdef, last=True)
     return current, ran
 
 

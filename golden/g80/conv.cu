@@ -45,9 +45,7 @@ __global__ void conv(const float *in, const float *filt, float *out, int width, 
         float sum = 0.0f;
         for (int j = 0; j < 16; j++)
             for (int i = 0; i < 16; i++) {
-                const float in_val = tile_in[threadIdx.y + j][threadIdx.x + i];
-                const float filt_val = tile_filt[j * 16 + i];
-                sum += in_val * filt_val;
+                sum += tile_in[threadIdx.y + j][threadIdx.x + i] * tile_filt[j * 16 + i];
             }
         out[y * width + x] = sum;
     }

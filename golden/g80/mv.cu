@@ -66,9 +66,7 @@ __global__ void mv(const float *A, const float *x, float *y, int rows, int cols)
         }
         if (r < rows) {
             for (int c = c0; c < c0 + 16 && c < cols; c++) {
-                const float A_val = tile_A[threadIdx.x][c - c0];
-                const float x_val = tile_x[c - c0];
-                sum += A_val * x_val;
+                sum += tile_A[threadIdx.x][c - c0] * tile_x[c - c0];
             }
         }
         __syncthreads();

@@ -47,9 +47,7 @@ __global__ void strsm(const float *__restrict__ L, const float *__restrict__ B, 
             }
             if (col < m) {
                 for (int k = k0; k < k0 + 256 && k < i; k++) {
-                    const float L_val = tile_L[k - k0];
-                    const float X_val = X[k * m + col];
-                    s -= L_val * X_val;
+                    s -= tile_L[k - k0] * X[k * m + col];
                 }
             }
             __syncthreads();

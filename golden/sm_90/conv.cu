@@ -27,6 +27,9 @@ __global__ __launch_bounds__(128, 4) void conv(const float *in, const float *fil
     __shared__ __align__(16) float tile_filt[16][16];
     const int first_row = blockIdx.y * 64;
     const int first_col = blockIdx.x * 128;
+    // the block's window of in: its outputs plus the filter's reach
+    const int window_rows = 64 + 15;
+    const int window_cols = 128 + 15;
     // in[(y + j) * (width + 16 - 1) + (x + i)] for the block's 64x128 outputs plus the filter's reach, where
     // an output in range reads it: 4 batches of 23 loads per thread, a batch's loads all issued before its
     // stores so that they are in flight together
@@ -34,18 +37,19 @@ __global__ __launch_bounds__(128, 4) void conv(const float *in, const float *fil
         float in_staged[23];
         #pragma unroll
         for (int l = 0; l < 23; l++) {
-            const int e = batch * 2944 + threadIdx.y * 16 + threadIdx.x + l * 128;
-            const int tile_row = e / 143;
-            const int tile_col = e % 143;
-            in_staged[l] = (e < 11297 && first_col + ((tile_col < 15) ? 0 : (tile_col - 15)) < width
+            const int e = (batch * 23 + l) * 128 + threadIdx.y * 16 + threadIdx.x;
+            const int tile_row = e / window_cols;
+            const int tile_col = e % window_cols;
+            in_staged[l] = (e < window_rows * window_cols
+                            && first_col + ((tile_col < 15) ? 0 : (tile_col - 15)) < width
                             && first_row + ((tile_row < 15) ? 0 : (tile_row - 15)) < height)
                     ? in[(first_row + tile_row) * (width + 15) + first_col + tile_col] : 0;
         }
         #pragma unroll
         for (int l = 0; l < 23; l++) {
-            const int e = batch * 2944 + threadIdx.y * 16 + threadIdx.x + l * 128;
-            if (e < 11297)
-                tile_in[e / 143][e % 143] = in_staged[l];
+            const int e = (batch * 23 + l) * 128 + threadIdx.y * 16 + threadIdx.x;
+            if (e < window_rows * window_cols)
+                tile_in[e / window_cols][e % window_cols] = in_staged[l];
         }
     }
     // filt[j * 16 + i] for every step of the filter: the same for all outputs
@@ -79,9 +83,7 @@ __global__ __launch_bounds__(128, 4) void conv(const float *in, const float *fil
                 for (int i = 0; i < 16; i++) {
                     #pragma unroll
                     for (int c = 0; c < 8; c++) {
-                        const float in_val = in_row[c + i];
-                        const float filt_val = tile_filt[j][i];
-                        sum[r][c] += in_val * filt_val;
+                        sum[r][c] += in_row[c + i] * tile_filt[j][i];
                     }
                 }
             }

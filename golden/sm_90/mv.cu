@@ -24,9 +24,7 @@ __global__ void mv(const float *A, const float *x, float *y, int rows, int cols)
     // coalesced)
     if (r < rows)
         for (int c = threadIdx.x; c < cols; c += 32) {
-            const float A_val = A[r * cols + c];
-            const float x_val = x[c];
-            sum += A_val * x_val;
+            sum += A[r * cols + c] * x[c];
         }
     // merge: the lanes' partial sums added by shuffles; lane 0 holds the total
     for (int offset = 16; offset > 0; offset /= 2)

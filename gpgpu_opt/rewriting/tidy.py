@@ -1,8 +1,12 @@
 """The tidy step after each pass: what a person would not have written, taken out of a generated kernel.
 
-- A single-use copy of a register: `const float A_val = A_frag[r]; ... sum[r][c] += A_val * B_val;` reads
-  `sum[r][c] += A_frag[r] * B_frag[c];`. Only a `const` local whose value is a local scalar or an element of a
-  local array of the same type, used once, later in the same block, with nothing it reads written between.
+- A single-use copy of a register or of shared memory: `const float A_val = A_frag[r]; ... sum[r][c] += A_val *
+  B_val;` reads `sum[r][c] += A_frag[r] * B_frag[c];`. Only a `const` local whose value is a local scalar or an
+  element of a local or `__shared__` array of the same type at a subscript of names, constants, `+`, `-` and `*`,
+  used once, later in the same block, with only `const` copies between and nothing it reads written there.
+  Copies of global memory (an element a pointer parameter points to) only once the last pass has run (the
+  passes read them as the loads they stage or widen), and only into a plain statement (an assignment or a
+  declaration, not a loop that would load it again).
 - A guard clause already implied: `in_range = load_row < n && 0 < n && load_k < n` inside `if (0 < n)`, or
   inside `for (k0 = 0; k0 < n; ...)`, reads `load_row < n && load_k < n`. Only clauses over names the kernel
   neither declares nor assigns (its parameters), implied by an enclosing `if`'s clause or a loop counting up
@@ -21,10 +25,10 @@ from gpgpu_opt.codegen import CudaGenerator
 from gpgpu_opt.rewriting import guards as g
 
 
-def tidy(func: c_ast.FuncDef) -> None:
-    """Tidy the kernel in place."""
+def tidy(func: c_ast.FuncDef, last: bool = False) -> None:
+    """Tidy the kernel in place (`last`: no pass runs after this, so copies of global memory go too)."""
     assigned = _assigned_names(func.body)
-    _substitute_single_use(func, assigned)
+    _substitute_single_use(func, assigned, _pointer_parameters(func) if last else {})
     _fold_implied(func.body, [], assigned | _locals_of(func.body))
 
 
@@ -33,8 +37,8 @@ def _text(node: c_ast.Node) -> str:
 
 
 # -- single-use copies ----------------------------------------------------------------------------------
-def _substitute_single_use(func: c_ast.FuncDef, assigned: set[str]) -> None:
-    arrays = _local_arrays(func.body)
+def _substitute_single_use(func: c_ast.FuncDef, assigned: set[str], pointers: dict[str, str]) -> None:
+    arrays = _local_arrays(func.body) | _shared_arrays(func.body) | pointers
     scalars = _local_scalars(func.body)
     uses = _use_counts(func.body)
     for compound in [n for n in walk(func.body) if isinstance(n, c_ast.Compound)]:
@@ -48,6 +52,8 @@ def _substitute_single_use(func: c_ast.FuncDef, assigned: set[str]) -> None:
                 continue
             reads = {n.name for n in walk(value) if isinstance(n, c_ast.ID)}
             at = _use_site(items, k, decl.name, reads)
+            if at is not None and _base(value) in pointers and not isinstance(items[at], (c_ast.Assignment, c_ast.Decl)):
+                at = None
             if at is None:
                 k += 1
                 continue
@@ -58,7 +64,7 @@ def _substitute_single_use(func: c_ast.FuncDef, assigned: set[str]) -> None:
 
 
 def _copy_value(decl, arrays: dict[str, str], scalars: dict[str, str]) -> c_ast.Node | None:
-    """The value of `const T x = v;` where v is a local scalar or a local array's element of type T."""
+    """The value of `const T x = v;` where v is a local scalar or a local or shared array's element of type T."""
     if not (isinstance(decl, c_ast.Decl) and "const" in (decl.quals or []) and isinstance(decl.type, c_ast.TypeDecl)
             and isinstance(decl.type.type, c_ast.IdentifierType) and decl.init is not None and not decl.storage):
         return None
@@ -72,9 +78,29 @@ def _copy_value(decl, arrays: dict[str, str], scalars: dict[str, str]) -> c_ast.
             indices.append(base.subscript)
             base = base.name
         if isinstance(base, c_ast.ID) and arrays.get(base.name) == declared and \
-                all(isinstance(i, (c_ast.ID, c_ast.Constant)) for i in indices):
+                all(_plain_index(i) for i in indices):
             return v
     return None
+
+
+def _base(ref: c_ast.Node) -> str | None:
+    while isinstance(ref, c_ast.ArrayRef):
+        ref = ref.name
+    return ref.name if isinstance(ref, c_ast.ID) else None
+
+
+_BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
+
+
+def _plain_index(node: c_ast.Node) -> bool:
+    """A subscript of names, constants, `threadIdx.x` and the like, `+`, `-` and `*`: it reads nothing but the
+    names and does nothing."""
+    if isinstance(node, (c_ast.ID, c_ast.Constant)):
+        return True
+    if isinstance(node, c_ast.StructRef):
+        return node.type == "." and isinstance(node.name, c_ast.ID) and node.name.name in _BUILTINS
+    return isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*") and _plain_index(node.left) \
+        and _plain_index(node.right)
 
 
 def _use_site(items: list, k: int, name: str, reads: set[str]) -> int | None:
@@ -211,6 +237,30 @@ def _local_arrays(body: c_ast.Node) -> dict[str, str]:
             if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
                 out[n.name] = " ".join(t.type.names)
     return out
+
+
+def _shared_arrays(body: c_ast.Node) -> dict[str, str]:
+    out = {}
+    for n in walk(body):
+        if isinstance(n, c_ast.Decl) and isinstance(n.type, c_ast.ArrayDecl) and n.storage == ["__shared__"]:
+            t = n.type
+            while isinstance(t, c_ast.ArrayDecl):
+                t = t.type
+            if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
+                out[n.name] = " ".join(t.type.names)
+    return out
+
+
+def _pointer_parameters(func: c_ast.FuncDef) -> dict[str, str]:
+    """Each parameter `T *p` (const or not) by its pointee type T, where the body declares no other `p`."""
+    params = func.decl.type.args.params if func.decl.type.args else []
+    out = {}
+    for p in params:
+        if isinstance(p, c_ast.Decl) and isinstance(p.type, c_ast.PtrDecl) \
+                and isinstance(p.type.type, c_ast.TypeDecl) and isinstance(p.type.type.type, c_ast.IdentifierType):
+            out[p.name] = " ".join(p.type.type.type.names)
+    declared = _locals_of(func.body)
+    return {name: t for name, t in out.items() if name not in declared}
 
 
 def _local_scalars(body: c_ast.Node) -> dict[str, str]:

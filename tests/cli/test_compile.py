@@ -310,7 +310,7 @@ def test_sm90_conv_is_register_blocked_with_a_halo_tile():
     assert "__shared__ __align__(16) float tile_in[79][144];" in text
     assert "__shared__ __align__(16) float tile_filt[16][16];" in text
     assert "float sum[8][8];" in text and "float in_row[23];" in text
-    assert "sum[r][c] += in_val * filt_val;" in text and "const float in_val = in_row[c + i];" in text
+    assert "sum[r][c] += in_row[c + i] * tile_filt[j][i];" in text
     assert "in[(first_row + tile_row) * (width + 15) + first_col + tile_col]" in text
     assert "// gpgpu_opt launch block(16, 8) grid((global_x + 127) / 128, (global_y + 63) / 64)" in text
     assert "__launch_bounds__(128, 4)" in text

@@ -45,7 +45,7 @@ def test_conv_sm90_8x8_per_thread_with_halo_tile_and_filter_staged(tmp_path):
     assert "in_row[c] = tile_in[threadIdx.y * 8 + row][threadIdx.x * 8 + c];" in text
     assert "for (int row = 0; row < 23; row++)" in text
     assert "const int j = row - r;" in text and "if (j >= 0 && j < 16)" in text
-    assert "const float in_val = in_row[c + i];" in text and "const float filt_val = tile_filt[j][i];" in text
+    assert "sum[r][c] += in_row[c + i] * tile_filt[j][i];" in text
     # CHECK: predicated, coalesced tile loads (the lowest output that reads an element decides), one barrier
     assert "in[(first_row + tile_row) * (width + 15) + first_col + tile_col]" in text
     assert "first_row + ((tile_row < 15) ? 0 : (tile_row - 15)) < height" in text

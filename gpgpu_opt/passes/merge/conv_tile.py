@@ -332,7 +332,7 @@ def _choose_shape(tile: ConvTile, ctx: PassContext) -> tuple[int, int, str]:
 # -- the rewrite ----------------------------------------------------------------------------------------
 def apply_conv_tile(kernel: Kernel, info: KernelInfo, tile: ConvTile) -> None:
     names = {base: info.fresh(base) for base in ("first_row", "first_col", "e", "tile_row", "tile_col",
-                                                  "row", "r", "c", "l")}
+                                                  "row", "r", "c", "l", "window_rows", "window_cols")}
     names["staged"] = info.fresh(f"{tile.source.array}_staged")
     row_values = info.fresh(f"{tile.source.array}_row")
     (ox, oy), (th, tw) = tile.outputs_per_block, tile.halo
@@ -346,12 +346,12 @@ def apply_conv_tile(kernel: Kernel, info: KernelInfo, tile: ConvTile) -> None:
     loads = math.ceil(per_thread / batches)
     ragged = batches * loads * threads != th * tw
     names["batch"] = info.fresh("batch")
-    first = f"{names['batch']} * {loads * threads} + " if batches > 1 else ""
+    load_step = f"({names['batch']} * {loads} + {names['l']})" if batches > 1 else names["l"]
     source = render("merge_conv_tile.cu.j2", tile=tile, names=names, acc=tile.acc.name, element=tile.element,
                     acc_type=" ".join(tile.acc.type.type.names), threads=threads, halo=(th, tw),
                     width=_tile_width(tile), outputs=(ox, oy), row_values=row_values,
                     loads=loads, batches=batches, ragged=ragged, input=_input_view(tile, names, ragged),
-                    first_element=f"{first}threadIdx.y * {THREADS_X} + threadIdx.x + {names['l']} * {threads}",
+                    first_element=f"{load_step} * {threads} + threadIdx.y * {THREADS_X} + threadIdx.x",
                     row_index=_plus(f"{names['row']} - {names['r']}", tile.row_start),
                     filters=[_filter_view(tile, f, names) for f in tile.filters],
                     fw_padded=math.ceil(tile.fw / 4) * 4, thread_index=f"threadIdx.y * {THREADS_X} + threadIdx.x")
@@ -380,7 +380,7 @@ def _input_view(tile: ConvTile, names: dict, ragged: bool) -> dict:
     load = _window_start(tile, at["y"], at["x"])
     reader = {axis: parse_expr(_reader(names[f"first_{part}"], names[f"tile_{part}"], reach))
               for axis, part, reach in (("y", "row", tile.fh - 1), ("x", "col", tile.fw - 1))}
-    in_tile = [parse_expr(f"{names['e']} < {tile.halo[0] * tile.halo[1]}")] if ragged else []
+    in_tile = [parse_expr(f"{names['e']} < {names['window_rows']} * {names['window_cols']}")] if ragged else []
     predicate = conj(in_tile + _clauses_at(tile, reader))
     return {"name": tile.source.tile, "array": tile.source.array, "load": load,
             "predicate": text(predicate) if predicate is not None else None,
