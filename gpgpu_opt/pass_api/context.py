@@ -83,6 +83,9 @@ class PassContext:
     #: The lowering (pass_api/lowering.py: the passes' steps, gathered by the registry), which the pipeline
     #: hands over: it calls the passes' builders, so a pass reaches it here rather than importing them.
     lowering: "Callable[[Schedule, PassContext], Kernel] | None" = None
+    #: Analyses of the kernels the passes rewrite, kept by whoever computes them (`KernelInfo.of` in
+    #: rewriting/kernel_info.py) so that a kernel unchanged since is not analysed again.
+    analyses: dict = field(default_factory=dict, repr=False, compare=False)
 
     def lower(self, schedule: "Schedule") -> "Kernel":
         """The kernel `schedule` describes, generated from its source (a new copy)."""

@@ -17,7 +17,7 @@ the same source and entries lower to the same kernel (`lowering` caches by them)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
 from gpgpu_opt.dim3 import Dim3
@@ -122,6 +122,24 @@ class Schedule:
 
     def without(self, *names: str) -> "Schedule":
         return self.with_(**{name: None for name in names})
+
+    def describe(self) -> str:
+        """The plan in one line: each entry decided, its values (`tune` compares variants by it)."""
+        parts = []
+        for name in ENTRY_ORDER:
+            entry = getattr(self, name)
+            if entry is None:
+                continue
+            values = ", ".join(f"{f.name} {_value(getattr(entry, f.name))}" for f in fields(entry)
+                               if f.name != "comment" and getattr(entry, f.name) not in (None, ""))
+            parts.append(f"{name} ({values})" if values else name)
+        return "; ".join(parts) or "nothing scheduled"
+
+
+def _value(value) -> str:
+    if isinstance(value, tuple):
+        return "x".join(str(v) for v in value)
+    return str(value)
 
 
 def schedule_of(ctx, kernel: Kernel) -> Schedule:

@@ -167,7 +167,7 @@ def known(expr: sympy.Expr, ctx: PassContext) -> sympy.Expr:
 
 
 def trip_count(loop: c_ast.For, start: c_ast.Node, info: KernelInfo, ctx: PassContext) -> int | None:
-    env = info._flat_env()
+    env = info.flat_env()
     try:
         trip = known(to_sympy(loop.cond.right, env) - to_sympy(start, env), ctx)
     except NotAffine:

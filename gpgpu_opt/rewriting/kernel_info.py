@@ -4,6 +4,7 @@ taken (for fresh ones); the kernel-level preconditions of staging (`check_kernel
 whether a new block still covers the naive thread space (`coverage_problem`)."""
 from __future__ import annotations
 
+import copy
 from collections import Counter
 
 import sympy
@@ -15,6 +16,7 @@ from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, GDIM, TID, NotAffine, iterator_symbol, opaque, param_symbol, to_sympy
 from gpgpu_opt.ast_util import call_name, ids_in, is_member_of, member_of, walk
 from gpgpu_opt.check.sanity import _thread_variables
+from gpgpu_opt.codegen import kernel_source
 from gpgpu_opt.rewriting.cbuild import Unsupported, text
 from gpgpu_opt.rewriting.guards import (_BUILTINS, BLOCK_DEPENDENT_CALLS, clauses, frames_to, has_jumps, is_pure,
                                         loop_var, parents_of, slack)
@@ -50,6 +52,24 @@ class KernelInfo:
         self.pure_calls = pure_calls(ctx.facts.device_functions)
         self.base_taken = set(self.decl_counts) | set(self.params) | {n for n in ids_in(self.body)}
         self.taken = set(self.base_taken)
+
+    @classmethod
+    def of(cls, kernel, ctx) -> "KernelInfo":
+        """The kernel's analysis, computed once while the kernel stays as it is: the context keeps it, under
+        the identity of every node and the kernel's text (a rewrite in place changes one or the other). Each
+        caller gets its own copy of the names taken, as a new analysis would give it (the rest is read only)."""
+        cache = getattr(ctx, "analyses", None)
+        if cache is None:
+            return cls(kernel, ctx)
+        key = (tuple(map(id, walk(kernel.funcdef))), kernel_source(kernel.funcdef))
+        found = cache.get(id(kernel.funcdef))
+        if found is not None and found[0] is kernel.funcdef and found[1] == key:
+            info = copy.copy(found[2])
+            info.taken = set(info.base_taken)
+            return info
+        info = cls(kernel, ctx)
+        cache[id(kernel.funcdef)] = (kernel.funcdef, key, info)
+        return info
 
     def uniform(self, expr: c_ast.Node) -> bool:
         """The same value in every thread of a block (a condition: also free of side effects)."""
@@ -89,7 +109,7 @@ class KernelInfo:
             raise Unsupported(f"its meaning depends on the block shape ({why}); the pass changes the block, "
                               "so it leaves the kernel alone")
 
-    def _flat_env(self) -> dict:
+    def flat_env(self) -> dict:
         env = {p: param_symbol(p) for p in self.scalars}
         for n in walk(self.body):
             if isinstance(n, c_ast.Decl) and n.name and isinstance(n.type, c_ast.TypeDecl):
@@ -109,7 +129,7 @@ class KernelInfo:
     def block_dependence(self) -> str | None:
         """Every use of threadIdx/blockIdx/blockDim must reach the result only through the global index
         blockIdx*blockDim + threadIdx of its axis; gridDim and the z axis are not allowed."""
-        env = self._flat_env()
+        env = self.flat_env()
         gsym = {a: sympy.Symbol(f"G.{a}", integer=True) for a in "xyz"}
         subs = {TID[a]: gsym[a] - BID[a] * BDIM[a] for a in "xyz"}
         forbidden = set(TID.values()) | set(BID.values()) | set(BDIM.values()) | set(GDIM.values())

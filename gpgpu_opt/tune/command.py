@@ -47,6 +47,8 @@ def describe_set(found: VariantSet, echo) -> None:
             echo(f"  {v.label}: same kernel as {v.duplicate_of}")
         elif v.rejected:
             echo(f"  {v.label}: rejected: {v.rejected}")
+        else:
+            echo(f"  {v.label}: {v.schedule.describe() if v.schedule is not None else 'as written'}")
 
 
 def harness_text(program, target, found: VariantSet, sizes: dict, flops: float, runs: int) -> str:

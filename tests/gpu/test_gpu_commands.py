@@ -111,6 +111,13 @@ def test_variant_plan_and_dedupe(monkeypatch):
     assert by_label["merge-x4-y16"].duplicate_of == "model"
     assert by_label["merge-x2-y8"].duplicate_of is None
     assert len(found.unique) == len({variants._identity(v.result) for v in found.unique})
+    # the variants are read off the model's plan: vv's schedules a widening and merged rows, so the passes that
+    # schedule nothing for it (prefetch, partition's block order) are not tried without
+    assert by_label["model"].schedule.describe() == "widening (width 4); rows (factor 16)"
+    assert "no-vectorize" in by_label and "no-merge" in by_label and "no-prefetch" not in by_label
+    # the x factor means nothing beside a widening of 4: the same plan, one variant
+    assert by_label["merge-x4-y8"].duplicate_of == "merge-x2-y8"
+    assert by_label["merge-x2-y8"].schedule.rows.factor == 8
 
 
 def test_spearman():

@@ -17,9 +17,15 @@ from gpgpu_opt.pass_api.schedule import ENTRY_ORDER, Merge, Prefetch, Rows, Sche
 from gpgpu_opt.pipeline import compile_with
 
 
-def lower(schedule, ctx):
-    return lowering()(schedule, ctx)
+from gpgpu_opt.rewriting.tidy import tidy
 from gpgpu_opt.targets import get_target
+
+
+def lower(schedule, ctx):
+    """The kernel the schedule describes, tidied as the compile's last step leaves the kernel it writes."""
+    kernel = lowering()(schedule, ctx)
+    tidy(kernel.funcdef, last=True)
+    return kernel
 
 INPUTS = Path(__file__).resolve().parents[2] / "inputs"
 

@@ -98,7 +98,7 @@ def _reads_to_stage(work: Kernel, ctx: PassContext) -> tuple[list, set[int], lis
 def lower_halo(kernel: Kernel, ctx: PassContext) -> Kernel:
     """A `Staging('halo')` lowered: the halo tiles `run` stages in `kernel` (rewritten in place)."""
     fps, _, wanted = _reads_to_stage(kernel, ctx)
-    info = KernelInfo(kernel, ctx)
+    info = KernelInfo.of(kernel, ctx)
     info.check_kernel()
     if fps:
         stage_halos(kernel, ctx, info, footprints(info.accesses, ctx.facts.bindings), wanted)
@@ -113,7 +113,7 @@ def lower_reads(kernel: Kernel, ctx: PassContext, block: tuple[int, int], thread
     blocks of `threads` threads covering `block` outputs, loops taking `steps` tile steps at once;
     `comment` goes before the first tile."""
     g.normalize_early_returns(kernel.body)
-    info = KernelInfo(kernel, ctx)
+    info = KernelInfo.of(kernel, ctx)
     info.check_kernel()
     plans, _ = plan_reads(kernel, ctx, info, block, threads, steps)
     if not plans:
@@ -141,7 +141,7 @@ def _staged(kernel: Kernel, work: Kernel, ctx: PassContext, fps, in_footprint,
                  where)
         return kernel, None
     try:
-        info = KernelInfo(work, ctx)
+        info = KernelInfo.of(work, ctx)
         info.check_kernel()
     except Unsupported as why:
         ctx.log.skip("kernel", f"no access staged: {why}", where)

@@ -98,7 +98,7 @@ def lower_merge(kernel: Kernel, ctx: PassContext, merge: Merge) -> Kernel:
         return kernel
     strategy = BY_NAME[merge.kind]
     g.normalize_early_returns(kernel.body)
-    info = KernelInfo(kernel, ctx)
+    info = KernelInfo.of(kernel, ctx)
     plan = strategy.plan(kernel, ctx, info) if merge.shape is None else \
         strategy.replan(kernel, ctx, info, merge.shape)
     strategy.apply(kernel, info, plan)
@@ -114,7 +114,7 @@ def _merge_unstaged(kernel: Kernel, ctx: PassContext, merges: tuple[MergeStrateg
     for strategy in merges:
         work = kernel.copy()
         g.normalize_early_returns(work.body)
-        info = KernelInfo(work, ctx)
+        info = KernelInfo.of(work, ctx)
         try:
             chosen = strategy.plan(work, ctx, info)
         except (NotAccumulation, NotReduction):

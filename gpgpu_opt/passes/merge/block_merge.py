@@ -224,7 +224,7 @@ def _best_factor(base, ctx, current: _Staging, axis, shared, factor, now, reason
 def _stage(base: Kernel, ctx: PassContext, block: tuple[int, int], steps: int) -> _Staging:
     work = base.copy()
     g.normalize_early_returns(work.body)
-    info = KernelInfo(work, ctx)
+    info = KernelInfo.of(work, ctx)
     info.check_kernel()
     plans, skipped = plan_reads(work, ctx, info, block, block, steps)
     return _Staging(work, info, plans, block, skipped)

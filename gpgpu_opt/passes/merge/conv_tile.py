@@ -134,7 +134,7 @@ def plan_conv_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> ConvTi
 
 def _tiled_source(kernel: Kernel, ctx: PassContext, shape: tuple[int, int]) -> str:
     work = kernel.copy()
-    info = KernelInfo(work, ctx)
+    info = KernelInfo.of(work, ctx)
     apply_conv_tile(work, info, plan_by_model(work, ctx, info, shape))
     return work.with_launch_bounds(kernel_source(work.funcdef))
 
@@ -187,7 +187,7 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: KernelInfo,
 def _constant_loop(loop: c_ast.For, start: c_ast.Node, info: KernelInfo, ctx: PassContext) -> tuple[int, int]:
     """The loop's trip count and start, both constants (the filter's extent)."""
     trip = trip_count(loop, start, info, ctx)
-    first = known(to_sympy(start, info._flat_env()), ctx) if trip is not None else None
+    first = known(to_sympy(start, info.flat_env()), ctx) if trip is not None else None
     if first is None or not first.is_Integer:
         raise Unsupported(f"the filter loop '{text(loop.cond)}' does not have a constant start and length (a "
                           "register tile needs the filter's extent)")
@@ -230,7 +230,7 @@ def _reads(inner: c_ast.For, info: KernelInfo) -> tuple[Staged, list[Staged], di
     for s in (source, *filters):
         if s.array in info.written:
             raise Unsupported(f"the kernel writes {s.array}, which the loop reads (a staged copy would be stale)")
-    return source, filters, info._flat_env()
+    return source, filters, info.flat_env()
 
 
 def _check_source(source: Staged, row_var: str, col_var: str) -> None:

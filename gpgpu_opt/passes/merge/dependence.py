@@ -66,7 +66,7 @@ class Dependence:
 
     def _find_index_locals(self) -> None:
         info = self.info
-        env = info._flat_env()
+        env = info.flat_env()
         for n in walk(info.body):
             if not (isinstance(n, c_ast.Decl) and n.init is not None and isinstance(n.type, c_ast.TypeDecl)
                     and n.name not in info.assigned and info.decl_counts[n.name] == 1

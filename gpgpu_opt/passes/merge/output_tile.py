@@ -103,7 +103,7 @@ def per_output_code(kernel: Kernel, info: KernelInfo, loop: c_ast.For, acc: c_as
         if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in ("threadIdx", "blockIdx", "blockDim"):
             top = info.index_expression(n)
             tops[id(top)] = top
-    env = info._flat_env()
+    env = info.flat_env()
     holder = info.parents[id(loop)]
     loop_at = next(i for i, s in enumerate(holder.block_items) if s is loop)
 

@@ -77,7 +77,7 @@ def recognize_product(kernel: Kernel, ctx: PassContext, info: KernelInfo,
     check_path(path, loop)
     acc = accumulator(body, loop, acc_name, path, info, updates_before=True)
     check_start(loop, acc, info)
-    env = info._flat_env()
+    env = info.flat_env()
     operands = _operands(loop, var, info)
     if not operands:
         raise NotAccumulation("no read in the loop is shared along a row or a column of outputs")

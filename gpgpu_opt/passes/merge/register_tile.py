@@ -95,7 +95,7 @@ def plan_register_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> Re
 def _tiled_source(kernel: Kernel, ctx: PassContext, shape: tuple[int, int]) -> str:
     """The kernel with a register tile of `shape`, as the output would print it (for ptxas)."""
     work = kernel.copy()
-    info = KernelInfo(work, ctx)
+    info = KernelInfo.of(work, ctx)
     apply_register_tile(work, info, plan_by_model(work, ctx, info, shape))
     return work.with_launch_bounds(kernel_source(work.funcdef))
 

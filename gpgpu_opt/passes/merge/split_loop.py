@@ -132,7 +132,7 @@ def _check_one_dimensional(body: c_ast.Node) -> None:
 
 def _check_index_uses(info: KernelInfo) -> None:
     """Every use of the thread index is the global x index itself, which the split recomputes."""
-    env = info._flat_env()
+    env = info.flat_env()
     to_global = {TID["x"]: _G - BID["x"] * BDIM["x"]}
     for n in walk(info.body):
         if isinstance(n, c_ast.StructRef) and isinstance(n.name, c_ast.ID) and n.name.name in _INDEX_BUILTINS:
@@ -172,7 +172,7 @@ def _form(loop: c_ast.For, var: str, info: KernelInfo) -> tuple[bool, str]:
 
 def _outputs(path, info: KernelInfo, ctx: PassContext) -> int | None:
     """The number of outputs where a guard `i < n` bounds the global index and n is known."""
-    env = info._flat_env()
+    env = info.flat_env()
     for node in path:
         if not isinstance(node, c_ast.If):
             continue

@@ -128,7 +128,7 @@ def plan_thread_merge(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> Thr
 def _check_index_uses(info: KernelInfo, axes: set[str]) -> None:
     """Every use of a merged dimension's builtins is that dimension's global index itself (what the rewrite
     recomputes per copy)."""
-    env = info._flat_env()
+    env = info.flat_env()
     for n in walk(info.body):
         if builtin_axis(n, axes):
             top = info.index_expression(n)
@@ -166,7 +166,7 @@ def _check_locals(info: KernelInfo, deps: Dependence, shared_arrays: bool = Fals
 
 def _check_stores(info: KernelInfo, deps: Dependence, axes: set[str]) -> None:
     """Every store's subscript moves with every merged dimension, so the copies store to distinct elements."""
-    env = info._flat_env()
+    env = info.flat_env()
     for a in info.accesses:
         if a.mode != "write":
             continue
@@ -348,7 +348,7 @@ class _Rewriter:
         if ids_in(low) & set(self.deps.per_copy):
             return False
         try:
-            value = global_value(low, self.info._flat_env())
+            value = global_value(low, self.info.flat_env())
         except NotAffine:
             return False
         steps = [sympy.diff(value, G[a]) for a in self.plan.axes]

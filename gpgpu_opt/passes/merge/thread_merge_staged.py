@@ -38,7 +38,7 @@ def thread_merge_staged(kernel: Kernel, ctx: PassContext) -> Kernel:
     schedule = schedule_of(ctx, kernel)
     work = kernel.copy()
     g.normalize_early_returns(work.body)
-    info = KernelInfo(work, ctx)
+    info = KernelInfo.of(work, ctx)
     try:
         plan = plan_thread_merge_staged(work, ctx, info)
     except tm.NotMergeable:
@@ -57,7 +57,7 @@ def lower_rows(kernel: Kernel, ctx: PassContext, factor: int) -> Kernel:
     """A `schedule.Rows` lowered on `kernel` (rewritten in place): planned again as `thread_merge_staged`
     planned it, which must come to the recorded `factor`."""
     g.normalize_early_returns(kernel.body)
-    info = KernelInfo(kernel, ctx)
+    info = KernelInfo.of(kernel, ctx)
     plan = plan_thread_merge_staged(kernel, ctx, info)
     if plan.factors[1] != factor:
         raise Unsupported(f"{plan.factors[1]} rows per thread planned where the schedule says {factor}")

@@ -114,7 +114,7 @@ def camping_accesses(kernel: Kernel, ctx: PassContext, geometry: tuple[int, int]
 def _rotate(work: Kernel, ctx: PassContext) -> list:
     """Rotate (in place) each loop that walks a camping access (the outermost such loop of each); returns
     the rotations."""
-    info = KernelInfo(work, ctx)
+    info = KernelInfo.of(work, ctx)
     loops = []
     for access, _ in camping_accesses(work, ctx, ctx.options.target.partition_camping or REFERENCE_GEOMETRY):
         loop = rotation.loop_to_rotate(access)

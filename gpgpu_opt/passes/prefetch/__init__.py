@@ -50,7 +50,7 @@ def prefetched(kernel: Kernel, ctx: PassContext) -> tuple[Kernel, str, str]:
     nothing to prefetch; Unsupported (with `subject` where the loop was found) where it may not be done."""
     work = kernel.copy()
     staged = find_staged_loop(work)
-    taken = set(KernelInfo(work, ctx).taken)
+    taken = set(KernelInfo.of(work, ctx).taken)
     subject = ", ".join(sorted({f"{c.array} -> {c.tile}" for c in staged.copies}))
     try:
         if ctx.options.target.has_async_copy:

@@ -40,7 +40,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
         return kernel
     where = Location.of(kernel.funcdef)
     work = kernel.copy()
-    info = KernelInfo(work, ctx)
+    info = KernelInfo.of(work, ctx)
     done: list[str] = whole_structs.rewrite_whole_structs(work, ctx)
     done += struct_loads.vectorize_struct_reads(work, ctx)
     for compound, run_ in list(pairs.runs(work.body)):
@@ -61,7 +61,7 @@ def lower_widening(kernel: Kernel, ctx: PassContext, width: int) -> Kernel:
     """A `schedule.Widening` lowered: `kernel` (rewritten in place) widened to `width` as `_widened` does."""
     g.normalize_early_returns(kernel.body)
     bool_lanes.bool_locals_as_int(kernel.body)
-    widen.widen(kernel, ctx, KernelInfo(kernel, ctx), width)
+    widen.widen(kernel, ctx, KernelInfo.of(kernel, ctx), width)
     return kernel
 
 
@@ -108,14 +108,14 @@ def _widened(kernel: Kernel, ctx: PassContext) -> Kernel | None:
     work = kernel.copy()
     g.normalize_early_returns(work.body)
     bool_lanes.bool_locals_as_int(work.body)
-    info = KernelInfo(work, ctx)
+    info = KernelInfo.of(work, ctx)
     try:
         what, gathers, streamed, vector_bytes = widen.widen(work, ctx, info, ctx.options.vector_width)
         if sized and run_time_loop(streamed) and vector_bytes > RUN_TIME_LOOP_VECTOR_BYTES:
             work = kernel.copy()
             g.normalize_early_returns(work.body)
             bool_lanes.bool_locals_as_int(work.body)
-            info = KernelInfo(work, ctx)
+            info = KernelInfo.of(work, ctx)
             why = (f"a loop of a run-time trip count (a z march) is widened to {RUN_TIME_LOOP_VECTOR_BYTES}-byte "
                    f"vectors at most (measured: 16-byte ones followed the launch's waves)")
             try:

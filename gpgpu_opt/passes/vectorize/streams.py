@@ -30,7 +30,7 @@ def uniform_header(info: KernelInfo, loop: c_ast.For, idx: str) -> str | None:
     (the V lanes share y), no memory and no call, and nothing the kernel writes but its own iterator and
     those of the loops around it (each lane's the same: those loops' headers pass this test too)."""
     parts = [p for p in (loop.init, loop.cond, loop.next) if p is not None]
-    var = canonical_loop(loop, info._flat_env()).var
+    var = canonical_loop(loop, info.flat_env()).var
     names = set().union(*(ids_in(p) for p in parts)) - {var}
     iterators = {d.name for n in walk(info.body) if isinstance(n, c_ast.For) and isinstance(n.init, c_ast.DeclList)
                  for d in n.init.decls if info.decl_counts[d.name] == 1}
@@ -100,7 +100,7 @@ def streamed(info: KernelInfo, stmts: list, ctx) -> tuple | None:
     loops = [s for s in stmts if isinstance(s, c_ast.For)]
     if len(loops) != 1:
         return None
-    loop = canonical_loop(loops[0], info._flat_env())
+    loop = canonical_loop(loops[0], info.flat_env())
     trips = loop.trip_count() if loop is not None else None
     if trips is None:
         return None

@@ -266,7 +266,7 @@ def _loop_vars(info: KernelInfo, stmts: list, idx: str) -> set[str]:
         if not isinstance(s, c_ast.For):
             raise NotWidenable(f"{lanes.statement_kind(s)} at line {lanes.line_of(s)} (only declarations, assignments, "
                                "'if's and 'for' loops are widened)")
-        loop = canonical_loop(s, info._flat_env())
+        loop = canonical_loop(s, info.flat_env())
         if loop is None or not isinstance(s.init, c_ast.DeclList) or loop.multiplicative:
             raise NotWidenable(f"the loop at line {lanes.line_of(s)} is not 'for (int j = a; j < b; j += c)' with "
                                "its own iterator")
@@ -334,7 +334,7 @@ def _names(stmt: c_ast.Node) -> set[str]:
 
 
 def _index_local(info: KernelInfo, body: list) -> tuple[int, c_ast.Decl]:
-    env = info._flat_env()
+    env = info.flat_env()
     for k, s in enumerate(body):
         if isinstance(s, c_ast.Decl) and s.init is not None and s.name in env and s.name not in info.assigned \
                 and info.decl_counts[s.name] == 1 \

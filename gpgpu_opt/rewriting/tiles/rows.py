@@ -56,7 +56,7 @@ def _split_rows(leading: list[c_ast.Decl], info: KernelInfo) -> list[tuple[c_ast
     """Where each declaration before the tile load goes when a thread computes several rows: 'hoist' (a
     value that is the same in every row: stays before the load), 'offset' (row-independent part + the
     thread's y index: `v0` before the load, `v = v0 + r` in the rows) or 'row' (computed in the rows)."""
-    env = info._flat_env()
+    env = info.flat_env()
     per_row: set[str] = set()
     out = []
     for d in leading:

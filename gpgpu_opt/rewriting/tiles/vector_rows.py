@@ -127,7 +127,7 @@ def _tile_inside(p: Plan, info: KernelInfo, element: ElementLoad) -> list:
     tile = p.tile
     row, col = info.fresh("tile_row"), info.fresh("tile_col")
     _, clauses = element(c_ast.ID(row), c_ast.ID(col), {row, col})
-    env = {**info._flat_env(), row: sympy.Symbol(row, integer=True), col: sympy.Symbol(col, integer=True)}
+    env = {**info.flat_env(), row: sympy.Symbol(row, integer=True), col: sympy.Symbol(col, integer=True)}
     out = []
     for clause in clauses:
         found = g.slack(clause, env)
@@ -155,7 +155,7 @@ def _alignment(p: Plan, info: KernelInfo, block, first: c_ast.ArrayRef, names: s
                width: int):
     """The run-time tests the vector loads need (C text, block-uniform) and what is proved without them."""
     ctx = info.ctx
-    env = {**info._flat_env(), **{name: sympy.Symbol(name, integer=True) for name in names}}
+    env = {**info.flat_env(), **{name: sympy.Symbol(name, integer=True) for name in names}}
     # The loader's column is a multiple of the width by construction.
     env[vcol] = width * sympy.Symbol(f"{vcol}_vector", integer=True)
     try:

@@ -27,7 +27,7 @@ def is_call(node: c_ast.Node, prefix: str) -> bool:
 def value_of(node: c_ast.Node, info: KernelInfo, loop_var: str | None = None) -> sympy.Expr | None:
     """The affine value of `node`; `loop_var` is a loop's iterator (a symbol, not the opaque variable the
     flat environment makes of a variable the loop assigns)."""
-    env = info._flat_env()
+    env = info.flat_env()
     if loop_var is not None:
         env[loop_var] = iterator_symbol(loop_var)
     try:

@@ -153,7 +153,7 @@ def _offsets(accesses, info: KernelInfo, ctx: PassContext):
             var, lo, hi = _constant_loop(loop, info, ctx)
             ranges[var] = (lo, hi)
             syms[iterator_symbol(var)] = var
-        value = sympy.expand(known(global_value(a.node.subscript, {**info._flat_env(), **a.extra.get("env", {})}),
+        value = sympy.expand(known(global_value(a.node.subscript, {**info.flat_env(), **a.extra.get("env", {})}),
                                    ctx))
         if sympy.diff(value, G["x"]) != 1:
             raise NotStencil("x does not step the column by one")
@@ -199,7 +199,7 @@ def _split(coef: sympy.Expr, pitch: sympy.Expr) -> tuple[int, int]:
 def _constant_loop(loop: c_ast.For, info: KernelInfo, ctx: PassContext) -> tuple[str, int, int]:
     var, start, _ = g.loop_var(loop)
     cond, step = loop.cond, loop.next
-    env = info._flat_env()
+    env = info.flat_env()
     ok_step = isinstance(step, c_ast.UnaryOp) and step.op in ("p++", "++") and \
         isinstance(step.expr, c_ast.ID) and step.expr.name == var
     if var is None or var in info.assigned - {var} or not ok_step or not (
@@ -231,7 +231,7 @@ def _extreme(offset: dict, ranges: dict, pick) -> int:
 
 # -- what the kernel may do besides ------------------------------------------------------------------
 def _check_index_uses(info: KernelInfo) -> None:
-    env = info._flat_env()
+    env = info.flat_env()
     for n in walk(info.body):
         axis = builtin_axis(n, "xy")
         if axis:
@@ -247,7 +247,7 @@ def _check_index_uses(info: KernelInfo) -> None:
 def _check_stores(info: KernelInfo, array: str, ctx: PassContext) -> None:
     """The copies store to distinct elements, and the window loaded first reads what the naive threads did:
     the array is not written, and where another pointer may alias it, no thread stores before its reads."""
-    env = info._flat_env()
+    env = info.flat_env()
     for a in info.accesses:
         if a.mode != "write":
             continue
@@ -280,7 +280,7 @@ def _guard(info: KernelInfo, reads: list[Read], ctx: PassContext) -> tuple[list[
         if conds is not None and mine != conds[0]:
             raise Unsupported("the reads are under different conditions")
         conds = (mine, [f.node for f in frames if f.kind == "if"])
-    env = info._flat_env()
+    env = info.flat_env()
     bounds = [Bound("x", True, sympy.Integer(0)), Bound("y", True, sympy.Integer(0))]
     uniform = []
     for node in conds[1]:
@@ -349,7 +349,7 @@ def _plan_interior(info: KernelInfo, ctx: PassContext, array: str, reads: list[R
         return "the body is not declarations then one `if (G) { S }`"
     if guard is not None and guard.iffalse is not None:
         return "the guard has an else branch"
-    env = info._flat_env()
+    env = info.flat_env()
     bounds, uniform = [], []
     for clause in g.clauses(guard.cond) if guard is not None else []:
         if info.uniform(clause):
