@@ -182,7 +182,7 @@ def optimize_kernel(kernel: Kernel, ctx: PassContext, pass_names: list[str],
         for instrument in instruments:
             instrument.kept(name, current, len(ran))
     ctx.schedule = schedule         # the kept kernel's schedule: `current` is its lowering
-    if ran:
+    if any(name not in registry.form_passes() for name, _ in ran):   # a form alone is written as the user wrote it
         tidy(current.funcdef, last=True)
     return current, ran
 
