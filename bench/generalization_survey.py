@@ -55,7 +55,8 @@ def harness_status(name: str, target: str) -> str:
     try:
         benchmarks.generate(name, target, None, 1)
     except CompileError as err:
-        return f"no: \"{_short(str(err).removeprefix('error: '), 150)}\""
+        why = str(err).replace(f"{ROOT}/", "").removeprefix("error: ")
+        return f"no: \"{_short(why, 150)}\""
     text = benchmarks.BENCHMARKS[name].path.read_text()
     if "blockIdx.z" in text or "threadIdx.z" in text:   # the harness's launches are 2-D
         return "built, but its launch has one z (one batch, or one plane of threads): not representative"
