@@ -118,7 +118,7 @@ def generate_benchmarks(names: list[str], target: Target, passes: str | None, ru
         except CompileError as err:
             if len(names) == 1:
                 raise
-            echo(f"warning: {name}: no harness: {err}")
+            echo(f"warning: {name}: no harness: {str(err).removeprefix('error: ')}")
             continue
         echo(f"{name}: {notes[0]}")
         bench = benchmarks.BENCHMARKS[name]
