@@ -155,7 +155,7 @@ def test_rename_leaves_kernel_alone():
 def test_errors():
     program, result = _compile("mv.cu")
     with pytest.raises(ValueError, match="unknown reference"):
-        generate_harness(program, result, "mv", {"rows": 64, "cols": 64}, reference="dgemm")
+        generate_harness(program, result, "mv", {"rows": 64, "cols": 64}, reference="cusparse_spmv")
     with pytest.raises(CompileError, match="cannot use the 'sgemm' reference"):
         generate_harness(program, result, "mv", {"rows": 64, "cols": 64}, (64, 1), reference="sgemm")
     with pytest.raises(CompileError, match="no kernel 'nope'"):
