@@ -45,8 +45,20 @@ def _half_header(base_type: str) -> str | None:
 #: Reference kinds and the names they may be asked for by.
 REFERENCE_ALIASES = {"sgemm": "sgemm", "mm": "sgemm", "sgemv_t": "sgemv_t", "mv": "sgemv_t",
                      "sgemv_n": "sgemv_n", "tmv": "sgemv_n", "copy": "copy", "transpose": "copy",
-                     "sger": "sger", "vv": "sger",
+                     "copy_bytes": "copy_bytes", "sger": "sger", "vv": "sger",
+                     "sgemm_nt": "sgemm_nt", "dgemm": "dgemm", "hgemm": "hgemm", "sgemm_batched": "sgemm_batched",
                      "cub_sum": "cub_sum", "reduction": "cub_sum"}
+
+#: The matrix-product references: the element type of the inputs and of the result, whether B is stored
+#: transposed (N x K), and the cuBLAS call.
+PRODUCTS = {"sgemm": ("float", "float", False, "cublasSgemm"),
+            "sgemm_nt": ("float", "float", True, "cublasSgemm"),
+            "dgemm": ("double", "double", False, "cublasDgemm"),
+            "hgemm": ("__half", "float", False, "cublasGemmEx"),
+            "sgemm_batched": ("float", "float", False, "cublasSgemmStridedBatched")}
+
+#: The references that need cuBLAS.
+CUBLAS_REFERENCES = frozenset(PRODUCTS) | {"sgemv_t", "sgemv_n", "sger"}
 
 TOLERANCE = 1e-4
 
@@ -99,6 +111,8 @@ def _reference(kind: str, arrays: list[dict], global_space: tuple[int, int], ker
 
     if kind == "cub_sum":
         return _cub_sum(inputs, outputs, fail)
+    if kind == "copy_bytes":
+        return _copy_bytes(arrays)
     if len(outputs) != 1:
         fail(f"it writes {len(outputs)} arrays, the reference one")
     out = outputs[0]
@@ -107,6 +121,8 @@ def _reference(kind: str, arrays: list[dict], global_space: tuple[int, int], ker
     if out["read"]:
         fail(f"its output '{out['name']}' is also read")
     ref = {"kind": kind, "out": out["name"], "ctype": out["ctype"], "count": out["extent"], "cublas": kind != "copy"}
+    if kind in PRODUCTS:
+        return _product(kind, ref, out, inputs, global_space, fail)
     if kind == "copy":
         src = next((a for a in inputs if a["extent"] >= out["extent"] and a["ctype"] == out["ctype"]), None)
         if src is None:
@@ -120,16 +136,6 @@ def _reference(kind: str, arrays: list[dict], global_space: tuple[int, int], ker
     if len(inputs) < 2:
         fail(f"it reads {len(inputs)} arrays, the reference two")
     a, b = inputs[0], inputs[1]
-    if kind == "sgemm":
-        m, n = gy, gx
-        k = a["extent"] // m
-        if a["extent"] != m * k or b["extent"] != k * n or out["extent"] != m * n:
-            fail(f"extents {a['extent']}, {b['extent']}, {out['extent']} are not M*K, K*N, M*N "
-                 f"for the thread space {gx}x{gy} (x = column, y = row of {out['name']})")
-        ref.update(A=a["name"], B=b["name"], M=m, N=n, K=k, label="cublasSgemm",
-                   description=f"cublasSgemm, row-major {out['name']} ({m}x{n}) = {a['name']} ({m}x{k}) "
-                               f"{b['name']} ({k}x{n}), default (FP32) math mode")
-        return ref
     if gy != 1:
         fail("a matrix-vector reference needs a 1-D thread space")
     rows_out = gx
@@ -145,6 +151,44 @@ def _reference(kind: str, arrays: list[dict], global_space: tuple[int, int], ker
                    description=f"cublasSgemv CUBLAS_OP_N: {out['name']} = {a['name']}^T {b['name']}, "
                                f"{a['name']} {other}x{rows_out} row-major")
     return ref
+
+
+def _product(kind: str, ref: dict, out: dict, inputs: list[dict], global_space: tuple[int, int], fail) -> dict:
+    """A cuBLAS product as the reference: row-major C (M x N, the thread space's y x x) = A (M x K) B (K x N, or
+    N x K stored for 'sgemm_nt'), in batches of M x N where C holds several ('sgemm_batched')."""
+    in_type, out_type, transposed, call = PRODUCTS[kind]
+    if _canonical(out["ctype"]) != out_type or len(inputs) != 2 or any(_canonical(a["ctype"]) != in_type
+                                                                       for a in inputs):
+        fail(f"{call} here takes two {in_type} inputs and a {out_type} result")
+    a, b = inputs
+    m, n = global_space[1], global_space[0]
+    batch = out["extent"] // (m * n) if kind == "sgemm_batched" else 1
+    k = a["extent"] // (batch * m)
+    if a["extent"] != batch * m * k or b["extent"] != batch * k * n or out["extent"] != batch * m * n:
+        fail(f"extents {a['extent']}, {b['extent']}, {out['extent']} are not M*K, K*N, M*N (x {batch}) "
+             f"for the thread space {n}x{m} (x = column, y = row of {out['name']})")
+    shape = f"{a['name']} ({m}x{k}) {b['name']}" + (f"^T ({n}x{k})" if transposed else f" ({k}x{n})")
+    batches = f", {batch} batches" if kind == "sgemm_batched" else ""
+    ref.update(A=a["name"], B=b["name"], M=m, N=n, K=k, batch=batch, transposed=transposed, label=call,
+               description=f"{call}, row-major {out['name']} ({m}x{n}) = {shape}{batches}, in {in_type}, "
+                           f"{out_type} result, default math mode")
+    return ref
+
+
+def _canonical(ctype: str) -> str:
+    """A scalar type's one name (`half` is `__half`), else the name as written."""
+    t = cuda_types.scalar(ctype)
+    return t.name if t is not None else ctype
+
+
+def _copy_bytes(arrays: list[dict]) -> dict:
+    """A device-to-device copy that reads and writes as many bytes as the kernel does (each array once per
+    direction), between two scratch buffers: its time over the kernel's is the kernel's bandwidth over a copy's."""
+    moved = sum(a["extent"] * a["item"] * (2 if a["read"] and a["written"] else 1) for a in arrays)
+    half = max(1, moved // 2)
+    return {"kind": "copy_bytes", "ctype": "unsigned char", "count": 2 * half, "half": half, "cublas": False,
+            "label": "copy", "description": f"cudaMemcpyDeviceToDevice of {half} bytes between scratch buffers: "
+                                            f"{2 * half} bytes moved, the kernel's {moved}"}
 
 
 def _sger(out: dict, inputs: list[dict], global_space: tuple[int, int], fail) -> dict:
@@ -259,17 +303,22 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     roles = _array_roles(naive)
     arrays = []
     for p in naive.arrays:
-        if _fill(p.base_type) is None:
+        # an array of CUDA vectors (float4) is held, filled and compared as its components (4x as many floats)
+        vector = cuda_types.vector(p.base_type)
+        element, lanes = (vector.base, vector.n) if vector is not None else (p.base_type, 1)
+        if _fill(element) is None:
             raise CompileError(f"kernel '{kernel_name}': the harness cannot fill '{p.name}' of type '{p.base_type}'")
         read, written = roles[p.name]
-        size, fill = _fill(p.base_type)
-        arrays.append({"name": p.name, "ctype": p.base_type, "extent": int(extents[p.name]), "read": read,
+        size, fill = _fill(element)
+        arrays.append({"name": p.name, "ctype": element, "extent": int(extents[p.name]) * lanes, "read": read,
                        "written": written, "fill": fill, "item": size,
+                       "cast": f"({p.base_type} *)" if vector is not None else "",
                        "role": "in-out" if read and written else "output" if written else "input"})
     if not any(a["written"] for a in arrays):
         raise CompileError(f"kernel '{kernel_name}' writes no array: nothing to check")
     by_name = {a["name"]: a for a in arrays}
-    call_args = ", ".join(f"d_{p.name}" if p.name in by_name else f"s_{p.name}" for p in naive.params)
+    call_args = ", ".join(f"{by_name[p.name]['cast']}d_{p.name}" if p.name in by_name else f"s_{p.name}"
+                          for p in naive.params)
     total_bytes = sum(a["extent"] * a["item"] * (2 if a["read"] and a["written"] else 1) for a in arrays)
 
     ref = None

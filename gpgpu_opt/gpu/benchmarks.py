@@ -2,7 +2,8 @@
 fills the GPU, its work in flops and the library reference it is timed against.
 
 Other issues add entries with `register(Benchmark(...))` (or a line in BENCHMARKS below); `gpgpu-opt bench`
-runs them all, or those named.
+runs them all, or those named, or those of a suite ('project': the paper's inputs and programs of the tests;
+'generalization': generalization.py's kernels written fresh).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from gpgpu_opt.diagnostics import CompileError, Diagnostics
 from gpgpu_opt.frontend import load_program
+from gpgpu_opt.gpu import generalization
 from gpgpu_opt.harness import generate_harness
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import CompileOptions, compile_program
@@ -23,12 +25,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _source_dirs() -> dict[str, Path]:
-    """Where the benchmarked sources are: inside an installed package (pyproject.toml maps inputs/ and
-    tests/programs/ there), else the checkout's own directories."""
+    """Where the benchmarked sources are: inside an installed package (pyproject.toml maps inputs/,
+    tests/programs/ and bench/generalization/ there), else the checkout's own directories."""
     packaged = Path(str(resources.files("gpgpu_opt")))
     if (packaged / "bench_inputs").is_dir():
-        return {"inputs": packaged / "bench_inputs", "tests/programs": packaged / "bench_programs"}
-    return {"inputs": ROOT / "inputs", "tests/programs": ROOT / "tests" / "programs"}
+        return {"inputs": packaged / "bench_inputs", "tests/programs": packaged / "bench_programs",
+                generalization.FOLDER: packaged / "bench_generalization"}
+    return {"inputs": ROOT / "inputs", "tests/programs": ROOT / "tests" / "programs",
+            generalization.FOLDER: ROOT / generalization.FOLDER}
 
 
 @dataclass(frozen=True)
@@ -43,11 +47,13 @@ class Benchmark:
     space: tuple[int, int] = (1, 1)
     #: Floating-point operations of one launch (0: a copy-like kernel, judged by bandwidth).
     flops: float = 0.0
-    #: The harness's reference ('sgemm', 'sgemv_t', 'sgemv_n', 'sger', 'copy', 'cub_sum') or None.
+    #: The harness's reference (harness.REFERENCE_ALIASES: 'sgemm', 'copy', 'copy_bytes', 'cub_sum'...) or None.
     reference: str | None = None
     #: `#define NAME value` lines of the file given other values (the file defines them, so -D cannot).
     defines: dict = field(default_factory=dict)
     note: str = ""
+    #: The set it belongs to, a name `bench` selects it by.
+    suite: str = "project"
 
     @property
     def path(self) -> Path:
@@ -98,6 +104,8 @@ for _bench in [
     Benchmark("strsm", "strsm.cu", "strsm", {"n": 32, "m": 1 << 20}, (1 << 20, 1), 32.0 * 32 * (1 << 20), None),
 ]:
     register(_bench)
+for _entry in generalization.ENTRIES:
+    register(Benchmark(**{**_entry, "file": f"{generalization.FOLDER}/{_entry['file']}"}, suite=generalization.SUITE))
 
 
 def with_defines(text: str, overrides: dict) -> str:

@@ -16,7 +16,7 @@ from gpgpu_opt.gpu import benchmarks, report, script
 from gpgpu_opt.gpu.results import HarnessRun, run_table
 from gpgpu_opt.gpu.runner import run_harness, sanitize
 from gpgpu_opt.toolchain import Build, build_harness, find_nvcc
-from gpgpu_opt.harness import REFERENCE_ALIASES, generate_harness
+from gpgpu_opt.harness import CUBLAS_REFERENCES, REFERENCE_ALIASES, generate_harness
 from gpgpu_opt.targets import Target
 
 
@@ -29,7 +29,7 @@ class Generated:
 
 
 def needs_cublas(reference: str | None) -> bool:
-    return bool(reference) and REFERENCE_ALIASES.get(reference) in ("sgemm", "sgemv_t", "sgemv_n", "sger")
+    return bool(reference) and REFERENCE_ALIASES.get(reference) in CUBLAS_REFERENCES
 
 
 def build_all(generated: list[Generated], directory: Path, target: Target) -> dict[str, Build]:
@@ -86,27 +86,40 @@ def print_run(run: HarnessRun, as_json: bool, echo) -> None:
 
 # -- bench ------------------------------------------------------------------------------------------------
 def select_benchmarks(names: list[str]) -> list[str]:
-    """Benchmark names, or files: an input's path picks the benchmarks of that file."""
+    """Benchmark names, suites ('project', 'generalization': each picks its benchmarks), or files: an input's
+    path picks the benchmarks of that file."""
     if not names:
         return list(benchmarks.BENCHMARKS)
+    suites = {b.suite for b in benchmarks.BENCHMARKS.values()}
     chosen = []
     for name in names:
         if name in benchmarks.BENCHMARKS:
             chosen.append(name)
             continue
+        if name in suites:
+            chosen += [b.name for b in benchmarks.BENCHMARKS.values() if b.suite == name]
+            continue
         path = Path(name).resolve()
         matching = [b.name for b in benchmarks.BENCHMARKS.values() if b.path.resolve() == path]
         if not matching:
-            raise CompileError(f"'{name}' is neither a benchmark nor the file of one "
-                               f"(benchmarks: {', '.join(benchmarks.BENCHMARKS)})")
+            raise CompileError(f"'{name}' is neither a benchmark, a suite nor the file of one "
+                               f"(suites: {', '.join(sorted(suites))}; benchmarks: {', '.join(benchmarks.BENCHMARKS)})")
         chosen += matching
     return list(dict.fromkeys(chosen))
 
 
 def generate_benchmarks(names: list[str], target: Target, passes: str | None, runs: int, echo) -> list[Generated]:
+    """The harness of each benchmark. Of several, one the harness cannot be made for is left out with a warning
+    that says why (the others still run); a single one named raises."""
     out = []
     for name in names:
-        text, notes = benchmarks.generate(name, target.name, passes, runs)
+        try:
+            text, notes = benchmarks.generate(name, target.name, passes, runs)
+        except CompileError as err:
+            if len(names) == 1:
+                raise
+            echo(f"warning: {name}: no harness: {str(err).removeprefix('error: ')}")
+            continue
         echo(f"{name}: {notes[0]}")
         bench = benchmarks.BENCHMARKS[name]
         out.append(Generated(name, bench.kernel, text, needs_cublas(bench.reference)))

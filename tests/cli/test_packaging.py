@@ -1,5 +1,5 @@
 """A built wheel carries the templates (templates/ at the project root, shipped as gpgpu_opt/templates), the
-benchmarked sources (inputs/, four of tests/programs/) and every module, and the compiler it installs finds
+benchmarked sources (inputs/, four of tests/programs/, bench/generalization/) and every module, and the compiler it installs finds
 them from any directory."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.conftest import GOLDEN, ROOT
 
 def test_the_wheel_carries_the_templates_and_compiles_from_another_directory(tmp_path):
     src = tmp_path / "src"   # a copy: building in the checkout would leave build/ there, stale files and all
-    for name in ("gpgpu_opt", "templates", "inputs", "tests/programs"):
+    for name in ("gpgpu_opt", "templates", "inputs", "tests/programs", "bench/generalization"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)

@@ -24,14 +24,29 @@ requires_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc no
 #: Declarations of the few cuBLAS entry points the harness uses, for compiling where cuBLAS is not installed
 #: (the signatures are cuBLAS's own; the GPU machine builds against the real header).
 CUBLAS_STUB = """#pragma once
+#include <library_types.h>
 typedef struct cublasContext *cublasHandle_t;
 typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;
 typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 } cublasOperation_t;
+typedef enum { CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
 cublasStatus_t cublasCreate(cublasHandle_t *handle);
 cublasStatus_t cublasDestroy(cublasHandle_t handle);
 cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                            int k, const float *alpha, const float *A, int lda, const float *B, int ldb,
                            const float *beta, float *C, int ldc);
+cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                           int k, const double *alpha, const double *A, int lda, const double *B, int ldb,
+                           const double *beta, double *C, int ldc);
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                            int k, const void *alpha, const void *A, cudaDataType Atype, int lda, const void *B,
+                            cudaDataType Btype, int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t computeType, cublasGemmAlgo_t algo);
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                         int m, int n, int k, const float *alpha, const float *A, int lda,
+                                         long long int strideA, const float *B, int ldb, long long int strideB,
+                                         const float *beta, float *C, int ldc, long long int strideC,
+                                         int batchCount);
 cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const float *alpha,
                            const float *A, int lda, const float *x, int incx, const float *beta, float *y, int incy);
 cublasStatus_t cublasSger(cublasHandle_t handle, int m, int n, const float *alpha, const float *x, int incx,
@@ -140,7 +155,7 @@ def test_rename_leaves_kernel_alone():
 def test_errors():
     program, result = _compile("mv.cu")
     with pytest.raises(ValueError, match="unknown reference"):
-        generate_harness(program, result, "mv", {"rows": 64, "cols": 64}, reference="dgemm")
+        generate_harness(program, result, "mv", {"rows": 64, "cols": 64}, reference="cusparse_spmv")
     with pytest.raises(CompileError, match="cannot use the 'sgemm' reference"):
         generate_harness(program, result, "mv", {"rows": 64, "cols": 64}, (64, 1), reference="sgemm")
     with pytest.raises(CompileError, match="no kernel 'nope'"):
@@ -225,3 +240,46 @@ def test_the_harness_takes_the_programs_own_launch_and_arguments(tmp_path):
     assert "const int s_n = 100000;" in text
     assert "naive_grid(391, 1), naive_block(256, 1)" in text        # 391 blocks of 256 cover 100000
     assert "const int s_n = 4096;" in generate_harness(program, result, "add", {"n": 4096})  # --size wins
+
+
+#: Benchmarks of the generalization set that use what the paper's do not: the other cuBLAS products, the copy of
+#: as many bytes as the kernel moves, arrays of float4; each with a line its harness must hold.
+NEW_REFERENCES = {
+    "g_sgemm_nt": "cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, d_B, K,",
+    "g_dgemm": "cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, d_B, N,",
+    "g_half_matmul": "d_A, CUDA_R_16F, K, &zero, d_ref, CUDA_R_32F, N,",
+    "g_stream_triad": "cudaMemcpyAsync(d_ref + 402653184ULL, d_ref, 402653184ULL",   # 3 arrays of 2^26 floats
+    "g_nbody": "nbody_accel_opt<<<opt_grid, opt_block>>>((float4 *)d_pos, (float4 *)d_accel, s_n, s_softening)",
+}
+
+
+@pytest.mark.parametrize("bench", sorted(NEW_REFERENCES))
+def test_new_references_generate(bench):
+    text, _ = _bench_module().generate(bench, "sm_90", None, 5)
+    assert NEW_REFERENCES[bench] in text
+    if bench == "g_nbody":      # held as floats, 4 a body
+        assert "const size_t n_pos = 262144ULL;" in text and "float *d_pos" in text
+
+
+@requires_nvcc
+@pytest.mark.parametrize("bench", sorted(NEW_REFERENCES))
+def test_new_references_compile(bench, tmp_path):
+    text, _ = _bench_module().generate(bench, "sm_90", None, 5)
+    _nvcc_compile(tmp_path, text, bench)
+
+
+def test_a_batched_product_counts_its_batches_from_the_result():
+    from gpgpu_opt.harness import _reference
+
+    def array(name, extent, written=False):
+        return {"name": name, "ctype": "float", "extent": extent, "read": not written, "written": written,
+                "item": 4}
+    m, n, k, batches = 48, 80, 24, 3
+    arrays = [array("A", batches * m * k), array("B", batches * k * n), array("C", batches * m * n, True)]
+    ref = _reference("sgemm_batched", arrays, (n, m), "bmm")
+    assert (ref["M"], ref["N"], ref["K"], ref["batch"]) == (m, n, k, batches)
+    arrays[1]["extent"] += 1
+    with pytest.raises(CompileError, match="not M\\*K, K\\*N, M\\*N"):
+        _reference("sgemm_batched", arrays, (n, m), "bmm")
+    with pytest.raises(CompileError, match="two double inputs"):
+        _reference("dgemm", arrays, (n, m), "bmm")

@@ -1,0 +1,13 @@
+/* sgemm_nn.cu -- C = A B in FP32, all row-major: A is M x K, B is K x N, C is M x N.
+ * 2-D launch: x = column, y = row of C. */
+__global__ void sgemm_nn(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float sum = 0.0f;
+        for (int k = 0; k < K; k++)
+            sum += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = sum;
+    }
+}
