@@ -167,7 +167,7 @@ def _target(address: c_ast.Node, info: KernelInfo) -> tuple[c_ast.Node, str]:
         base, offset = address.left, address.right
     if not (isinstance(base, c_ast.ID) and base.name in info.params and info.params[base.name].is_pointer):
         raise NotReduction("the atomicAdd's address is not a pointer parameter")
-    if offset is not None and not (info.uniform(offset) and g.is_pure(offset)):
+    if offset is not None and not (info.uniform(offset) and g.is_pure(offset, calls=info.pure_calls)):
         raise NotReduction("the atomicAdd's address differs between threads")
     return address, base.name
 
