@@ -54,7 +54,7 @@ class Target:
     #: Bytes per clock an SM's L1 serves to global loads (one 128-byte wavefront), or 0 where global loads
     #: bypass a cache (g80/gt200: reuse between threads only pays through shared memory).
     l1_bytes_per_clock: int = 0
-    #: The tensor-core forms of a matrix product it has (passes/merge/mma_tile.py's OPS), and the shared
+    #: The tensor-core forms of a matrix product it has (passes/merge/mma_ops.py's OPS), and the shared
     #: memory a block may have when its kernel asks for more than `shared_per_block` (cudaFuncSetAttribute).
     tensor_cores: tuple[str, ...] = ()
     shared_per_block_optin: int = 0

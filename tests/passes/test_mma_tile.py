@@ -311,3 +311,9 @@ def test_the_hmma_tile_builds_without_spills(hgemm):
         hgemm.optimized.with_launch_bounds(kernel_source(hgemm.optimized.funcdef))
     usage = resource_usage(source, get_target("sm_90"))["product"]
     assert usage["spill_store_bytes"] == 0 and usage["registers"] <= 255
+
+
+def test_a_cast_to_float_widens_exactly_too(tmp_path):
+    k = half_product(tmp_path, widen="(float)")
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in kernel_source(k.optimized.funcdef)
+    assert_equivalent(k, {"M": 37, "N": 45, "K": 29})

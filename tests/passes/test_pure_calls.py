@@ -1,7 +1,8 @@
 """Pure calls are arithmetic to every pass (analysis/calls.py, the one table): conversions, the Math API and
 `__ldg` of const data in a loop's term no longer stop the row reduction, the register tile or staging; the
 result matches the naive kernel in the emulator at sizes no tile divides. A call the table does not list
-as pure (a helper that stores, an atomic, the clock; printf is not in the front end's prelude: a kernel that calls it is refused whole) still stops them."""
+as pure (a helper that stores, an atomic, the clock) still stops them; printf is not in the front end's
+prelude: a kernel that calls it is refused whole."""
 from __future__ import annotations
 
 import pytest

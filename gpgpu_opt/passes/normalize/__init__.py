@@ -5,7 +5,8 @@
 Loads under `&&`, `||` or `?:` stay where they are (they may not execute), and so do loads in statements
 with other side effects (calls, increments) whose order relative to the load could matter.
 
-`__ldg(&a[i])` of const data is read as `a[i]` (gpgpu_opt.passes.normalize.ldg). Thread indices are made canonical (gpgpu_opt.passes.normalize.index: `int bx = blockIdx.x; ... bx *
+`__ldg(&a[i])` of const data is read as `a[i]` (gpgpu_opt.passes.normalize.ldg).
+Thread indices are made canonical (gpgpu_opt.passes.normalize.index: `int bx = blockIdx.x; ... bx *
 NUMBER_THREADS + tx` is `blockIdx.x * blockDim.x + threadIdx.x` where every launch has blocks of
 NUMBER_THREADS), and a final `return;` is dropped (gpgpu_opt.passes.normalize.returns). Induction variables
 (`int c = ...; ... c += xy;` once per iteration of a z loop) are read in closed form, `c + k * xy`

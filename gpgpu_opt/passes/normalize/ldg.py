@@ -2,10 +2,10 @@
 stage, widen and tile like any other.
 
 `__ldg` promises that the element is not written while the kernel runs; a plain read of it returns the
-same value, and under `const ... __restrict__` nvcc issues the same non-coherent load for it. Only
-`__ldg` (the calls table's pure loads, `analysis.calls.PURE_LOADS`) of an element `&p[e]` of a pointer parameter
-to const data is read so: the other cache hints (`__ldcv`: fetch again, `__ldcs`:
-streaming) say how the access happens, and stay as written.
+same value, and under `const ... __restrict__` nvcc issues the same non-coherent load for it. Only `__ldg`
+(the calls table's pure loads, `analysis.calls.PURE_LOADS`) of an element `&p[e]` of a pointer parameter to
+const data is read so: the other cache hints (`__ldcv`: fetch again, `__ldcs`: streaming) say how the
+access happens, and stay as written.
 """
 from __future__ import annotations
 
