@@ -54,7 +54,7 @@ class Target:
     #: Bytes per clock an SM's L1 serves to global loads (one 128-byte wavefront), or 0 where global loads
     #: bypass a cache (g80/gt200: reuse between threads only pays through shared memory).
     l1_bytes_per_clock: int = 0
-    #: The tensor-core forms of a matrix product it has (passes/merge/mma_tile.py's OPS), and the shared
+    #: The tensor-core forms of a matrix product it has (passes/merge/mma_ops.py's OPS), and the shared
     #: memory a block may have when its kernel asks for more than `shared_per_block` (cudaFuncSetAttribute).
     tensor_cores: tuple[str, ...] = ()
     shared_per_block_optin: int = 0
@@ -125,7 +125,7 @@ TARGETS: dict[str, Target] = {
             preferred_vector_bytes=16, memory_bandwidth_gbs=1555.0, memory_latency_cycles=600, clock_ghz=1.41,
             shared_reserved_per_block=1024, fp32_lanes_per_sm=64, l1_latency_cycles=33, l2_latency_cycles=260,
             l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128, dependent_issue_cycles=4,
-            tensor_cores=("tf32", "tf32x3"), shared_per_block_optin=163 * 1024,
+            tensor_cores=("tf32", "tf32x3", "f16", "bf16"), shared_per_block_optin=163 * 1024,
         ),
         Target(
             name="sm_90", description="Hopper H100/H200 (sm_90)", nvcc_arch="sm_90", cuda_arch=900,
@@ -136,7 +136,7 @@ TARGETS: dict[str, Target] = {
             preferred_vector_bytes=16, memory_bandwidth_gbs=3350.0, memory_latency_cycles=600, clock_ghz=1.75,
             shared_reserved_per_block=1024, fp32_lanes_per_sm=128, l1_latency_cycles=33, l2_latency_cycles=260,
             l2_bytes_per_cycle_per_sm=64.0, l1_bytes_per_clock=128, dependent_issue_cycles=4,
-            tensor_cores=("f64", "tf32", "tf32x3"), shared_per_block_optin=227 * 1024,
+            tensor_cores=("f64", "tf32", "tf32x3", "f16", "bf16"), shared_per_block_optin=227 * 1024,
         ),
     ]
 }

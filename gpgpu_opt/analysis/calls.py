@@ -23,6 +23,10 @@ _INDICES = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 _LOCAL_STORAGE = {"register", "auto"}
 
 PURE_BUILTINS = frozenset(n for n in PRELUDE_NAMES if not n.startswith(_IMPURE_BUILTINS) and not memory_effect(n))
+#: The loads that are pure reads: `__ldg(&a[i])` reads a[i] through the read-only cache, which promises that
+#: nothing writes it while the kernel runs, so it is the value `a[i]` reads (normalize reads it so, and the
+#: access analysis sees the read of `a` either way). The other cache hints say how the access happens.
+PURE_LOADS = frozenset({"__ldg"})
 
 
 def why_impure(name: str, helpers: dict[str, c_ast.FuncDef]) -> str | None:

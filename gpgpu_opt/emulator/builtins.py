@@ -324,7 +324,8 @@ class Builtins:
         size = self._scalar_arg(args[2], mask, node).data
         zero_fill = self._scalar_arg(args[3], mask, node).data if len(args) == 4 else 0
         elem = dst.view.size
-        if isinstance(size, np.ndarray) or int(size) % elem or int(size) // elem not in (1, 2, 4) \
+        # cp.async moves 4, 8 or 16 bytes: one to four 4-byte elements, one or two 8-byte, eight 2-byte ones
+        if isinstance(size, np.ndarray) or int(size) not in (4, 8, 16) or int(size) % elem \
                 or np.any(np.asarray(zero_fill) % elem) or np.any((zero_fill < 0) | (zero_fill > size)):
             raise UnsupportedConstruct(f"__pipeline_memcpy_async of {size} bytes, {zero_fill} zero-filled, of "
                                        f"{dst.view} elements at {where(node)}")

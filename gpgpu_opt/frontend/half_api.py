@@ -96,14 +96,19 @@ def _pair_functions(h: str, h2: str, header: str, prefix: str) -> list[Function]
 def _bit_functions() -> list[Function]:
     def view(dtype):
         return lambda x: np.asarray(x).view(dtype)
-    h = "cuda_fp16.h"
+    h, b = "cuda_fp16.h", "cuda_bf16.h"
     return [Function("__half_as_short", ("__half",), "short", view(np.int16), header=h),
             Function("__half_as_ushort", ("__half",), "unsigned short", view(np.uint16), header=h),
             Function("__short_as_half", ("short",), "__half", view(np.float16), header=h),
             Function("__ushort_as_half", ("unsigned short",), "__half", view(np.float16), header=h),
             Function("__half2int_rn", ("__half",), "int", lambda x: np.rint(_f(x)), header=h),
             Function("__half2int_rz", ("__half",), "int", lambda x: np.trunc(_f(x)), header=h),
-            Function("__int2half_rz", ("int",), "__half", lambda x: np.asarray(x, np.float64), False, header=h)]
+            Function("__int2half_rz", ("int",), "__half", lambda x: np.asarray(x, np.float64), False, header=h),
+            # bfloat16 is held as the float32 it rounds to: its bits are the float's upper half
+            Function("__bfloat16_as_ushort", ("__nv_bfloat16",), "unsigned short",
+                     lambda x: (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16), header=b),
+            Function("__ushort_as_bfloat16", ("unsigned short",), "__nv_bfloat16",
+                     lambda x: (np.asarray(x).astype(np.uint32) << 16).view(np.float32), header=b)]
 
 
 HALF_FUNCTIONS: tuple[Function, ...] = tuple(

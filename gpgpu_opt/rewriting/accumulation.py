@@ -62,9 +62,9 @@ def is_unit_step(nxt: c_ast.Node | None, var: str) -> bool:
         and {text(r.left), text(r.right)} == {var, "1"}
 
 
-def accumulation(loop: c_ast.For) -> str:
+def accumulation(loop: c_ast.For, calls: frozenset[str] = frozenset()) -> str:
     """The accumulator of the loop body's one side effect, `acc += f` (or `-=`, `acc = acc + f`,
-    `acc = acc - f`)."""
+    `acc = acc - f`); `f` and the loop's locals may call the pure functions `calls`."""
     updates = []
     for stmt in g.items(loop.stmt):
         if isinstance(stmt, c_ast.Assignment) and isinstance(stmt.lvalue, c_ast.ID):
@@ -76,9 +76,9 @@ def accumulation(loop: c_ast.For) -> str:
     update = updates[0]
     acc = update.lvalue.name
     for stmt in g.items(loop.stmt):
-        if isinstance(stmt, c_ast.Decl) and stmt.init is not None and not g.is_pure(stmt.init, allow_memory=True):
+        if isinstance(stmt, c_ast.Decl) and stmt.init is not None and not g.is_pure(stmt.init, True, calls):
             raise Unsupported(f"the initializer of '{stmt.name}' in the loop has side effects")
-    if not g.is_pure(added_term(update), allow_memory=True):
+    if not g.is_pure(added_term(update), True, calls):
         raise Unsupported(f"the term added in '{text(update)}' has side effects")
     uses = sum(1 for n in walk(loop) if isinstance(n, c_ast.ID) and n.name == acc)
     if uses != (1 if update.op in ("+=", "-=") else 2):

@@ -83,7 +83,9 @@ def _parsed_snippet(source: str) -> tuple[c_ast.Node, ...]:
 
 
 # Vector types name CUDA builtins; the parser only needs to know they are types.
-_SNIPPET_PRELUDE = "typedef unsigned long size_t;\ntypedef struct __vector2 float2;\ntypedef struct __vector4 float4;\n"
+_SNIPPET_PRELUDE = ("typedef unsigned long size_t;\ntypedef struct __vector2 float2;\n"
+                    "typedef struct __vector4 float4;\ntypedef struct __half16 __half;\n"
+                    "typedef struct __bfloat16 __nv_bfloat16;\n")
 
 
 def parse_expr(source: str) -> c_ast.Node:

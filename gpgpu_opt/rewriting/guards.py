@@ -80,10 +80,13 @@ def clauses(cond: c_ast.Node) -> list[c_ast.Node]:
     return [cond]
 
 
-def is_pure(expr: c_ast.Node, allow_memory: bool = False) -> bool:
-    """No side effects, no calls (and, unless allowed, no memory reads): safe to evaluate again or early."""
+def is_pure(expr: c_ast.Node, allow_memory: bool = False, calls: frozenset[str] = frozenset()) -> bool:
+    """No side effects, no calls but to the pure functions `calls` (`KernelInfo.pure_calls`, from the one
+    table of `analysis.calls`), and, unless allowed, no memory reads: safe to evaluate again or early."""
     for n in walk(expr):
-        if isinstance(n, (c_ast.Assignment, c_ast.FuncCall)):
+        if isinstance(n, c_ast.FuncCall) and not (isinstance(n.name, c_ast.ID) and n.name.name in calls):
+            return False
+        if isinstance(n, c_ast.Assignment):
             return False
         if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"):
             return False

@@ -73,7 +73,7 @@ class KernelInfo:
 
     def uniform(self, expr: c_ast.Node) -> bool:
         """The same value in every thread of a block (a condition: also free of side effects)."""
-        return not (ids_in(expr) & self.thread_vars) and is_pure(expr, allow_memory=True)
+        return not (ids_in(expr) & self.thread_vars) and is_pure(expr, True, self.pure_calls)
 
     def uniform_header(self, expr: c_ast.Node) -> bool:
         """A loop header part (`int k = 0`, `k < n`, `k++`) that every thread of a block runs alike."""

@@ -38,3 +38,35 @@ def test_a_vector_copy_moves_its_valid_elements_and_zero_fills_the_rest():
 def test_a_misaligned_vector_copy_is_an_error():
     with pytest.raises(EmulationError, match="not 16-byte aligned"):
         run_kernel(_kernel(1), (1, 1, 1), (4, 1, 1), {"src": np.arange(8.0), "dst": np.zeros(10), "n": 8})
+
+
+HALVES = """
+__shared__ __half tile[64];
+const int valid = min(8, n - 8 * threadIdx.x);
+__pipeline_memcpy_async(&tile[8 * threadIdx.x], &src[valid > 0 ? 8 * threadIdx.x : 0], BYTES, BYTES - max(0, valid) * sizeof(__half));
+__pipeline_commit();
+__pipeline_wait_prior(0);
+__syncthreads();
+for (int e = 0; e < 8; e++)
+    dst[8 * threadIdx.x + e] = __half2float(tile[8 * threadIdx.x + e]);
+"""
+
+
+def _half_kernel(size: int):
+    f = parse_c("void k(const __half *src, float *dst, int n) { }", "<t>").ext[-1]
+    f.body.block_items = parse_statements(HALVES.replace("BYTES", str(size)))
+    return f
+
+
+def test_a_copy_of_eight_halves_moves_its_valid_elements():
+    src = np.arange(1.0, 21.0).astype(np.float16)   # 20 halves: the third thread's vector has four
+    dst = np.full(24, np.nan, np.float32)
+    run_kernel(_half_kernel(16), (1, 1, 1), (3, 1, 1), {"src": src, "dst": dst, "n": 20})
+    assert dst.tolist() == list(range(1, 21)) + [0] * 4
+
+
+def test_a_copy_of_fewer_than_4_bytes_is_refused():
+    """cp.async moves 4, 8 or 16 bytes: one half cannot be copied so."""
+    with pytest.raises(EmulationError, match="__pipeline_memcpy_async of 2 bytes"):
+        run_kernel(_half_kernel(2), (1, 1, 1), (1, 1, 1), {"src": np.ones(8, np.float16),
+                                                          "dst": np.zeros(8, np.float32), "n": 1})

@@ -396,3 +396,26 @@ __global__ void checked(const int *a, int *o, int n) {
     a[7] = -1
     with pytest.raises(Exception, match=r"assertion failed.*thread \(7"):
         run(prog, 10, a=a, o=o, n=10)
+
+
+def test_the_bits_of_16_bit_floats(cu):
+    """`__half_as_ushort` / `__bfloat16_as_ushort` give the element's IEEE bits (a bfloat16 is the upper half of
+    the float32 it rounds to), and the inverse functions read them back."""
+    prog = cu("""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+__global__ void bits(const float *a, unsigned int *h, unsigned int *b, float *back, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        h[i] = __half_as_ushort(__float2half(a[i]));
+        b[i] = __bfloat16_as_ushort(__float2bfloat16(a[i]));
+        back[i] = __bfloat162float(__ushort_as_bfloat16((unsigned short) b[i]));
+    }
+}
+""")
+    a = np.array([1.0, -2.0, 0.5, 3.0e-3], np.float32)
+    h, b, back = np.zeros(4, np.uint32), np.zeros(4, np.uint32), np.zeros(4, np.float32)
+    run(prog, 4, a=a, h=h, b=b, back=back, n=4)
+    assert h.tolist() == a.astype(np.float16).view(np.uint16).tolist()
+    assert b.tolist()[:3] == [0x3F80, 0xC000, 0x3F00]
+    assert np.array_equal(back, to_bfloat16(a))

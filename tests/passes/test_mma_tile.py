@@ -201,3 +201,119 @@ def test_each_op_fits_the_shared_memory_of_the_targets_that_have_it():
     for target in TARGETS.values():
         for name in target.tensor_cores:
             assert OPS[name].shared_bytes <= target.shared_per_block_optin, (target.name, name)
+
+
+HALF_PRODUCT = """
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+__global__ void product(const {T} *A, const {T} *B, float *C, int M, int N, int K, float alpha, float beta)
+{{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {{
+        float sum = 0.0f;
+        for (int k = 0; k < K; k++)
+            sum += {widen}(A[{a}]) * {widen}(B[{b}]);
+        C[row * N + col] = alpha * sum + beta * C[row * N + col];
+    }}
+}}
+"""
+WIDEN = {"__half": "__half2float", "__nv_bfloat16": "__bfloat162float"}
+
+
+def half_product(tmp_path, element="__half", a=ROW_MAJOR_A, b=ROW_MAJOR_B, widen=None, **options):
+    source = HALF_PRODUCT.format(T=element, a=a, b=b, widen=widen if widen is not None else WIDEN[element])
+    return compile_text(tmp_path, source, assume_restrict=True, **options)
+
+
+@pytest.fixture(scope="module")
+def hgemm(tmp_path_factory):
+    return half_product(tmp_path_factory.mktemp("hgemm"))
+
+
+def test_a_half_product_runs_on_hmma_by_default(hgemm):
+    text = kernel_source(hgemm.optimized.funcdef)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in text
+    # CHECK: 16-byte copies of 8 halves where the rows are whole vectors; else loads and stores (cp.async moves
+    # no fewer than 4 bytes)
+    assert "const int vectors_a = (((size_t) A) & 15) == 0 && K % 8 == 0;" in text
+    assert "16 - valid * sizeof(__half));" in text
+    assert re.search(r"tile_A\[[^;]*\] = in_range \? A\[K \* load_row \+ load_k\]\s*: __float2half\(0\.0f\);", text)
+    assert "sizeof(__half), in_range" not in text
+    # CHECK: two halves of the tiles packed into each fragment register: A's along k, B's down a column
+    assert "A_frag[i][v] = ((unsigned int) __half_as_ushort(tile_A[at])) | " \
+           "((unsigned int) __half_as_ushort(tile_A[at + 1])) << 16;" in text
+    assert "B_frag[j][v] = ((unsigned int) __half_as_ushort(tile_B[at])) | " \
+           "((unsigned int) __half_as_ushort(tile_B[at + 136])) << 16;" in text
+    assert hgemm.optimized.tolerance is None
+    assert any("FP16 mma.sync.m16n8k16" in r and "another order" in r for r in merge_decisions(hgemm, "applied"))
+
+
+@pytest.mark.parametrize("sizes", [{"M": 37, "N": 45, "K": 29}, {"M": 70, "N": 136, "K": 40},
+                                   {"M": 5, "N": 3, "K": 0}, {"M": 130, "N": 131, "K": 48}])
+def test_the_hmma_tile_matches_the_naive_kernel(hgemm, sizes):
+    assert_equivalent(hgemm, sizes)
+
+
+@pytest.mark.parametrize("element", ["__half", "__nv_bfloat16"])
+@pytest.mark.parametrize("a, b", [(ROW_MAJOR_A, TRANSPOSED_B), (COLUMN_MAJOR_A, ROW_MAJOR_B)])
+def test_16_bit_tiles_are_laid_out_as_their_operands_are_in_memory(tmp_path, element, a, b):
+    k = half_product(tmp_path, element, a, b)
+    text = kernel_source(k.optimized.funcdef)
+    kind = "f16" if element == "__half" else "bf16"
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32" in text
+    if b == TRANSPOSED_B:       # rows of B^T along k: 16-byte copies, pairs side by side
+        assert "const int vectors_b = (((size_t) B) & 15) == 0 && K % 8 == 0;" in text
+        assert "tile_B[at + 1]" in text
+    else:                       # A by columns: pairs 128 + 8 apart
+        assert "const int vectors_a = (((size_t) A) & 15) == 0 && M % 8 == 0;" in text
+        assert "tile_A[at + 136]" in text
+    assert_equivalent(k, {"M": 37, "N": 45, "K": 29})
+    assert_equivalent(k, {"M": 72, "N": 48, "K": 40})
+
+
+def test_a_bf16_product_runs_on_bf16_mma(tmp_path):
+    k = half_product(tmp_path, "__nv_bfloat16")
+    text = kernel_source(k.optimized.funcdef)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in text and "__bfloat16_as_ushort" in text
+    assert_equivalent(k, {"M": 37, "N": 45, "K": 29})
+    assert_equivalent(k, {"M": 70, "N": 136, "K": 40})
+
+
+@pytest.mark.parametrize("target", ["g80", "gt200", "fermi"])
+def test_a_half_product_on_a_target_without_hmma_keeps_its_cuda_core_form(tmp_path, target):
+    k = half_product(tmp_path, target=target)
+    assert "mma.sync" not in kernel_source(k.optimized.funcdef)
+    assert not any("mma" in r for r in merge_decisions(k, "skipped"))     # not a choice on this target
+    assert any("operands are of type __half" in r for r in merge_decisions(k, "skipped"))
+
+
+@pytest.mark.parametrize("widen, why", [("", "is not the product"), ("(float) __hmul", "is not the product")])
+def test_a_half_product_not_widened_exactly_stays_off_hmma(tmp_path, widen, why):
+    source = HALF_PRODUCT.format(T="__half", a=ROW_MAJOR_A, b=ROW_MAJOR_B, widen="__half2float")
+    if widen == "":            # the product taken in half precision, then widened: not an exact product
+        source = source.replace("__half2float(A[row * K + k]) * __half2float(B[k * N + col])",
+                                "__half2float(A[row * K + k] * B[k * N + col])")
+    else:
+        source = source.replace("__half2float(A[row * K + k]) * __half2float(B[k * N + col])",
+                                "(float) __hmul(A[row * K + k], B[k * N + col])")
+    k = compile_text(tmp_path, source, assume_restrict=True)
+    assert "mma.sync" not in kernel_source(k.optimized.funcdef)
+    assert any("mma tile not used" in r for r in merge_decisions(k, "skipped")), merge_decisions(k, "skipped")
+
+
+def test_the_hmma_tile_builds_without_spills(hgemm):
+    from gpgpu_opt.nvcc import nvcc_available, resource_usage
+
+    if not nvcc_available():
+        pytest.skip("nvcc not installed")
+    source = "#include <cuda_fp16.h>\n#include <cuda_pipeline.h>\n" + \
+        hgemm.optimized.with_launch_bounds(kernel_source(hgemm.optimized.funcdef))
+    usage = resource_usage(source, get_target("sm_90"))["product"]
+    assert usage["spill_store_bytes"] == 0 and usage["registers"] <= 255
+
+
+def test_a_cast_to_float_widens_exactly_too(tmp_path):
+    k = half_product(tmp_path, widen="(float)")
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in kernel_source(k.optimized.funcdef)
+    assert_equivalent(k, {"M": 37, "N": 45, "K": 29})

@@ -157,15 +157,14 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&g_acc, sizeof(ErrAcc)));
   load_blas(g_s);
 
-  std::vector<Variant> vars;
-  if (refs) {
-    vars.push_back({"cublas_sgemm", P_F32, 3, blas_sgemm, "cublasSgemm (FP32, default math)"});
-    vars.push_back({"cublas_tf32", P_TF32, 3, blas_tf32, "cublasGemmEx FP32 COMPUTE_32F_FAST_TF32"});
-    vars.push_back({"cublas_f16", P_F16, 1, blas_f16, "cublasGemmEx f16 in, f32 out, COMPUTE_32F"});
-    vars.push_back({"cublas_dgemm", P_F64, 1, blas_dgemm, "cublasDgemm"});
-    register_naive(vars);
-  }
-  std::vector<Variant> kv;
+  std::vector<Variant> vars, kv;
+  // the references: all with --refs, else those --only names (`--only cublas_f16,gen_f16`)
+  kv.push_back({"cublas_sgemm", P_F32, 3, blas_sgemm, "cublasSgemm (FP32, default math)"});
+  kv.push_back({"cublas_tf32", P_TF32, 3, blas_tf32, "cublasGemmEx FP32 COMPUTE_32F_FAST_TF32"});
+  kv.push_back({"cublas_f16", P_F16, 3, blas_f16, "cublasGemmEx f16 in, f32 out, COMPUTE_32F"});
+  kv.push_back({"cublas_dgemm", P_F64, 1, blas_dgemm, "cublasDgemm"});
+  register_naive(kv);
+  if (refs) { vars = kv; kv.clear(); }
   register_wgmma_tf32(kv); register_wgmma_f16(kv); register_mma_f32(kv); register_mma_f64(kv); register_mma_f16(kv); register_gen(kv);
   for (auto& v : kv) {
     bool take = false;
@@ -186,10 +185,10 @@ int main(int argc, char** argv) {
   for (auto& S : sh) {
     const int M = S.M, N = S.N, K = S.K;
     const size_t nA = (size_t)M * K, nB = (size_t)K * N, nC = (size_t)M * N;
-    float *A32, *B32, *Bt32, *C32, *C0f; __half *A16, *B16; double *A64, *B64, *Ad, *Bd, *R32, *R16, *R64, *C64, *C0d;
+    float *A32, *B32, *Bt32, *C32, *C0f; __half *A16, *B16, *Bt16; double *A64, *B64, *Ad, *Bd, *R32, *R16, *R64, *C64, *C0d;
     CK(cudaMalloc(&A32, nA * 4)); CK(cudaMalloc(&B32, nB * 4)); CK(cudaMalloc(&Bt32, nB * 4));
     CK(cudaMalloc(&C32, nC * 4)); CK(cudaMalloc(&C0f, nC * 4));
-    CK(cudaMalloc(&A16, nA * 2)); CK(cudaMalloc(&B16, nB * 2));
+    CK(cudaMalloc(&A16, nA * 2)); CK(cudaMalloc(&B16, nB * 2)); CK(cudaMalloc(&Bt16, nB * 2));
     CK(cudaMalloc(&A64, nA * 8)); CK(cudaMalloc(&B64, nB * 8)); CK(cudaMalloc(&Ad, nA * 8)); CK(cudaMalloc(&Bd, nB * 8));
     CK(cudaMalloc(&R32, nC * 8)); CK(cudaMalloc(&R16, nC * 8)); CK(cudaMalloc(&R64, nC * 8));
     CK(cudaMalloc(&C64, nC * 8)); CK(cudaMalloc(&C0d, nC * 8));
@@ -202,6 +201,7 @@ int main(int argc, char** argv) {
     k_rand_f64<<<GR, BL, 0, g_s>>>(C0d, nC, 67 + K);
     k_transpose_copy<<<dim3(cdiv(N, 32), cdiv(K, 32)), dim3(32, 8), 0, g_s>>>(B32, Bt32, K, N);
     k_f32_to_f16<<<GR, BL, 0, g_s>>>(A32, A16, nA); k_f32_to_f16<<<GR, BL, 0, g_s>>>(B32, B16, nB);
+    k_f32_to_f16<<<GR, BL, 0, g_s>>>(Bt32, Bt16, nB);
     CK(cudaGetLastError());
     // FP64 references from the same inputs, upcast
     GemmArgs ra{M, N, K, Ad, Bd, R32, 1.0, 0.0, false, nullptr, 0};
@@ -215,11 +215,11 @@ int main(int argc, char** argv) {
     for (auto& V : vars) {
       for (int lay = 0; lay < 2; ++lay) {
         if (!(V.layouts & (1 << lay))) continue;
-        if (V.prec == P_F16 || V.prec == P_F64) { if (lay) continue; }
+        if (V.prec == P_F64) { if (lay) continue; }
         const bool bt = lay == 1;
         GemmArgs a{M, N, K, nullptr, nullptr, nullptr, 1.0, 0.0, bt, ws, ws_bytes};
         const double* ref; void* C; size_t csz; const void* c0;
-        if (V.prec == P_F16) { a.A = A16; a.B = B16; ref = R16; C = C32; csz = 4; c0 = C0f; }
+        if (V.prec == P_F16) { a.A = A16; a.B = bt ? Bt16 : B16; ref = R16; C = C32; csz = 4; c0 = C0f; }
         else if (V.prec == P_F64) { a.A = A64; a.B = B64; ref = R64; C = C64; csz = 8; c0 = C0d; }
         else { a.A = A32; a.B = bt ? Bt32 : B32; ref = R32; C = C32; csz = 4; c0 = C0f; }
         a.C = C;
@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
       }
     }
     CK(cudaFree(A32)); CK(cudaFree(B32)); CK(cudaFree(Bt32)); CK(cudaFree(C32)); CK(cudaFree(C0f));
-    CK(cudaFree(A16)); CK(cudaFree(B16)); CK(cudaFree(A64)); CK(cudaFree(B64)); CK(cudaFree(Ad)); CK(cudaFree(Bd));
+    CK(cudaFree(A16)); CK(cudaFree(B16)); CK(cudaFree(Bt16)); CK(cudaFree(A64)); CK(cudaFree(B64)); CK(cudaFree(Ad)); CK(cudaFree(Bd));
     CK(cudaFree(R32)); CK(cudaFree(R16)); CK(cudaFree(R64)); CK(cudaFree(C64)); CK(cudaFree(C0d)); CK(cudaFree(ws));
   }
   fclose(fc);

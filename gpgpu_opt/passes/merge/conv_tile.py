@@ -148,7 +148,7 @@ def plan_by_model(kernel: Kernel, ctx: PassContext, info: KernelInfo,
     outer, inner = loops
     if g.items(outer.stmt) != [inner]:
         raise NotAccumulation("the outer loop does more than run the inner one")
-    acc_name = accumulation(inner)
+    acc_name = accumulation(inner, info.pure_calls)
     if not uses_both_axes(info):
         raise NotAccumulation("the thread space is not 2-D")
     source, filters, env = _reads(inner, info)

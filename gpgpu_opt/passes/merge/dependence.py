@@ -133,8 +133,8 @@ class Dependence:
 def is_update(s: c_ast.Node, info: KernelInfo) -> bool:
     """`X[e] op= v` on a global array, v free of side effects."""
     return isinstance(s, c_ast.Assignment) and s.op != "=" and isinstance(s.lvalue, c_ast.ArrayRef) \
-        and base_name(s.lvalue) in info.params and g.is_pure(s.rvalue, allow_memory=True) \
-        and g.is_pure(s.lvalue.subscript, allow_memory=True)
+        and base_name(s.lvalue) in info.params and g.is_pure(s.rvalue, True, info.pure_calls) \
+        and g.is_pure(s.lvalue.subscript, True, info.pure_calls)
 
 
 def base_name(lvalue: c_ast.Node) -> str | None:

@@ -17,7 +17,14 @@ like cuBLAS's compute types), where the target has it (Target.tensor_cores):
 - `float` with `tf32x3`: each operand split into a TF32 high part and a TF32 remainder, three products
   (lo*hi + hi*lo + hi*hi), each step's products summed apart and added to the sum in FP32 (the tensor
   core's own accumulation truncates: over a long loop that costs FP32 accuracy);
-- `float` with `ieee` (the default) keeps the CUDA-core register tile.
+- `float` with `ieee` (the default) keeps the CUDA-core register tile;
+- `__half` and `__nv_bfloat16` operands widened to a `float` sum (`sum += __half2float(a) * __half2float(b)`),
+  by default: HMMA, `mma.sync.m16n8k16` with an FP32 accumulator. The products are exact (a product of two
+  halves is exact in FP32, as the widened loop computes it); only the order of the summation changes. Two
+  16-bit elements share a register, so each operand's tile is laid out in shared memory as the operand is
+  in memory (16-byte copies along its contiguous dimension, either layout), and a fragment register is two
+  elements of the tile packed; where an operand cannot be copied in 16-byte vectors (not aligned, rows
+  not whole vectors) its elements are loaded and stored (cp.async moves no fewer than 4 bytes).
 
 Each output keeps its own code before and after the loop (its start value, its store, under its guard),
 as the register tile does. Requires restrict-qualified operands not written by the kernel (product.py).
@@ -35,9 +42,9 @@ from gpgpu_opt.ast_util import walk
 from gpgpu_opt.cuda_nodes import AsmOperand, InlineAsm
 from gpgpu_opt.kernel import Kernel, LaunchConfig
 from gpgpu_opt.pass_api.context import PassContext
+from gpgpu_opt.passes.merge.mma_ops import OPS, PACKED_OPS, MmaOp, choose_op
 from gpgpu_opt.passes.merge.output_tile import AXIS_SYMBOL, per_output_code
 from gpgpu_opt.passes.merge.product import Operand, Product, recognize_product
-from gpgpu_opt.rewriting.accumulation import NotAccumulation
 from gpgpu_opt.rewriting.cbuild import Unsupported, conj, is_placeholder, parse_expr, parse_statements, text
 from gpgpu_opt.rewriting.kernel_info import KernelInfo
 from gpgpu_opt.rewriting.per_output import filled
@@ -46,86 +53,6 @@ from gpgpu_opt.templating import render
 
 _LOAD_POS = sympy.Symbol("_mma_load_pos", integer=True)
 _LOAD_K = sympy.Symbol("_mma_load_k", integer=True)
-
-
-@dataclass(frozen=True)
-class MmaOp:
-    """One way to run the product on tensor cores, and the block tile it is built with (measured on an
-    H200: bench/tensor_cores.md)."""
-    name: str                   # CompileOptions.matmul_precision's word, or the operands' ('f64')
-    opcode: str
-    element: str                # the operands' C type
-    accumulator: str            # the sum's C type
-    register: str               # C type of an operand register
-    constraint: str             # its asm constraint; the accumulators' is `+` and the sum's
-    split: bool                 # tf32x3: high and low parts, three products, each step summed apart
-    tile_m: int
-    tile_n: int
-    tile_k: int
-    warp_m: int
-    warp_n: int
-    stages: int
-    pad_a: int                  # elements a tile row is padded by, so that the fragment reads do not conflict
-    pad_b: int
-    blocks_per_sm: int
-    describe: str
-    #: Rows of tiles a band of blocks covers before the next column (the blocks' order, for L2 reuse).
-    band_rows: int = 8
-
-    @property
-    def mma_k(self) -> int:
-        return 8
-
-    @property
-    def warps(self) -> int:
-        return (self.tile_m // self.warp_m) * (self.tile_n // self.warp_n)
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps
-
-    @property
-    def element_bytes(self) -> int:
-        return 8 if self.element == "double" else 4
-
-    @property
-    def shared_bytes(self) -> int:
-        stage = self.tile_m * (self.tile_k + self.pad_a) + self.tile_k * (self.tile_n + self.pad_b)
-        return self.stages * stage * self.element_bytes
-
-
-_TF32_OPCODE = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
-#: The tensor-core forms of a product, by name. Blocks: FP64 64x128 of 4 warps (32x64 each), 4 stages, two
-#: blocks per SM; TF32 128x128 of 8 warps (64x32 each), 4 stages.
-OPS = {op.name: op for op in (
-    MmaOp("f64", "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64", "double", "double", "double", "d", False,
-          64, 128, 16, 32, 64, 4, 4, 4, 2, "FP64 mma.sync.m16n8k8 (DMMA)"),
-    MmaOp("tf32", _TF32_OPCODE, "float", "float", "unsigned int", "r", False,
-          128, 128, 16, 64, 32, 4, 4, 8, 1, "TF32 mma.sync.m16n8k8, operands rounded to TF32"),
-    MmaOp("tf32x3", _TF32_OPCODE, "float", "float", "unsigned int", "r", True,
-          128, 128, 16, 64, 32, 4, 4, 8, 1, "three TF32 mma.sync.m16n8k8 products per step (3xTF32)"),
-)}
-
-
-def choose_op(element: str, ctx: PassContext) -> MmaOp:
-    """The tensor-core form for operands of `element`, or NotAccumulation where none applies (the register
-    tile then takes the kernel), Unsupported where one was asked for and cannot be had."""
-    target, precision = ctx.options.target, ctx.options.matmul_precision
-    if element == "double":
-        name = "f64"
-    elif element == "float" and precision in ("tf32", "tf32x3"):
-        name = precision
-    else:
-        raise NotAccumulation(f"{element} operands at precision '{precision}' stay on CUDA cores")
-    if name not in target.tensor_cores:
-        if name == "f64":
-            raise NotAccumulation(f"{target.name} has no FP64 mma.sync.m16n8k8")
-        raise Unsupported(f"--matmul-precision {precision}: {target.name} has no such tensor-core instruction")
-    op = OPS[name]
-    if op.shared_bytes > target.shared_per_block_optin:
-        raise Unsupported(f"the tiles need {op.shared_bytes} bytes of shared memory, more than the "
-                          f"{target.shared_per_block_optin} a block may have on {target.name}")
-    return op
 
 
 @dataclass
@@ -143,9 +70,25 @@ class MmaTile:
     def outputs_per_block(self) -> tuple[int, int]:
         return (self.op.tile_n, self.op.tile_m)
 
+    def k_major(self, o: Operand) -> bool:
+        """Whether the operand's tile holds rows of the step's iterations: A always, B never, but packed
+        operands, whose tiles are laid out as the operand is in memory (16-byte copies either way)."""
+        if self.op.packed:
+            return o.along_loop
+        return o is self.a
+
+    def stage_elements(self, o: Operand) -> int:
+        is_a = o is self.a
+        return self.op.stage_elements(self.op.tile_m if is_a else self.op.tile_n,
+                                      self.op.pad_a if is_a else self.op.pad_b, self.k_major(o))
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.op.stages * (self.stage_elements(self.a) + self.stage_elements(self.b)) * self.op.element_bytes
+
 
 def plan_mma_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> MmaTile:
-    product = recognize_product(kernel, ctx, info, frozenset({"float", "double"}))
+    product = recognize_product(kernel, ctx, info, frozenset({"float", "double"}) | set(PACKED_OPS))
     op = choose_op(product.element, ctx)
     if len(product.operands) != 2:
         raise Unsupported(f"the loop reads {len(product.operands)} operand arrays; a tensor-core tile takes "
@@ -154,7 +97,7 @@ def plan_mma_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> MmaTile
     b = next(o for o in product.operands if o.axis == "x")
     if len(a.nodes) != 1 or len(b.nodes) != 1:
         raise Unsupported("an operand is read more than once per iteration")
-    _check_body(product, a, b)
+    _check_body(product, a, b, op)
     acc_type = " ".join(product.acc.type.type.names) if isinstance(product.acc.type, c_ast.TypeDecl) else "?"
     if acc_type != op.accumulator:
         raise Unsupported(f"the sum is {acc_type}, the {op.describe} accumulator {op.accumulator}")
@@ -165,10 +108,11 @@ def plan_mma_tile(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> MmaTile
     return tile
 
 
-def _check_body(product: Product, a: Operand, b: Operand) -> None:
+def _check_body(product: Product, a: Operand, b: Operand, op: MmaOp) -> None:
     """The loop body is the sum of one product of the two operands: locals that each hold one operand read
     (`const float A_val = A[...]`), then `sum += x * y` (or `sum = sum + x * y`), x and y those reads or
-    locals, in either order."""
+    locals, in either order; each widened by one of the op's exact conversions (`__half2float(x)`) where it
+    has them, and then only so."""
     items = product.loop.stmt.block_items if isinstance(product.loop.stmt, c_ast.Compound) else [product.loop.stmt]
     items = list(items or [])
     held = {}
@@ -192,6 +136,8 @@ def _check_body(product: Product, a: Operand, b: Operand) -> None:
         raise Unsupported(f"the loop body's last statement is not '{acc} += x * y'")
     factors = []
     for f in (rhs.left, rhs.right):
+        if op.widen:
+            f = _widened(f, op)
         factors.append(held.get(f.name) if isinstance(f, c_ast.ID) else _operand_of(f, a, b))
     if sorted(map(str, factors)) != ["a", "b"]:
         raise Unsupported(f"'{text(rhs)}' is not the product of one element of {a.array} and one of {b.array}")
@@ -200,7 +146,17 @@ def _check_body(product: Product, a: Operand, b: Operand) -> None:
         raise Unsupported("the loop body keeps a local it does not use in the product")
 
 
-def _operand_of(node: c_ast.Node, a: Operand, b: Operand) -> str | None:
+def _widened(node: c_ast.Node, op: MmaOp) -> c_ast.Node | None:
+    """x of `__half2float(x)` (a conversion in `op.widen`), or of `(float) x`; None for anything else."""
+    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and node.name.name in op.widen \
+            and node.args is not None and len(node.args.exprs) == 1:
+        return node.args.exprs[0]
+    if isinstance(node, c_ast.Cast) and text(node.to_type) == op.accumulator:
+        return node.expr
+    return None
+
+
+def _operand_of(node: c_ast.Node | None, a: Operand, b: Operand) -> str | None:
     """'a' or 'b' where `node` is that operand's read, else None."""
     if any(node is n for n in a.nodes):
         return "a"
@@ -215,7 +171,7 @@ def apply_mma_tile(kernel: Kernel, info: KernelInfo, tile: MmaTile) -> None:
     names = {base: info.fresh(base) for base in (
         "i", "j", "r", "v", "kt", "kk", "e", "l", "warp", "group", "quad", "warp_row", "warp_col", "stage",
         "next_tile", "k_tiles", "tiles", "x", "part", "in_range", "valid", "vectors_a", "vectors_b", "tile_row",
-        "tile_col", "linear", "band", "band_rows")}
+        "tile_col", "linear", "band", "band_rows", "at")}
     names["tile_a"], names["tile_b"] = tile.a.tile, tile.b.tile
     names["frag_a"], names["frag_b"] = tile.a.fragment, tile.b.fragment
     names["frag_a_lo"], names["frag_b_lo"] = info.fresh(f"{tile.a.fragment}_lo"), info.fresh(f"{tile.b.fragment}_lo")
@@ -231,11 +187,12 @@ def apply_mma_tile(kernel: Kernel, info: KernelInfo, tile: MmaTile) -> None:
                     mi=op.warp_m // 16, nj=op.warp_n // 8, warps_n=op.tile_n // op.warp_n,
                     k_count=text(_trip(product)), k_start=text(product.start),
                     mma_text=f"{op.opcode} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};",
-                    loads=views)
+                    loads=views, b_offset=op.stages * tile.stage_elements(tile.a),
+                    pairs=_fragment_pairs(tile, names) if op.packed else None)
     items = parse_statements(source)
     kernel.body.block_items = _with_asm(filled(items, {"__init__": init, "__finish__": finish}))
     kernel.launch = LaunchConfig(block=tile.block, outputs_per_block=tile.outputs_per_block, bounded=True,
-                                 blocks_per_sm=op.blocks_per_sm, dynamic_shared_bytes=op.shared_bytes)
+                                 blocks_per_sm=op.blocks_per_sm, dynamic_shared_bytes=tile.shared_bytes)
     kernel.includes = sorted(set(kernel.includes) | {"cuda_pipeline.h"})
     if op.name == "tf32":
         kernel.tolerance = TF32_TOLERANCE
@@ -245,6 +202,22 @@ def apply_mma_tile(kernel: Kernel, info: KernelInfo, tile: MmaTile) -> None:
 #: Relative tolerance of compile's check for a TF32 product (operands rounded to 10 mantissa bits: about
 #: 5e-4 of the largest output at the check's sizes); an element on the wrong output is off by far more.
 TF32_TOLERANCE = 5e-3
+
+
+def _fragment_pairs(tile: MmaTile, names: dict) -> dict:
+    """Where the two 16-bit elements of each fragment register are in the tiles (m16n8k16's layout, ptx.py):
+    A's register v of the warp's row tile i holds (row g + v % 2 * 8, iterations 2t + v / 2 * 8 and the next),
+    B's register v of column tile j (iterations 2t + v * 8 and the next, column g)."""
+    n = names
+    out = {}
+    for o, pos, k in ((tile.a, f"{n['warp_row']} + {n['i']} * 16 + {n['group']} + {n['v']} % 2 * 8",
+                       f"{n['kk']} + {n['quad']} * 2 + {n['v']} / 2 * 8"),
+                      (tile.b, f"{n['warp_col']} + {n['j']} * 8 + {n['group']}",
+                       f"{n['kk']} + {n['quad']} * 2 + {n['v']} * 8")):
+        step = 1 if tile.k_major(o) else (tile.op.tile_m + tile.op.pad_a if o is tile.a else
+                                          tile.op.tile_n + tile.op.pad_b)
+        out["a" if o is tile.a else "b"] = (_tile_offset(tile, o, n, k, pos), step)
+    return out
 
 
 def _trip(product: Product) -> c_ast.Node:
@@ -284,7 +257,7 @@ def _load_view(tile: MmaTile, o: Operand, names: dict) -> dict:
     cond = copy.deepcopy(product.loop.cond)
     cond.left = c_ast.ID(k_name)
     predicate.append(cond)
-    at = _tile_offset(tile, is_a, names, k_of, pos_of)
+    at = _tile_offset(tile, o, names, k_of, pos_of)
     return {"tile": names["tile_a" if is_a else "tile_b"], "count": width * tk // op.threads,
             "pos_name": pos_name, "pos": f"{first} + {pos_of}", "k_name": k_name, "k_of": k_of, "at": at,
             "subscript": text(load.subscript), "predicate": text(conj(predicate)), "array": o.array,
@@ -298,12 +271,12 @@ def _vector_view(tile: MmaTile, o: Operand, names: dict, scalar: dict) -> dict |
     offset whole vectors), else the element copies. Where the operand ends inside a vector only its first
     `valid` elements are copied, the rest zero-filled."""
     op, product = tile.op, tile.product
-    is_a = o is tile.a
-    if o.along_loop != is_a:
+    is_a, k_major = o is tile.a, tile.k_major(o)
+    if o.along_loop != k_major:
         return None
     vec = 16 // op.element_bytes
     pos, k = AXIS_SYMBOL[o.axis], iterator_symbol(product.var)
-    contiguous, other = (k, pos) if is_a else (pos, k)
+    contiguous, other = (k, pos) if k_major else (pos, k)
     if sympy.diff(o.index, contiguous) != 1:
         return None
     stride = sympy.diff(o.index, other)
@@ -312,26 +285,26 @@ def _vector_view(tile: MmaTile, o: Operand, names: dict, scalar: dict) -> dict |
         return None
     width = op.tile_m if is_a else op.tile_n
     tk, e = op.tile_k, names["e"]
-    per_row = (tk if is_a else width) // vec
-    if is_a:
+    per_row = (tk if k_major else width) // vec
+    if k_major:
         k_of, pos_of = f"{e} % {per_row} * {vec}", f"{e} / {per_row}"
     else:
         k_of, pos_of = f"{e} / {per_row}", f"{e} % {per_row} * {vec}"
-    bounds = _upper_bounds(product, o, is_a)
+    bounds = _upper_bounds(product, o, k_major)
     if bounds is None:
         return None
     checks = [f"((size_t) {o.array} & 15) == 0"]
     checks += [f"{text(sym_to_ast(v, {}))} % {vec} == 0" for v in (stride, offset) if not _whole(v, vec)]
-    if is_a and not _whole_node(product.start, vec):
+    if k_major and not _whole_node(product.start, vec):
         checks.append(f"({text(product.start)}) % {vec} == 0")
-    at_name = scalar["k_name"] if is_a else scalar["pos_name"]
+    at_name = scalar["k_name"] if k_major else scalar["pos_name"]
     valid = f"{vec}"
     for bound in bounds:
         valid = f"min({valid}, {text(bound)} - {at_name})"
-    uniform = _constant_clauses(product, o, is_a, scalar)
+    uniform = _constant_clauses(product, o, k_major, scalar)
     return {**scalar, "count": width * tk // (op.threads * vec), "k_of": k_of, "pos_of": pos_of,
             "pos": f"{names['tile_row' if is_a else 'tile_col']} * {width} + {pos_of}",
-            "at": _tile_offset(tile, is_a, names, k_of, pos_of), "vec": vec, "bytes": 16,
+            "at": _tile_offset(tile, o, names, k_of, pos_of), "vec": vec, "bytes": 16,
             "valid": f"{text(conj(uniform))} ? max(0, {valid}) : 0" if uniform else f"max(0, {valid})",
             "flag": names["vectors_a" if is_a else "vectors_b"], "checks": " && ".join(dict.fromkeys(checks))}
 
@@ -344,10 +317,10 @@ def _whole_node(node: c_ast.Node, vec: int) -> bool:
     return isinstance(node, c_ast.Constant) and node.value.isdigit() and int(node.value) % vec == 0
 
 
-def _upper_bounds(product: Product, o: Operand, is_a: bool) -> list[c_ast.Node] | None:
+def _upper_bounds(product: Product, o: Operand, along_loop: bool) -> list[c_ast.Node] | None:
     """The exclusive upper bounds on the contiguous dimension (`x < E`, `x <= E` as E + 1), or None where a
     clause on it is another kind (the valid elements of a vector would not be its first ones)."""
-    if is_a:
+    if along_loop:
         cond = product.loop.cond
         end = copy.deepcopy(cond.right)
         return [end if cond.op == "<" else c_ast.BinaryOp("+", end, c_ast.Constant("int", "1"))]
@@ -360,13 +333,13 @@ def _upper_bounds(product: Product, o: Operand, is_a: bool) -> list[c_ast.Node] 
     return bounds
 
 
-def _constant_clauses(product: Product, o: Operand, is_a: bool, scalar: dict) -> list[c_ast.Node]:
+def _constant_clauses(product: Product, o: Operand, along_loop: bool, scalar: dict) -> list[c_ast.Node]:
     """The clauses of the element predicate that are the same for every element of a vector: all but the
     contiguous dimension's bounds."""
     other = "x" if o.axis == "y" else "y"
     out = [_clause_at(c, other, c_ast.Constant("int", "0")) for c in product.clauses[other]]
     out += [_clause_at(c, "", None) for c in product.clauses[""]]
-    if is_a:    # the row's clauses
+    if along_loop:    # the operand's own axis' clauses
         out = [_clause_at(c, o.axis, c_ast.ID(scalar["pos_name"])) for c in product.clauses[o.axis]] + out
     else:       # the loop's bound, at the vector's k
         cond = copy.deepcopy(product.loop.cond)
@@ -375,11 +348,12 @@ def _constant_clauses(product: Product, o: Operand, is_a: bool, scalar: dict) ->
     return out
 
 
-def _tile_offset(tile: MmaTile, is_a: bool, names: dict, k_of: str, pos_of: str) -> str:
+def _tile_offset(tile: MmaTile, o: Operand, names: dict, k_of: str, pos_of: str) -> str:
     op = tile.op
-    if is_a:
-        return f"({names['stage']} * {op.tile_m} + {pos_of}) * {op.tile_k + op.pad_a} + {k_of}"
-    return f"({names['stage']} * {op.tile_k} + {k_of}) * {op.tile_n + op.pad_b} + {pos_of}"
+    width, pad = (op.tile_m, op.pad_a) if o is tile.a else (op.tile_n, op.pad_b)
+    if tile.k_major(o):
+        return f"({names['stage']} * {width} + {pos_of}) * {op.tile_k + pad} + {k_of}"
+    return f"({names['stage']} * {op.tile_k} + {k_of}) * {width + pad} + {pos_of}"
 
 
 def _clause_at(clause: tuple, axis: str, value: c_ast.Node | None) -> c_ast.Node:

@@ -36,7 +36,7 @@ def check_start(loop: c_ast.For, acc: c_ast.Decl, info: KernelInfo) -> None:
     for stmt in items[:next(i for i, s in enumerate(items) if s is loop)]:
         if stmt is not acc and not sets_start(stmt, acc) and acc.name in ids_in(stmt):
             raise Unsupported(f"'{text(stmt)}' uses the accumulator before the loop")
-        if sets_start(stmt, acc) and stmt is not acc and not g.is_pure(stmt.rvalue, allow_memory=True):
+        if sets_start(stmt, acc) and stmt is not acc and not g.is_pure(stmt.rvalue, True, info.pure_calls):
             raise Unsupported(f"'{text(stmt)}' has side effects")
 
 

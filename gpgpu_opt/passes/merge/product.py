@@ -65,7 +65,7 @@ def recognize_product(kernel: Kernel, ctx: PassContext, info: KernelInfo,
     if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
         raise NotAccumulation("the kernel does not have exactly one loop")
     loop = loops[0]
-    acc_name = accumulation(loop)
+    acc_name = accumulation(loop, info.pure_calls)
     if not uses_both_axes(info):
         raise NotAccumulation("the thread space is not 2-D")
     info.check_kernel()

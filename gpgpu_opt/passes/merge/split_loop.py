@@ -104,7 +104,7 @@ def plan_split(kernel: Kernel, ctx: PassContext, info: KernelInfo) -> Split:
     if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
         raise NotAccumulation("the kernel does not have exactly one loop")
     loop = loops[0]
-    acc_name = accumulation(loop)
+    acc_name = accumulation(loop, info.pure_calls)
     info.check_kernel()
     var, start = canonical_header(loop, body)
     path = g.path_to(loop, info.parents, body)

@@ -5,6 +5,7 @@
 Loads under `&&`, `||` or `?:` stay where they are (they may not execute), and so do loads in statements
 with other side effects (calls, increments) whose order relative to the load could matter.
 
+`__ldg(&a[i])` of const data is read as `a[i]` (gpgpu_opt.passes.normalize.ldg).
 Thread indices are made canonical (gpgpu_opt.passes.normalize.index: `int bx = blockIdx.x; ... bx *
 NUMBER_THREADS + tx` is `blockIdx.x * blockDim.x + threadIdx.x` where every launch has blocks of
 NUMBER_THREADS), and a final `return;` is dropped (gpgpu_opt.passes.normalize.returns). Induction variables
@@ -29,6 +30,7 @@ from gpgpu_opt.passes.normalize.accumulators import promote_accumulators
 from gpgpu_opt.passes.normalize.chains import split_chained_assignments
 from gpgpu_opt.passes.normalize.definitions import merge_single_definitions
 from gpgpu_opt.passes.normalize.index import canonical_indices
+from gpgpu_opt.passes.normalize.ldg import plain_read_only_loads
 from gpgpu_opt.analysis.induction import closed_form_inductions
 from gpgpu_opt.passes.normalize.returns import drop_trailing_returns
 from gpgpu_opt.pass_api.context import PassContext
@@ -46,6 +48,7 @@ def run(kernel: Kernel, ctx: PassContext) -> Kernel:
                                             and "volatile" in (n.quals or [])})
     canonical_indices(kernel, ctx)
     promote_accumulators(kernel, ctx)
+    plain_read_only_loads(kernel)
     _hoist_loads(kernel, ctx)
     return kernel
 

@@ -82,7 +82,7 @@ def plan_rotation(kernel: Kernel, ctx: PassContext, loop: Loop, info: KernelInfo
     changed = assigned_names(node.stmt) & (bounds | {var})
     if changed:
         raise Unsupported(f"the loop body changes {', '.join(sorted(changed))}, which its bounds use")
-    if not (g.is_pure(start) and g.is_pure(cond.right)):
+    if not (g.is_pure(start, calls=info.pure_calls) and g.is_pure(cond.right, calls=info.pure_calls)):
         raise Unsupported("the loop's bounds read memory or have side effects")
     trip = loop.trip_count()
     if trip is not None and trip.is_number and int(trip) < 2:

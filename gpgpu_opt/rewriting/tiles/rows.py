@@ -61,7 +61,7 @@ def _split_rows(leading: list[c_ast.Decl], info: KernelInfo) -> list[tuple[c_ast
     out = []
     for d in leading:
         fixed = d.init is not None and isinstance(d.type, c_ast.TypeDecl) and d.name not in info.assigned \
-            and info.decl_counts.get(d.name, 0) == 1 and g.is_pure(d.init)
+            and info.decl_counts.get(d.name, 0) == 1 and g.is_pure(d.init, calls=info.pure_calls)
         if fixed and not (ids_in(d.init) & per_row):
             if not _uses_thread_y(d.init):
                 out.append((d, "hoist"))

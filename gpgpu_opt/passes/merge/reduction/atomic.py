@@ -167,7 +167,7 @@ def _target(address: c_ast.Node, info: KernelInfo) -> tuple[c_ast.Node, str]:
         base, offset = address.left, address.right
     if not (isinstance(base, c_ast.ID) and base.name in info.params and info.params[base.name].is_pointer):
         raise NotReduction("the atomicAdd's address is not a pointer parameter")
-    if offset is not None and not (info.uniform(offset) and g.is_pure(offset)):
+    if offset is not None and not (info.uniform(offset) and g.is_pure(offset, calls=info.pure_calls)):
         raise NotReduction("the atomicAdd's address differs between threads")
     return address, base.name
 
@@ -201,7 +201,7 @@ def _stride_bound(body: c_ast.Compound, atomic, ctx: PassContext, info: KernelIn
     if not items or not isinstance(items[-1], c_ast.If) or items[-1].iffalse is not None:
         return None
     guard = items[-1]
-    if not all(isinstance(s, c_ast.Decl) and s.init is not None and g.is_pure(s.init, allow_memory=True)
+    if not all(isinstance(s, c_ast.Decl) and s.init is not None and g.is_pure(s.init, True, info.pure_calls)
                for s in items[:-1]):
         return None
     if any(isinstance(n, c_ast.ID) and n.name in info.assigned for s in items[:-1] for n in walk(s)):
