@@ -21,7 +21,8 @@ from gpgpu_opt.rewriting.vector import definitions
 from gpgpu_opt.templating import render
 from gpgpu_opt.check.cases import ATOMIC_TOLERANCE, Case, launch_space, optimized_launch
 from gpgpu_opt.check.extents import all_accesses, array_extents
-from gpgpu_opt.launch.sites import launch_arguments
+from gpgpu_opt.launch.sites import launch_arguments, naive_launch
+from gpgpu_opt.analysis.z_axis import uses_grid_z
 
 
 def _fill(base_type: str) -> tuple[int, str] | None:
@@ -189,6 +190,22 @@ def _tolerance(naive: Kernel, global_space: tuple[int, int]) -> float:
     return TOLERANCE
 
 
+#: Batches (the naive grid's z) the harness launches of a kernel that reads blockIdx.z where neither the
+#: program's launch nor --global says how many.
+DEFAULT_BATCHES = 8
+
+
+def _batches(program, naive: Kernel, sizes: dict, global_space) -> int:
+    """The naive grid's z: --global's third component, the program's launch, or DEFAULT_BATCHES for a kernel
+    that reads blockIdx.z (1 for one that does not)."""
+    if len(global_space) > 2:
+        return int(global_space[2])
+    found = naive_launch(program, naive, sizes)
+    if found is not None and len(found.grid) > 2 and isinstance(found.grid[2], int):
+        return found.grid[2]
+    return DEFAULT_BATCHES if uses_grid_z(naive.body) else 1
+
+
 @dataclass(frozen=True)
 class HarnessVariant:
     """One optimized version of the kernel for the harness to check and time: `label` names it on the RESULT
@@ -209,14 +226,17 @@ def _refuse_what_the_helpers_refuse(program, naive: Kernel, optimized: Kernel, n
 
 def generate_harness(program, compile_result, kernel_name: str, sizes: dict, global_space=None,
                      flops: float = 0, reference: str | None = None, runs: int = 30, warmup: int = 3,
-                     seed: int = 1, variants: list[HarnessVariant] | None = None) -> str:
+                     seed: int = 1, variants: list[HarnessVariant] | None = None,
+                     extents: dict[str, int] | None = None) -> str:
     """The .cu text of the run harness for one kernel of a compiled program.
 
     `sizes` gives the kernel's scalar parameters (float scalars default to 0.75); `global_space` the naive
     launch's thread space (x, y), inferred like `verify` does when None; `flops` the work of one launch (0:
     GFLOP/s prints 0); `reference`: None, 'sgemm'/'mm', 'sgemv_t'/'mv', 'sgemv_n'/'tmv', 'sger'/'vv' or 'copy'/'transpose'.
     `variants`: the optimized versions to check and time in one binary (`tune`); default the compiled one,
-    labelled 'optimized'."""
+    labelled 'optimized'. A third component of `global_space` is the naive grid's z (the batches of a kernel
+    that reads blockIdx.z; default the program's launch, else DEFAULT_BATCHES); `extents` (--extent) sizes
+    arrays the subscripts do not bound."""
     result = next((k for k in compile_result.kernels if k.naive.name == kernel_name), None)
     if result is None:
         raise CompileError(f"no kernel '{kernel_name}' in '{program.path}' "
@@ -233,15 +253,17 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     sizes = {**launch_arguments(program, naive), **(sizes or {})}
     if global_space is None:
         global_space = launch_space(naive, program, sizes)
+    batches = _batches(program, naive, sizes, global_space)
     global_space = (int(global_space[0]), int(global_space[1]) if len(global_space) > 1 else 1)
     naive_block = result.context.facts.naive_block.xy
-    naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]))
+    naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]), batches)
     single = len(variants) == 1
     shown = []
     for i, v in enumerate(variants):
         tag = "opt" if single else f"v{i}"
         _refuse_what_the_helpers_refuse(program, naive, v.kernel, naive_grid, naive_block)
         block, grid = optimized_launch(v.kernel, naive_block, Case(sizes, global_space))
+        grid = (*grid[:2], v.kernel.launch.grid_z(batches, 1) if v.kernel.launch is not None else batches)
         shown.append({"label": v.label, "tag": tag, "block": tuple(block), "grid": tuple(grid),
                       "describe": v.describe or "as compiled",
                       "source": renamed_source(v.kernel, f"{kernel_name}_{tag}")})
@@ -255,7 +277,8 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
         else:
             raise CompileError(f"kernel '{kernel_name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
         scalars.append({"name": p.name, "ctype": p.base_type, "value": _literal(value, p.base_type)})
-    extents = array_extents(naive, sizes, naive_block, global_space)
+    extents = array_extents(naive, sizes, naive_block, global_space, naive_grid if batches > 1 else None,
+                            given=extents)
     roles = _array_roles(naive)
     arrays = []
     for p in naive.arrays:
@@ -280,6 +303,8 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
         ref = _reference(kind, arrays, global_space, kernel_name)
 
     sizes_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "sizes fixed in the source"
+    if batches > 1:
+        sizes_text += f"; {batches} batches (the naive grid's z)"
     return render("run_harness.cu.j2", kernel=kernel_name, source=program.path, sizes_text=sizes_text,
                   global_space=global_space, naive_block=naive_block, naive_grid=naive_grid,
                   variants=shown, headers=sorted({h for v in variants for h in v.kernel.includes}
