@@ -20,7 +20,9 @@ from gpgpu_opt.launch.contract import launch_assumptions
 from gpgpu_opt.rewriting.vector import definitions
 from gpgpu_opt.templating import render
 from gpgpu_opt.check.cases import ATOMIC_TOLERANCE, Case, launch_space, optimized_launch
-from gpgpu_opt.check.extents import all_accesses, array_extents
+from gpgpu_opt.check.extents import all_accesses, array_extents, gather_bounds
+from gpgpu_opt.check.index_arrays import row_pointer_loops
+from gpgpu_opt.ast_util import walk
 from gpgpu_opt.launch.sites import launch_arguments, naive_launch
 from gpgpu_opt.analysis.z_axis import uses_grid_z
 
@@ -190,6 +192,27 @@ def _tolerance(naive: Kernel, global_space: tuple[int, int]) -> float:
     return TOLERANCE
 
 
+#: Elements per row, on average, of the rows a row-pointer array delimits (CSR) where no --extent says how many.
+ROW_ELEMENTS = 16
+
+
+def _row_pointer_totals(naive: Kernel, sizes: dict, block, space, grid, given: dict[str, int]) -> dict[str, int]:
+    """Each row-pointer array (check/index_arrays.py) -> the number of elements it delimits: the --extent of
+    an array its loop's iterator subscripts, else ROW_ELEMENTS per row."""
+    loops = row_pointer_loops(naive)
+    if not loops:
+        return {}
+    rows = array_extents(naive, sizes, block, space, grid, given=given, row_pointers={l.array: 1 for l in loops})
+    totals = {}
+    for loop in loops:
+        subscripted = [n.name.name for n in walk(loop.loop.stmt) if isinstance(n, c_ast.ArrayRef)
+                       and isinstance(n.name, c_ast.ID) and isinstance(n.subscript, c_ast.ID)
+                       and n.subscript.name == loop.var]
+        told = [given[name] for name in subscripted if name in given]
+        totals[loop.array] = min(told) if told else ROW_ELEMENTS * max(1, rows[loop.array] - 1)
+    return totals
+
+
 #: Batches (the naive grid's z) the harness launches of a kernel that reads blockIdx.z where neither the
 #: program's launch nor --global says how many.
 DEFAULT_BATCHES = 8
@@ -277,8 +300,11 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
         else:
             raise CompileError(f"kernel '{kernel_name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
         scalars.append({"name": p.name, "ctype": p.base_type, "value": _literal(value, p.base_type)})
-    extents = array_extents(naive, sizes, naive_block, global_space, naive_grid if batches > 1 else None,
-                            given=extents)
+    grid = naive_grid if batches > 1 else None
+    row_pointers = _row_pointer_totals(naive, sizes, naive_block, global_space, grid, extents or {})
+    extents = array_extents(naive, sizes, naive_block, global_space, grid, given=extents,
+                            row_pointers=row_pointers)
+    index_bounds = gather_bounds(naive, extents)
     roles = _array_roles(naive)
     arrays = []
     for p in naive.arrays:
@@ -286,8 +312,12 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
             raise CompileError(f"kernel '{kernel_name}': the harness cannot fill '{p.name}' of type '{p.base_type}'")
         read, written = roles[p.name]
         size, fill = _fill(p.base_type)
+        bound = row_pointers.get(p.name, index_bounds.get(p.name))
+        if bound is not None and fill == "fill_int" and not written:
+            fill = "fill_row_pointers" if p.name in row_pointers else "fill_index"
         arrays.append({"name": p.name, "ctype": p.base_type, "extent": int(extents[p.name]), "read": read,
                        "written": written, "fill": fill, "item": size,
+                       "fill_bound": int(bound) if fill in ("fill_row_pointers", "fill_index") else None,
                        "role": "in-out" if read and written else "output" if written else "input"})
     if not any(a["written"] for a in arrays):
         raise CompileError(f"kernel '{kernel_name}' writes no array: nothing to check")
