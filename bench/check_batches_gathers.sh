@@ -11,7 +11,9 @@ failed=0
 for src in "$dir"/*/*.cu; do
     bin=/tmp/$(basename "$src" .cu).bin
     echo "== $src"
-    if ! nvcc -O3 -arch=sm_90 -o "$bin" "$src" 2>&1 | tail -5; then failed=$((failed + 1)); continue; fi
+    if ! nvcc -O3 -arch=sm_90 -o "$bin" "$src" > "$bin.log" 2>&1; then
+        tail -5 "$bin.log"; failed=$((failed + 1)); continue
+    fi
     "$bin" --runs 10 --warmup 2
     status=$?
     echo "exit status $status"
