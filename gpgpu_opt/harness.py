@@ -287,7 +287,8 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
         _refuse_what_the_helpers_refuse(program, naive, v.kernel, naive_grid, naive_block)
         block, grid = optimized_launch(v.kernel, naive_block, Case(sizes, global_space))
         grid = (*grid[:2], v.kernel.launch.grid_z(batches, 1) if v.kernel.launch is not None else batches)
-        shown.append({"label": v.label, "tag": tag, "block": tuple(block), "grid": tuple(grid),
+        shared = v.kernel.launch.dynamic_shared_bytes if v.kernel.launch is not None else 0
+        shown.append({"label": v.label, "tag": tag, "block": tuple(block), "grid": tuple(grid), "shared_bytes": shared,
                       "describe": v.describe or "as compiled",
                       "source": renamed_source(v.kernel, f"{kernel_name}_{tag}")})
 

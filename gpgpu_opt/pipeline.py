@@ -30,6 +30,7 @@ from gpgpu_opt.pass_api.instruments import Dump, PassInstrument, SanityCheck, Se
 from gpgpu_opt.pass_api.context import DecisionLog, PassContext
 from gpgpu_opt.pass_api.facts import KernelFacts, fallback_block, kernel_facts
 from gpgpu_opt.pass_api.options import CompileOptions
+from gpgpu_opt.rewriting.batch_loop import BatchLoop
 from gpgpu_opt.rewriting.batches import Batches
 from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.rewriting.three_d import block_z
@@ -330,18 +331,21 @@ def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
     return kernel, kept
 
 
-def _batches(kernel: Kernel, start: Kernel, wanted: bool, diagnostics: Diagnostics) -> Batches | None:
-    """The kernel of one batch (rewriting/batches.py) where the kernel reads blockIdx.z as an independent
-    batch index; a note says why its batches are not taken apart where they are not."""
+def _batches(kernel: Kernel, start: Kernel, wanted: bool, diagnostics: Diagnostics) -> Batches | BatchLoop | None:
+    """The kernel of one batch (rewriting/batches.py, batch_loop.py) where the kernel reads blockIdx.z as an
+    independent batch index or loops over its batches; a note says why its batches are not taken apart where
+    they are not."""
     found = Batches.of(kernel, start) if wanted else None
+    if found is None and wanted:
+        found = BatchLoop.of(start)
     if isinstance(found, str):
-        diagnostics.note(f"{kernel.name}: one batch per blockIdx.z not optimized apart: {found}",
+        diagnostics.note(f"{kernel.name}: its batches not optimized apart: {found}",
                          Location.of(kernel.funcdef.decl), kernel=kernel.name)
         return None
     return found
 
 
-def _batch_facts(facts: KernelFacts, batches: Batches) -> KernelFacts:
+def _batch_facts(facts: KernelFacts, batches: Batches | BatchLoop) -> KernelFacts:
     """The facts of the kernel of one batch: a slice is its array's part (distinct where the array is,
     written where it is); its alignment is not known."""
     renamed = batches.renamed_arrays()
@@ -352,7 +356,7 @@ def _batch_facts(facts: KernelFacts, batches: Batches) -> KernelFacts:
         {name: bytes_ for name, bytes_ in facts.alignment.items() if name not in renamed}))
 
 
-def _batches_declared(batches: Batches, kernel: Kernel, optimized: Kernel, ran: list, diagnostics: Diagnostics):
+def _batches_declared(batches: Batches | BatchLoop, kernel: Kernel, optimized: Kernel, ran: list, diagnostics: Diagnostics):
     """The passes' versions written back as batched kernels; where one cannot be, the kernel as written."""
     try:
         return batches.declared(optimized), [(name, batches.declared(v)) for name, v in ran]

@@ -57,6 +57,9 @@ def global_space_from_guards(kernel: Kernel, sizes: dict[str, int | float]) -> t
                 for clause in clauses(stmt.cond):
                     if isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<="):
                         record(clause.left, clause.right, clause.op == "<=")
+        last = items[-1] if items else None
+        if isinstance(last, c_ast.For) and isinstance(last.stmt, c_ast.Compound) and not found:
+            visit(last.stmt.block_items or [])  # a loop over batches around all the work: its guards are the kernel's
     visit(kernel.body.block_items or [])
     return found.get("x"), found.get("y")
 

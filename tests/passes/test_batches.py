@@ -17,6 +17,7 @@ from gpgpu_opt.frontend import load_program
 from gpgpu_opt.harness import generate_harness
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
+from gpgpu_opt.rewriting.batch_loop import BatchLoop
 from gpgpu_opt.targets import get_target
 from tests.passes.test_split_loop import assert_nvcc_compiles, merge_decisions, only
 
@@ -209,7 +210,7 @@ def test_batches_that_overlap_are_refused_with_a_note(tmp_path):
     _, result, diagnostics = compile_text(tmp_path, OVERLAP, assume_restrict=True)
     k = only(result)
     said = "\n".join(n.message for n in diagnostics.notes)
-    assert "bmm_overlap: one batch per blockIdx.z not optimized apart: the batches may overlap: " \
+    assert "bmm_overlap: its batches not optimized apart: the batches may overlap: " \
            "C[z * N + i * N + j] may reach past its batch's N elements" in said
     assert not k.transformed
 
@@ -246,3 +247,75 @@ def test_the_harness_launches_and_sizes_every_batch(sliced):
     # without a third component: the default number of batches, said in the header
     default = generate_harness(program, result, "batched_matmul", sizes)
     assert "naive_grid(13, 19, 8)" in default and "8 batches (the naive grid's z)" in default
+
+
+#: One thread does its element of every batch in turn.
+LOOP_PRODUCT = """
+__global__ void batched_gemm(const float *A, const float *B, float *C, int M, int N, int K, int batch)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int b = 0; b < batch; ++b) {
+        if (row < M && col < N) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; ++k)
+                acc += A[b * M * K + row * K + k] * B[b * K * N + k * N + col];
+            C[b * M * N + row * N + col] = acc;
+        }
+    }
+}
+"""
+
+
+def test_a_loop_over_batches_gets_the_register_tile_inside_it(tmp_path):
+    _, result, _ = compile_text(tmp_path, LOOP_PRODUCT, assume_restrict=True)
+    k = only(result)
+    assert any("8x8 outputs per thread" in r for r in merge_decisions(k, "applied"))
+    assert k.validation.status == "passed", k.validation
+    text = kernel_source(k.optimized.funcdef)
+    body = text[text.index("{") + 1:]
+    assert body.lstrip().startswith("for (int b = 0; b < batch; ++b) {")    # the loop around everything
+    # CHECK: a barrier ends each batch: no thread refills the tiles while another still reads them
+    assert text.rstrip().endswith("__syncthreads();\n    }\n}")
+    for sizes in ({"M": 37, "N": 45, "K": 29, "batch": 3}, {"M": 130, "N": 20, "K": 9, "batch": 2}):
+        case = Case(sizes=sizes, global_space=(sizes["N"], sizes["M"]))
+        found = run_case(k.naive, k.optimized, k.context.facts.naive_block, case, seed=9, device_functions={})
+        assert found.ok, found.error or found.mismatches
+    assert_nvcc_compiles(result, tmp_path)
+
+
+@pytest.mark.parametrize("before, loop", [
+    ("int i = blockIdx.x * blockDim.x + threadIdx.x; out[0] = 1.0f;", "out[b * n + i] = 2.0f * x[b * n + i];"),
+    ("int i = blockIdx.x * blockDim.x + threadIdx.x; float first = x[i];", "out[b * n + i] = first * x[b * n + i];"),
+    ("int i = blockIdx.x * blockDim.x + threadIdx.x;", "out[i] += x[b * n + i];"),          # every batch adds to out[i]
+    ("int i = blockIdx.x * blockDim.x + threadIdx.x;", "out[b * n + i + 1] = x[b * n + i];"),  # past its batch
+])
+def test_loops_that_are_not_over_independent_batches_are_not_taken_apart(tmp_path, before, loop):
+    """Work before the loop (it would run once per batch), batches that meet: the kernel as it is."""
+    source = f"""
+    __global__ void k(const float *x, float *out, int n, int batches)
+    {{
+        {before}
+        for (int b = 0; b < batches; ++b) {{
+            if (i < n)
+                {loop}
+        }}
+    }}
+    """
+    path = tmp_path / "k.cu"
+    path.write_text(textwrap.dedent(source))
+    kernel = load_program(str(path), diagnostics=Diagnostics(quiet=True)).kernels[0]
+    assert BatchLoop.of(kernel) is None
+    good = source.replace(before, "int i = blockIdx.x * blockDim.x + threadIdx.x;").replace(
+        loop, "out[b * n + i] = 2.0f * x[b * n + i];")
+    path.write_text(textwrap.dedent(good))
+    assert BatchLoop.of(load_program(str(path), diagnostics=Diagnostics(quiet=True)).kernels[0]) is not None
+
+
+def test_the_harness_gives_a_tensor_core_tile_its_dynamic_shared_memory(tmp_path):
+    program, result, _ = compile_text(tmp_path, INLINE.format(T="double"), assume_restrict=True)
+    text = generate_harness(program, result, "bmm", {"M": 512, "N": 512, "K": 512}, (512, 512, 4))
+    shared = only(result).optimized.launch.dynamic_shared_bytes
+    assert shared > 48 * 1024
+    assert f"cudaFuncSetAttribute(bmm_opt, cudaFuncAttributeMaxDynamicSharedMemorySize, {shared})" in text
+    assert f"bmm_opt<<<opt_grid, opt_block, {shared}>>>" in text
