@@ -47,6 +47,8 @@ class BatchLoop:
         for stmt in prefix:
             if not (isinstance(stmt, c_ast.Decl) and stmt.init is not None and is_pure(stmt.init)):
                 return None     # work of its own before the loop: it would run once per batch
+        if any(isinstance(n, c_ast.Return) for n in walk(loop.stmt)) or _leaves(loop.stmt):
+            return None     # a batch that ends the thread's later batches: not one batch's work
         inner = list(loop.stmt.block_items or []) if isinstance(loop.stmt, c_ast.Compound) else [loop.stmt]
         before = {d.name for d in prefix}
         shadowed = sorted(n.name for n in walk(c_ast.Compound(inner)) if isinstance(n, c_ast.Decl)

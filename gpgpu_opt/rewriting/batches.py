@@ -26,10 +26,10 @@ from pycparser import c_ast
 from gpgpu_opt.analysis.loops import assigned_names
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, NotAffine, iterator_symbol, param_symbol, to_sympy
 from gpgpu_opt.analysis.z_axis import is_z
-from gpgpu_opt.ast_util import fresh_name, ids_in, transform, walk
+from gpgpu_opt.ast_util import call_args, call_name, fresh_name, ids_in, transform, walk
 from gpgpu_opt.check.extents import all_accesses
 from gpgpu_opt.kernel import Kernel
-from gpgpu_opt.rewriting.cbuild import Unsupported
+from gpgpu_opt.rewriting.cbuild import Unsupported, text
 from gpgpu_opt.rewriting.guards import clauses, frames_to, normalize_early_returns, parents_of, slack
 
 
@@ -245,6 +245,17 @@ def disjointness(kernel: Kernel, z: sympy.Symbol, strides: dict[str, sympy.Expr]
     """Raise Unsupported unless no batch touches an element of an array that another batch writes (module
     docstring), and no batch reads what another reads through the batch index (the planes of a 3-D grid,
 `in[(z + 1) * plane + i]`, are the z march's). `strides`: the slices' strides, by slice parameter."""
+    pointers = {p.name for p in kernel.arrays}
+    for n in walk(kernel.body):
+        name = call_name(n)
+        for arg in call_args(n) if name is not None else []:
+            while isinstance(arg, c_ast.Cast):
+                arg = arg.expr
+            address = isinstance(arg, c_ast.UnaryOp) and arg.op == "&" and not name.startswith(("atomic", "__st", "__ld"))
+            pointer = isinstance(arg, c_ast.ID) and arg.name in pointers or isinstance(arg, c_ast.BinaryOp) and \
+                arg.op in ("+", "-") and any(isinstance(a, c_ast.ID) and a.name in pointers for a in (arg.left, arg.right))
+            if address or pointer:
+                raise Unsupported(f"{name} is given {text(arg)}, and what it accesses is not seen")
     work = kernel.copy()
     normalize_early_returns(work.body)     # `if (i >= n) return;` guards what follows like `if (i < n)`
     accesses = all_accesses(work)

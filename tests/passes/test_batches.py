@@ -319,3 +319,35 @@ def test_the_harness_gives_a_tensor_core_tile_its_dynamic_shared_memory(tmp_path
     assert shared > 48 * 1024
     assert f"cudaFuncSetAttribute(bmm_opt, cudaFuncAttributeMaxDynamicSharedMemorySize, {shared})" in text
     assert f"bmm_opt<<<opt_grid, opt_block, {shared}>>>" in text
+
+
+def test_a_pointer_given_to_a_helper_keeps_the_batches_together(tmp_path):
+    source = """
+    __device__ void store(float *c, int i, float v) { c[i] = v; }
+    __global__ void k(const float *x, float *out, int n)
+    {
+        int z = blockIdx.z;
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n)
+            store(out, i, expf(x[z * n + i]));
+    }
+    """
+    _, _, diagnostics = compile_text(tmp_path, source, assume_restrict=True)
+    said = "\n".join(n.message for n in diagnostics.notes)
+    assert "k: its batches not optimized apart: store is given out, and what it accesses is not seen" in said
+
+
+def test_a_batch_that_returns_is_not_one_batch_of_a_loop(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(textwrap.dedent("""
+    __global__ void k(const float *x, float *out, int n, int batches)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        for (int b = 0; b < batches; ++b) {
+            if (x[b * n + i] < 0.0f)
+                return;
+            out[b * n + i] = x[b * n + i];
+        }
+    }
+    """))
+    assert BatchLoop.of(load_program(str(path), diagnostics=Diagnostics(quiet=True)).kernels[0]) is None
