@@ -79,7 +79,6 @@ class Batches:
                       and n.name not in {s.local for s in self.slices}), None)
         if clash is not None:
             raise Unsupported(f"a pass declared '{clash}', a name the batched kernel needs")
-        by_local = {s.local: s for s in self.slices}
         passed = {d.name: d for d in func.decl.type.args.params if isinstance(d, c_ast.Decl)}
         params = []
         for decl in self.naive.funcdef.decl.type.args.params:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from pycparser import c_ast
 
 from gpgpu_opt.ast_util import transform
 from gpgpu_opt.check.cases import Case, run_case
@@ -18,6 +19,7 @@ from gpgpu_opt.harness import generate_harness
 from gpgpu_opt.passes import parse_pass_list
 from gpgpu_opt.pipeline import compile_with
 from gpgpu_opt.rewriting.batch_loop import BatchLoop
+from gpgpu_opt.rewriting.cbuild import text
 from gpgpu_opt.targets import get_target
 from tests.passes.test_split_loop import assert_nvcc_compiles, merge_decisions, only
 
@@ -150,18 +152,12 @@ def test_the_check_compares_every_batch(sliced):
     _, result, _ = sliced
     k = only(result)
     wrong = k.optimized.copy()
-    transform(wrong.funcdef.body, lambda n: __import__("pycparser").c_ast.Constant("int", "0")
-              if kernel_source_of(n) == "blockIdx.z" else None)
+    transform(wrong.funcdef.body, lambda n: c_ast.Constant("int", "0") if text(n) == "blockIdx.z" else None)
     assert "blockIdx.z" not in kernel_source(wrong.funcdef)
     case = Case(sizes={"M": 37, "N": 45, "K": 29}, global_space=(45, 37), batches=1)
     assert run_case(k.naive, wrong, k.context.facts.naive_block, case, seed=9, device_functions={}).ok
     case.batches = 3
     assert not run_case(k.naive, wrong, k.context.facts.naive_block, case, seed=9, device_functions={}).ok
-
-
-def kernel_source_of(node) -> str:
-    from gpgpu_opt.rewriting.cbuild import text
-    return text(node)
 
 
 def test_a_batched_product_builds(sliced, tmp_path):
