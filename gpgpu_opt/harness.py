@@ -20,8 +20,11 @@ from gpgpu_opt.launch.contract import launch_assumptions
 from gpgpu_opt.rewriting.vector import definitions
 from gpgpu_opt.templating import render
 from gpgpu_opt.check.cases import ATOMIC_TOLERANCE, Case, launch_space, optimized_launch
-from gpgpu_opt.check.extents import all_accesses, array_extents
-from gpgpu_opt.launch.sites import launch_arguments
+from gpgpu_opt.check.extents import all_accesses, array_extents, gather_bounds
+from gpgpu_opt.check.index_arrays import row_pointer_loops
+from gpgpu_opt.ast_util import walk
+from gpgpu_opt.launch.sites import launch_arguments, naive_launch
+from gpgpu_opt.analysis.z_axis import uses_grid_z
 
 
 def _fill(base_type: str) -> tuple[int, str] | None:
@@ -233,6 +236,43 @@ def _tolerance(naive: Kernel, global_space: tuple[int, int]) -> float:
     return TOLERANCE
 
 
+#: Elements per row, on average, of the rows a row-pointer array delimits (CSR) where no --extent says how many.
+ROW_ELEMENTS = 16
+
+
+def _row_pointer_totals(naive: Kernel, sizes: dict, block, space, grid, given: dict[str, int]) -> dict[str, int]:
+    """Each row-pointer array (check/index_arrays.py) -> the number of elements it delimits: the --extent of
+    an array its loop's iterator subscripts, else ROW_ELEMENTS per row."""
+    loops = row_pointer_loops(naive)
+    if not loops:
+        return {}
+    rows = array_extents(naive, sizes, block, space, grid, given=given, row_pointers={l.array: 1 for l in loops})
+    totals = {}
+    for loop in loops:
+        subscripted = [n.name.name for n in walk(loop.loop.stmt) if isinstance(n, c_ast.ArrayRef)
+                       and isinstance(n.name, c_ast.ID) and isinstance(n.subscript, c_ast.ID)
+                       and n.subscript.name == loop.var]
+        told = [given[name] for name in subscripted if name in given]
+        totals[loop.array] = min(told) if told else ROW_ELEMENTS * max(1, rows[loop.array] - 1)
+    return totals
+
+
+#: Batches (the naive grid's z) the harness launches of a kernel that reads blockIdx.z where neither the
+#: program's launch nor --global says how many.
+DEFAULT_BATCHES = 8
+
+
+def _batches(program, naive: Kernel, sizes: dict, global_space) -> int:
+    """The naive grid's z: --global's third component, the program's launch, or DEFAULT_BATCHES for a kernel
+    that reads blockIdx.z (1 for one that does not)."""
+    if len(global_space) > 2:
+        return int(global_space[2])
+    found = naive_launch(program, naive, sizes)
+    if found is not None and len(found.grid) > 2 and isinstance(found.grid[2], int):
+        return found.grid[2]
+    return DEFAULT_BATCHES if uses_grid_z(naive.body) else 1
+
+
 @dataclass(frozen=True)
 class HarnessVariant:
     """One optimized version of the kernel for the harness to check and time: `label` names it on the RESULT
@@ -253,14 +293,17 @@ def _refuse_what_the_helpers_refuse(program, naive: Kernel, optimized: Kernel, n
 
 def generate_harness(program, compile_result, kernel_name: str, sizes: dict, global_space=None,
                      flops: float = 0, reference: str | None = None, runs: int = 30, warmup: int = 3,
-                     seed: int = 1, variants: list[HarnessVariant] | None = None) -> str:
+                     seed: int = 1, variants: list[HarnessVariant] | None = None,
+                     extents: dict[str, int] | None = None) -> str:
     """The .cu text of the run harness for one kernel of a compiled program.
 
     `sizes` gives the kernel's scalar parameters (float scalars default to 0.75); `global_space` the naive
     launch's thread space (x, y), inferred like `verify` does when None; `flops` the work of one launch (0:
     GFLOP/s prints 0); `reference`: None, 'sgemm'/'mm', 'sgemv_t'/'mv', 'sgemv_n'/'tmv', 'sger'/'vv' or 'copy'/'transpose'.
     `variants`: the optimized versions to check and time in one binary (`tune`); default the compiled one,
-    labelled 'optimized'."""
+    labelled 'optimized'. A third component of `global_space` is the naive grid's z (the batches of a kernel
+    that reads blockIdx.z; default the program's launch, else DEFAULT_BATCHES); `extents` (--extent) sizes
+    arrays the subscripts do not bound."""
     result = next((k for k in compile_result.kernels if k.naive.name == kernel_name), None)
     if result is None:
         raise CompileError(f"no kernel '{kernel_name}' in '{program.path}' "
@@ -277,16 +320,19 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
     sizes = {**launch_arguments(program, naive), **(sizes or {})}
     if global_space is None:
         global_space = launch_space(naive, program, sizes)
+    batches = _batches(program, naive, sizes, global_space)
     global_space = (int(global_space[0]), int(global_space[1]) if len(global_space) > 1 else 1)
     naive_block = result.context.facts.naive_block.xy
-    naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]))
+    naive_grid = (math.ceil(global_space[0] / naive_block[0]), math.ceil(global_space[1] / naive_block[1]), batches)
     single = len(variants) == 1
     shown = []
     for i, v in enumerate(variants):
         tag = "opt" if single else f"v{i}"
         _refuse_what_the_helpers_refuse(program, naive, v.kernel, naive_grid, naive_block)
         block, grid = optimized_launch(v.kernel, naive_block, Case(sizes, global_space))
-        shown.append({"label": v.label, "tag": tag, "block": tuple(block), "grid": tuple(grid),
+        grid = (*grid[:2], v.kernel.launch.grid_z(batches, 1) if v.kernel.launch is not None else batches)
+        shared = v.kernel.launch.dynamic_shared_bytes if v.kernel.launch is not None else 0
+        shown.append({"label": v.label, "tag": tag, "block": tuple(block), "grid": tuple(grid), "shared_bytes": shared,
                       "describe": v.describe or "as compiled",
                       "source": renamed_source(v.kernel, f"{kernel_name}_{tag}")})
 
@@ -299,7 +345,11 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
         else:
             raise CompileError(f"kernel '{kernel_name}': no value for parameter '{p.name}' (use --size {p.name}=N)")
         scalars.append({"name": p.name, "ctype": p.base_type, "value": _literal(value, p.base_type)})
-    extents = array_extents(naive, sizes, naive_block, global_space)
+    grid = naive_grid if batches > 1 else None
+    row_pointers = _row_pointer_totals(naive, sizes, naive_block, global_space, grid, extents or {})
+    extents = array_extents(naive, sizes, naive_block, global_space, grid, given=extents,
+                            row_pointers=row_pointers)
+    index_bounds = gather_bounds(naive, extents)
     roles = _array_roles(naive)
     arrays = []
     for p in naive.arrays:
@@ -310,9 +360,13 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
             raise CompileError(f"kernel '{kernel_name}': the harness cannot fill '{p.name}' of type '{p.base_type}'")
         read, written = roles[p.name]
         size, fill = _fill(element)
+        bound = row_pointers.get(p.name, index_bounds.get(p.name))
+        if bound is not None and fill == "fill_int" and not written:
+            fill = "fill_row_pointers" if p.name in row_pointers else "fill_index"
         arrays.append({"name": p.name, "ctype": element, "extent": int(extents[p.name]) * lanes, "read": read,
                        "written": written, "fill": fill, "item": size,
                        "cast": f"({p.base_type} *)" if vector is not None else "",
+                       "fill_bound": int(bound) if fill in ("fill_row_pointers", "fill_index") else None,
                        "role": "in-out" if read and written else "output" if written else "input"})
     if not any(a["written"] for a in arrays):
         raise CompileError(f"kernel '{kernel_name}' writes no array: nothing to check")
@@ -329,6 +383,8 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
         ref = _reference(kind, arrays, global_space, kernel_name)
 
     sizes_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "sizes fixed in the source"
+    if batches > 1:
+        sizes_text += f"; {batches} batches (the naive grid's z)"
     return render("run_harness.cu.j2", kernel=kernel_name, source=program.path, sizes_text=sizes_text,
                   global_space=global_space, naive_block=naive_block, naive_grid=naive_grid,
                   variants=shown, headers=sorted({h for v in variants for h in v.kernel.includes}

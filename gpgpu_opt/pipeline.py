@@ -5,6 +5,7 @@ import os
 import re
 import traceback
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from gpgpu_opt.launch import sites
@@ -27,8 +28,11 @@ from gpgpu_opt.launch.lowering import launch_helper, rewrite_launch
 from gpgpu_opt import passes as registry
 from gpgpu_opt.pass_api.instruments import Dump, PassInstrument, SanityCheck, SelfCheck
 from gpgpu_opt.pass_api.context import DecisionLog, PassContext
-from gpgpu_opt.pass_api.facts import fallback_block, kernel_facts
+from gpgpu_opt.pass_api.facts import KernelFacts, fallback_block, kernel_facts
 from gpgpu_opt.pass_api.options import CompileOptions
+from gpgpu_opt.rewriting.batch_loop import BatchLoop
+from gpgpu_opt.rewriting.batches import Batches
+from gpgpu_opt.rewriting.cbuild import Unsupported
 from gpgpu_opt.rewriting.three_d import block_z
 from gpgpu_opt.pass_api.schedule import Schedule
 from gpgpu_opt.rewriting.parameter_views import ParameterViews
@@ -241,17 +245,23 @@ def _compile_kernel(program: Program, kernel: Kernel, canonical, options: Compil
     if views is not None and views.members:  # the launches' facts; of a struct's arrays nothing is known
         facts = replace(facts, aliasing=AliasFacts(False, "", why_not=f"'{kernel.name}' reads arrays through a "
                                                    "struct passed by value, which may point anywhere"))
+    block = facts.naive_block
+    races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
+    held = bool(pass_names) and not races and _left_as_written(program, start, diagnostics)
+    start, names = _z_axis(program, start, pass_names, diagnostics)
+    batches = _batches(kernel, start, views is None and names == pass_names and not races and not held,
+                       diagnostics)
+    if batches is not None:
+        start, facts = batches.start, _batch_facts(facts, batches)
     log = DecisionLog(diagnostics, kernel.name)
     ctx = PassContext(options, facts, log, kernel.name, lowering=registry.lowering())
     if canonical is not None:
         name, form = canonical
         log.record(name, "kernel", form.describe(), Location.of(kernel.funcdef.decl))
-    block = facts.naive_block
-    races = _report_launch_races(program, kernel, block, diagnostics) if pass_names else []
-    held = bool(pass_names) and not races and _left_as_written(program, start, diagnostics)
-    start, names = _z_axis(program, start, pass_names, diagnostics)
     optimized, ran = optimize_kernel(start, ctx, [] if races or held else names,
                                      _instruments(program, start, block, options), options.strict)
+    if batches is not None:
+        optimized, ran = _batches_declared(batches, kernel, optimized, ran, diagnostics)
     result = KernelResult(kernel, optimized if views is None else views.declared(optimized), ctx,
                           [name for name, _ in ran], races)
     if views is not None and not result.transformed:
@@ -321,6 +331,41 @@ def _z_axis(program: Program, kernel: Kernel, pass_names: list[str],
         diagnostics.note(f"{kernel.name}: not retiled: {z.why_not}", Location.of(kernel.funcdef.decl),
                          kernel=kernel.name)
     return kernel, kept
+
+
+def _batches(kernel: Kernel, start: Kernel, wanted: bool, diagnostics: Diagnostics) -> Batches | BatchLoop | None:
+    """The kernel of one batch (rewriting/batches.py, batch_loop.py) where the kernel reads blockIdx.z as an
+    independent batch index or loops over its batches; a note says why its batches are not taken apart where
+    they are not."""
+    found = Batches.of(kernel, start) if wanted else None
+    if found is None and wanted:
+        found = BatchLoop.of(start)
+    if isinstance(found, str):
+        diagnostics.note(f"{kernel.name}: its batches not optimized apart: {found}",
+                         Location.of(kernel.funcdef.decl), kernel=kernel.name)
+        return None
+    return found
+
+
+def _batch_facts(facts: KernelFacts, batches: Batches | BatchLoop) -> KernelFacts:
+    """The facts of the kernel of one batch: a slice is its array's part (distinct where the array is,
+    written where it is); its alignment is not known."""
+    renamed = batches.renamed_arrays()
+    aliasing = facts.aliasing
+    if aliasing is not None:
+        aliasing = replace(aliasing, written={renamed.get(name, name) for name in aliasing.written})
+    return replace(facts, aliasing=aliasing, alignment=MappingProxyType(
+        {name: bytes_ for name, bytes_ in facts.alignment.items() if name not in renamed}))
+
+
+def _batches_declared(batches: Batches | BatchLoop, kernel: Kernel, optimized: Kernel, ran: list, diagnostics: Diagnostics):
+    """The passes' versions written back as batched kernels; where one cannot be, the kernel as written."""
+    try:
+        return batches.declared(optimized), [(name, batches.declared(v)) for name, v in ran]
+    except Unsupported as why:
+        diagnostics.note(f"{kernel.name}: left as written: {why}", Location.of(kernel.funcdef.decl),
+                         kernel=kernel.name)
+        return kernel.copy(), []
 
 
 def _validate(program: Program, result: KernelResult, versions: list[tuple[str, Kernel]], block: tuple[int, int],

@@ -12,6 +12,7 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.symbolic import param_symbol
+from gpgpu_opt.analysis.z_axis import uses_grid_z
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.check.extents import (_largest_divisor, _z_of, all_accesses, array_extents, device_variables,
                                      gather_bounds, global_space_from_guards, infer_global_space, written_arrays)
@@ -28,6 +29,8 @@ class Case:
     grid: tuple[int, ...] | None = None    # else derived from the global space
     launch_origin: str | None = None       # where that launch comes from ("at line 42"), for messages
     extents: dict[str, int] = field(default_factory=dict)  # --extent: array sizes the subscripts do not tell
+    #: The naive grid's z where the case has no grid of its own (a kernel that reads blockIdx.z: its batches).
+    batches: int = 1
 
 
 #: How run_case's errors that come from the naive kernel begin (it races, the emulator cannot run it, its
@@ -80,14 +83,15 @@ def naive_geometry(naive_block: tuple[int, int], case: Case) -> tuple[tuple[int,
     else the default block narrowed to divide the space, as an unguarded kernel only works when its launch
     covers the thread space exactly (a guarded kernel computes the same either way)."""
     gx, gy = case.global_space
+    planes = (case.batches,) if case.batches > 1 else ()
     if case.block is not None and case.grid is not None:
         return case.block, case.grid
     if case.block is not None:
-        return case.block, (math.ceil(gx / case.block[0]), math.ceil(gy / case.block[1]))
+        return case.block, (math.ceil(gx / case.block[0]), math.ceil(gy / case.block[1]), *planes)
     if min(gx, gy) < 1:   # no thread (`--size n=0`): a grid of no block, which run_case reports as such
-        return naive_block, (math.ceil(gx / naive_block[0]), math.ceil(gy / naive_block[1]))
+        return naive_block, (math.ceil(gx / naive_block[0]), math.ceil(gy / naive_block[1]), *planes)
     block = (_largest_divisor(gx, naive_block[0]), _largest_divisor(gy, naive_block[1]))
-    return block, (gx // block[0], gy // block[1])
+    return block, (gx // block[0], gy // block[1], *planes)
 
 
 #: Relative tolerance of a comparison, of the largest expected magnitude (at least 1).
@@ -116,8 +120,8 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
     block, grid = naive_geometry(naive_block, case)
     accesses = all_accesses(naive)
     unsized: set[str] = set()
-    extents = array_extents(naive, case.sizes, block, case.global_space, grid if case.grid else None,
-                            case.extents, unsized)
+    extents = array_extents(naive, case.sizes, block, case.global_space,
+                            grid if case.grid or case.batches > 1 else None, case.extents, unsized)
     naive_sample = None if regions is None else blocks_covering(regions, block[:2], grid)
     device = device_variables(naive)
     outputs = written_arrays(naive) | device
@@ -326,7 +330,13 @@ def _case(kernel: Kernel, program, sizes: dict, global_space, block, grid, exten
     if global_space is None and block and grid:
         global_space = covered_space(kernel, sizes, block, grid)
     space = global_space or infer_global_space(kernel, program, sizes)
-    return Case(sizes, space, block, grid, ", ".join(origins) or None, extents)
+    batches = CHECK_BATCHES if grid is None and uses_grid_z(kernel.body) else 1
+    return Case(sizes, space, block, grid, ", ".join(origins) or None, extents, batches)
+
+
+#: Batches (the naive grid's z) a check runs of a kernel that reads blockIdx.z where no launch says how many:
+#: enough that a batch's neighbours on both sides are there.
+CHECK_BATCHES = 3
 
 
 def _as_dim3(shape: tuple[int, ...] | None) -> tuple[int, int, int] | None:
@@ -367,4 +377,5 @@ def estimated_work(kernel: Kernel, case: Case) -> float:
             trips *= max(0.0, float(count)) if count is not None and count.is_number else _UNKNOWN_TRIPS
         deepest = max(deepest, trips)
     planes = math.prod(shape[2] if shape is not None and len(shape) > 2 else 1 for shape in (case.grid, case.block))
+    planes *= case.batches if case.grid is None else 1
     return math.prod(case.global_space) * deepest * planes    # a 3-D launch runs the x-y space per z

@@ -11,6 +11,7 @@ from gpgpu_opt.analysis.induction import in_closed_form
 from gpgpu_opt.analysis.symbolic import (BDIM, BID, GDIM, QUASI_FUNCTIONS, TID, NotAffine, c_div, iterator_symbol,
                                          to_sympy)
 from gpgpu_opt.ast_util import call_args, call_name, ids_in, walk
+from gpgpu_opt.check.index_arrays import gathered_through, local_ranges, row_pointer_loops, straight_line_env
 from gpgpu_opt.check.inputs import _dtype
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.host_expr import evaluate_int
@@ -56,6 +57,9 @@ def global_space_from_guards(kernel: Kernel, sizes: dict[str, int | float]) -> t
                 for clause in clauses(stmt.cond):
                     if isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", "<="):
                         record(clause.left, clause.right, clause.op == "<=")
+        last = items[-1] if items else None
+        if isinstance(last, c_ast.For) and isinstance(last.stmt, c_ast.Compound) and not found:
+            visit(last.stmt.block_items or [])  # a loop over batches around all the work: its guards are the kernel's
     visit(kernel.body.block_items or [])
     return found.get("x"), found.get("y")
 
@@ -117,7 +121,7 @@ def all_accesses(kernel: Kernel) -> list:
 
 def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...], global_space: tuple[int, int],
                   grid: tuple[int, ...] | None = None, given: dict[str, int] | None = None,
-                  unsized: set[str] | None = None) -> dict[str, int]:
+                  unsized: set[str] | None = None, row_pointers: dict[str, int] | None = None) -> dict[str, int]:
     """Elements each array needs: the largest subscript over the naive thread space and loop ranges + 1.
     Subscripts are bounded in terms of the global thread coordinates where they only use those, so the
     arrays are no larger than what the naive kernel can touch (an optimized kernel reading past that is
@@ -125,8 +129,11 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
     divide the space); `given` (--extent) sizes arrays outright, gathered ones (`src[perm[i]]`) included.
     `unsized`: where given, an array the kernel only reads whose subscript cannot be bounded here
     (`img[up[row] + rows * col]`, `up[(e + 1) % rows]`) is added to it rather than refused, for run_case to
-    size by what the naive kernel reads (naive_reach)."""
-    given = given or {}
+    size by what the naive kernel reads (naive_reach). Clamped locals (`min(max(v, 0), w - 1)`) are bounded by
+    their clamps; `row_pointers` (the run harness, which fills them) gives the last value of each row-pointer
+    array (check/index_arrays.py): its loops' iterators then run below it, and gathers through a local
+    (`int c = col[p]; x[c]`) are sized like gathers."""
+    given, row_pointers = given or {}, row_pointers or {}
     read_only = {p.name for p in kernel.arrays if p.base_type not in kernel.struct_layouts} - written_arrays(kernel) \
         if unsized is not None else set()
     if grid is None:
@@ -149,10 +156,32 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
                 expr = trial
         return expr
 
+    def extreme(expr, over, max_):
+        return _extreme(in_global_terms(expr), over, max_)
+
+    ranges.update(local_ranges(kernel, extreme, ranges))
+    closed = in_closed_form(kernel)
+    env, through = straight_line_env(closed), gathered_through(closed)
+    delimited = {}   # the accesses of row-pointer loops (their headers too): node id -> the loop
+    for found in row_pointer_loops(closed):
+        if found.array in row_pointers:
+            ranges[iterator_symbol(found.var)] = (0, row_pointers[found.array] - 1)
+            delimited.update({id(n): found for n in walk(found.loop) if isinstance(n, c_ast.ArrayRef)})
     extents: dict[str, int] = {}
-    for access in all_accesses(in_closed_form(kernel)):   # `c += xy;` per plane: `c + k * xy`, the same accesses
+    for access in all_accesses(closed):   # `c += xy;` per plane: `c + k * xy`, the same accesses
         if access.array in given:
             continue
+        if access.array in through and isinstance(access.node.subscript, c_ast.ID):
+            extents[access.array] = max(extents.get(access.array, 1), global_space[0] * global_space[1])
+            continue
+        if access.evaluable_index is None and id(access.node) in delimited:
+            try:
+                index = to_sympy(access.node.subscript, env)
+                extents[access.array] = max(extents.get(access.array, 1),
+                                            _bound(in_global_terms(index), ranges, max_=True) + 1)
+                continue
+            except (NotAffine, CompileError):
+                pass
         if access.evaluable_index is None:
             if gather_index_array(kernel, access) is None and access.array in read_only:
                 unsized.add(access.array)
@@ -169,9 +198,12 @@ def array_extents(kernel: Kernel, sizes: dict[str, int], block: tuple[int, ...],
             for loop in access.loops:
                 local[iterator_symbol(loop.var)] = _iterator_range(loop, access, local, in_global_terms)
             top = _bound(in_global_terms(access.evaluable_index), local, max_=True)
-        except CompileError:
+        except CompileError as err:
             if access.array not in read_only:
-                raise
+                said = err.message if err.message.startswith("cannot size") else \
+                    f"cannot size array '{access.array}' for emulation: its subscript '{access.index_text}': {err.message}"
+                hint = "" if "--extent" in said else f" (give its size with --extent {access.array}=N)"
+                raise CompileError(said + hint, access.location) from None
             unsized.add(access.array)   # `up[r]`, r a local assigned twice: no bound here, the run's instead
             continue
         extents[access.array] = max(extents.get(access.array, 1), top + 1)
@@ -214,10 +246,14 @@ def gather_index_array(kernel: Kernel, access) -> str | None:
 
 
 def gather_bounds(kernel: Kernel, extents: dict[str, int]) -> dict[str, int]:
-    """Index arrays of gathers and the (exclusive) bound their values must stay under."""
+    """Index arrays of gathers (`x[col[p]]`, or through a local: `int c = col[p]; x[c]`) and the (exclusive)
+    bound their values must stay under."""
     bounds: dict[str, int] = {}
+    through = gathered_through(kernel)
     for access in all_accesses(kernel):
         index_array = access.index is None and gather_index_array(kernel, access)
+        if not index_array and access.array in through and isinstance(access.node.subscript, c_ast.ID):
+            index_array = through[access.array]
         if index_array:
             bounds[index_array] = min(bounds.get(index_array, extents[access.array]), extents[access.array])
     return bounds
@@ -248,6 +284,8 @@ def _extreme(expr: sympy.Expr, ranges: dict, max_: bool) -> sympy.Rational:
     total = expr.subs({s: 0 for s in expr.free_symbols})
     for sym in expr.free_symbols:
         c = expr.coeff(sym)
+        if sym not in ranges or not c.is_number and str(sym).startswith("?"):
+            raise CompileError(f"cannot bound '{expr}': the local '{str(sym)[1:]}' has no bound the analysis sees")
         if sym not in ranges or not c.is_number:
             raise CompileError(f"cannot bound '{expr}' for emulation (unknown '{sym}'; give it with --size)")
         lo, hi = ranges[sym]

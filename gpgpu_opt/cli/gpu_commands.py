@@ -41,9 +41,13 @@ def run(file: str = common.FileArg, target: str = common.TargetOpt,
         kernel: Optional[str] = typer.Option(None, "--kernel", metavar="NAME",
                                              help="the kernel (default: the first one rewritten)"),
         size: Optional[List[str]] = common.SizeOpt,
-        global_: Optional[str] = typer.Option(None, "--global", metavar="X[,Y]",
-                                              help="naive thread space (default: the program's launch, the "
-                                                   "guards or globalDimX/Y)"),
+        global_: Optional[str] = typer.Option(None, "--global", metavar="X[,Y[,Z]]",
+                                              help="naive thread space, Z the batches of a kernel reading "
+                                                   "blockIdx.z (default: the program's launch, the guards or "
+                                                   "globalDimX/Y)"),
+        extent: Optional[List[str]] = typer.Option(None, "--extent", metavar="NAME=N",
+                                                   help="array size in elements (where the subscripts do not "
+                                                        "bound it)"),
         reps: int = typer.Option(30, "--reps", metavar="N", help="timed runs (the median is reported)"),
         reference: Optional[str] = typer.Option(None, "--reference", metavar="NAME",
                                                 help="library reference: sgemm, sgemv_t, sgemv_n, sger, copy, cub_sum"),
@@ -63,7 +67,7 @@ def run(file: str = common.FileArg, target: str = common.TargetOpt,
     common.strict(strict)
 
     def body() -> int:
-        from gpgpu_opt.check.command import parse_shape
+        from gpgpu_opt.check.command import parse_extents, parse_shape
         from gpgpu_opt.diagnostics import Diagnostics
         from gpgpu_opt.frontend import load_program
         from gpgpu_opt.gpu import commands
@@ -78,7 +82,8 @@ def run(file: str = common.FileArg, target: str = common.TargetOpt,
                                     vector_width=common.vector_width(vector_width),
                                     matmul_precision=common.matmul_precision(matmul_precision))
         result = compile_program(program, options, Diagnostics(quiet=True))
-        generated = commands.harness_for_kernel(program, result, kernel, sizes, reference, reps, flops, space)
+        generated = commands.harness_for_kernel(program, result, kernel, sizes, reference, reps, flops, space,
+                                                parse_extents(extent))
         run_, status = commands.run_one(generated, tgt, build_only, out, sanitize, print)
         if run_ is not None:
             commands.print_run(run_, as_json, print)

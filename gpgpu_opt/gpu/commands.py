@@ -46,7 +46,8 @@ def build_all(generated: list[Generated], directory: Path, target: Target) -> di
 
 
 def harness_for_kernel(program, compile_result, kernel: str | None, sizes: dict, reference: str | None,
-                       runs: int, flops: float, global_space: tuple[int, ...] | None = None) -> Generated:
+                       runs: int, flops: float, global_space: tuple[int, ...] | None = None,
+                       extents: dict[str, int] | None = None) -> Generated:
     names = [k.naive.name for k in compile_result.kernels]
     if kernel is None:
         chosen = next((k for k in compile_result.kernels if k.transformed), compile_result.kernels[0] if names else None)
@@ -54,7 +55,7 @@ def harness_for_kernel(program, compile_result, kernel: str | None, sizes: dict,
             raise CompileError(f"{program.path}: no kernel to run")
         kernel = chosen.naive.name
     text = generate_harness(program, compile_result, kernel, sizes, global_space, flops=flops, reference=reference,
-                            runs=runs)
+                            runs=runs, extents=extents)
     return Generated(kernel, kernel, text, needs_cublas(reference))
 
 
