@@ -22,24 +22,27 @@ def march(kernel: Kernel, shape: Shape, chains: list[Chain], steps: int, block: 
     taken = {n.name for n in walk(kernel.funcdef) if isinstance(n, c_ast.ID)} | \
         {n.name for n in walk(kernel.funcdef) if isinstance(n, c_ast.Decl) and n.name}
     z0 = fresh_name(f"{shape.z}0", taken)
+    # the guard's first z (`z > 0`): the march's first z is the later of the two
+    start = fresh_name(f"{shape.z}_first", taken) if shape.first is not None else z0
     names = _register_names(chains, taken)
     hoisted = [s for s in shape.inside[:-1] if s.name in shape.values and s.name not in shape.z_locals]
     looped_before = [s for s in shape.before if s.name in shape.z_locals]
     body = [copy.deepcopy(s) for s in looped_before] + [s for s in shape.inside if s not in hoisted]
     inline = {d.name: d.init for d in [*looped_before, *shape.inside[:-1]] if d.name in shape.z_locals}
-    prologue = _carried_loads(chains, names, inline, shape.z, z0)
+    prologue = _carried_loads(chains, names, inline, shape.z, start)
     body = _with_registers(body, chains, names)
     body = _without_unused(body, {*ids_in(c_ast.Compound(prologue))})
     rotation = [parse_statements(f"{names[id(lower)]} = {names[id(upper)]};")[0]
                 for chain in chains for upper, lower in reversed(list(zip(chain.groups, chain.groups[1:])))]
     bound = text(shape.bound)
-    loop = parse_statements(f"for (int {shape.z} = {z0}; {shape.z} < min({z0} + {steps}, {bound}); "
+    loop = parse_statements(f"for (int {shape.z} = {start}; {shape.z} < min({z0} + {steps}, {bound}); "
                             f"{shape.z}++) {{}}")[0]
     loop.stmt = c_ast.Compound(body + rotation)
-    start = parse_statements(f"const int {z0} = blockIdx.z * {steps};")
-    exit_ = c_ast.If(g.negate(conj([*shape.clauses, parse_expr(f"{z0} < {bound}")])), c_ast.Return(None), None)
+    first = parse_statements(f"const int {z0} = blockIdx.z * {steps};" + (
+        f"const int {start} = max({z0}, {shape.first});" if shape.first is not None else ""))
+    exit_ = c_ast.If(g.negate(conj([*shape.clauses, parse_expr(f"{start} < {bound}")])), c_ast.Return(None), None)
     kernel.body.block_items = [Comment(describe_code(chains, steps)),
-                               *[s for s in shape.before if s not in looped_before], *start, exit_, *hoisted,
+                               *[s for s in shape.before if s not in looped_before], *first, exit_, *hoisted,
                                *prologue, loop]
     kernel.launch = LaunchConfig(block=block, outputs_per_block=block, z_steps=steps)
 
