@@ -18,6 +18,14 @@ Safety (each refusal a note):
 - a carried value is one the naive thread of the next z reads at the same address, proved on the exact
   addresses with their clamps over the iterations that run (carry.py); the array is never written. Without
   such a carry the kernel is left as it is: the march alone is not what was measured.
+
+A 2-D grid whose threads each march their (x, y) column through a z loop (`for (int z = 1; z < nz - 1; z++)`)
+is the column march (loop.py): the same carry, and the loop split over the grid's z (Z_BLOCKS blocks, each
+at least LEAST_Z consecutive z) so that enough columns are in flight. Its safety: the loop is the kernel's
+one loop and last statement, starting at a constant and stepping by 1 up to a parameter plus a constant, its
+body straight-line locals and the one store (as above); the kernel reads no z builtin and no gridDim; each
+block's z are its own (z0 = c + blockIdx.z * chunk, up to the next block's z0), so every z of the naive loop
+is run by exactly one thread, and the threads with none stop before any load.
 """
 from __future__ import annotations
 
@@ -27,12 +35,21 @@ import sympy
 
 from gpgpu_opt.kernel import Kernel
 from gpgpu_opt.passes.merge.z_march.carry import Chain, carried_chains
-from gpgpu_opt.passes.merge.z_march.rewrite import describe_code, march
+from gpgpu_opt.passes.merge.z_march.loop import NotColumnMarch, recognize_loop
+from gpgpu_opt.passes.merge.z_march.rewrite import describe_code, describe_loop_code, march, march_loop
 from gpgpu_opt.passes.merge.z_march.shape import Exact, Shape, has_z_index, recognize, z_symbol
 from gpgpu_opt.rewriting.cbuild import Unsupported, text
 
 #: Consecutive z per thread: 4 measured best (1.13x, 1.22x, 1.12x; 8 and 16 no better).
 STEPS = 4
+#: The column march: blocks in z, and the fewest z a block marches. H200, 512^3 floats, a 7-point stencil's
+#: register queue by hand (bench/stencil3d/probe.cu, L2 flushed, median of 15): 0.60x of a D2D copy's time
+#: marching all of z, 0.66x at chunks of 128, 0.68x at 64, 0.70x at 32, 0.72x at 16 (the naive loop: 0.66x);
+#: a 27-point one 0.56x-0.58x at 16 to 128 (naive, one thread per point: 0.33x). 32 blocks of at least 16.
+Z_BLOCKS = 32
+LEAST_Z = 16
+#: The block of a column march whose naive block is not known (32 x 8 and 32 x 4 measured alike).
+COLUMN_BLOCK = (32, 8)
 
 
 @dataclass
@@ -49,6 +66,35 @@ def plan_z_march(kernel: Kernel, ctx, info) -> ZMarch:
     _check_store(kernel, shape, translator, ctx)
     _check_covered(shape, ctx)
     return ZMarch(shape, carried_chains(kernel, shape, translator), block)
+
+
+@dataclass
+class ColumnMarch:
+    shape: Shape
+    chains: list[Chain]
+    block: tuple[int, int]
+    least: int = LEAST_Z
+    blocks: int = Z_BLOCKS
+
+
+def plan_column_march(kernel: Kernel, ctx, info) -> ColumnMarch:
+    shape, translator = recognize_loop(kernel)
+    _check_store(kernel, shape, translator, ctx)
+    chains = carried_chains(kernel, shape, translator)
+    (bx, by) = ctx.facts.launch_block
+    return ColumnMarch(shape, chains, (bx, by) if bx is not None and by is not None else COLUMN_BLOCK)
+
+
+def apply_column_march(kernel: Kernel, info, plan: ColumnMarch) -> None:
+    march_loop(kernel, plan.shape, plan.chains, plan.least, plan.blocks, plan.block)
+
+
+def describe_column(plan: ColumnMarch) -> str:
+    return describe_loop_code(plan.chains, plan.least).removeprefix("gpgpu-opt: ")
+
+
+def describe_column_launch(plan: ColumnMarch) -> str:
+    return f"blocks of {plan.block[0]}x{plan.block[1]} threads, {plan.blocks} blocks in z"
 
 
 def apply_z_march(kernel: Kernel, info, plan: ZMarch) -> None:
@@ -101,4 +147,6 @@ def _check_covered(shape: Shape, ctx) -> None:
                           "(a grid `(n + B - 1) / B` of blocks of B in z is proof)")
 
 
-__all__ = ["STEPS", "ZMarch", "apply_z_march", "describe", "describe_launch", "has_z_index", "plan_z_march"]
+__all__ = ["STEPS", "ColumnMarch", "NotColumnMarch", "ZMarch", "apply_column_march", "apply_z_march", "describe",
+           "describe_column", "describe_column_launch", "describe_launch", "has_z_index", "plan_column_march",
+           "plan_z_march"]

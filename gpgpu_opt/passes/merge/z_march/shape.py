@@ -80,7 +80,7 @@ def recognize(kernel: Kernel) -> tuple[Shape, "Exact"]:
     shape.bound_value = translator.value(shape.bound)
     if shape.bound_value.free_symbols - translator.parameters:
         raise Unsupported(f"the guard's bound on {z} `{text(shape.bound)}` is not made of parameters")
-    _check_inside(shape, translator)
+    check_inside(shape, translator)
     return shape, translator
 
 
@@ -148,12 +148,12 @@ def _check_statements(kernel: Kernel) -> None:
 def _split_guard(cond: c_ast.Node, z: str, shape: Shape) -> tuple[list[c_ast.Node], c_ast.Node, int | None]:
     """The clauses that do not name z, N of the one clause `z < N`, and the first z of a clause `z > c` or
     `z >= c` (c an integer constant), if there is one."""
-    clauses = _conjuncts(cond)
+    clauses = conjuncts(cond)
     z_dependent = {z} | shape.z_locals
     mine = [c for c in clauses if ids_in(c) & z_dependent]
     upper = [(c, bound) for c in mine for op, bound in [_compared(c, z, z_dependent)] if op == "<"]
     lower = [(c, op, bound) for c in mine for op, bound in [_compared(c, z, z_dependent)] if op in (">", ">=")]
-    firsts = [_constant(bound) for _, _, bound in lower]
+    firsts = [constant(bound) for _, _, bound in lower]
     if len(upper) != 1 or len(lower) > 1 or len(mine) != len(upper) + len(lower) or None in firsts:
         raise Unsupported(f"the guard `{text(cond)}` does not bound {z} by one clause `{z} < N` (and at most one "
                           f"`{z} > c` with c a constant)")
@@ -176,17 +176,17 @@ def _compared(clause: c_ast.Node, z: str, z_dependent: set[str]) -> tuple[str | 
     return None, None
 
 
-def _constant(node: c_ast.Node) -> int | None:
+def constant(node: c_ast.Node) -> int | None:
     if isinstance(node, c_ast.Constant) and node.type == "int":
         return int(node.value.rstrip("uUlL"), 0)
-    if isinstance(node, c_ast.UnaryOp) and node.op == "-" and _constant(node.expr) is not None:
-        return -_constant(node.expr)
+    if isinstance(node, c_ast.UnaryOp) and node.op == "-" and constant(node.expr) is not None:
+        return -constant(node.expr)
     return None
 
 
-def _conjuncts(cond: c_ast.Node) -> list[c_ast.Node]:
+def conjuncts(cond: c_ast.Node) -> list[c_ast.Node]:
     if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
-        return _conjuncts(cond.left) + _conjuncts(cond.right)
+        return conjuncts(cond.left) + conjuncts(cond.right)
     return [cond]
 
 
@@ -194,7 +194,7 @@ def _is_id(node: c_ast.Node, name: str) -> bool:
     return isinstance(node, c_ast.ID) and node.name == name
 
 
-def _check_inside(shape: Shape, translator: "Exact") -> None:
+def check_inside(shape: Shape, translator: "Exact") -> None:
     stores = [s for s in shape.inside if isinstance(s, c_ast.Assignment)]
     if len(stores) != 1 or shape.inside[-1] is not stores[0] or stores[0].op != "=" \
             or not isinstance(stores[0].lvalue, c_ast.ArrayRef):
