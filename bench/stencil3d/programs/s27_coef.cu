@@ -21,18 +21,33 @@ __global__ void stencil27(const float *in, float *out, int nx, int ny, int nz,
 }
 
 #include <cstdio>
-int main()
+#include <cstdlib>
+
+void run_s27_coef(const float *in, float *out, int nx, int ny, int nz)
 {
-    int nx = 512, ny = 512, nz = 512;
-    size_t count = (size_t)nx * ny * nz;
-    float *in, *out;
-    cudaMalloc((void **)&in, count * sizeof(float));
-    cudaMalloc((void **)&out, count * sizeof(float));
     dim3 block(16, 8, 4);
     dim3 grid((nx + 15) / 16, (ny + 7) / 8, (nz + 3) / 4);
     stencil27<<<grid, block>>>(in, out, nx, ny, nz, 0.3f, 0.05f, 0.02f, 0.01f);
+}
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 512;
+    int nx = n, ny = n, nz = n;
+    size_t bytes = (size_t)nx * ny * nz * sizeof(float);
+    float *d_in, *d_out;
+    cudaMalloc(&d_in, bytes);
+    cudaMalloc(&d_out, bytes);
+    cudaMemset(d_in, 0, bytes);
+    for (int it = 0; it < 10; it++) {
+        run_s27_coef(d_in, d_out, nx, ny, nz);
+        float *t = d_in;
+        d_in = d_out;
+        d_out = t;
+    }
     cudaDeviceSynchronize();
-    cudaFree(in);
-    cudaFree(out);
+    printf("%s\n", cudaGetErrorString(cudaGetLastError()));
+    cudaFree(d_in);
+    cudaFree(d_out);
     return 0;
 }

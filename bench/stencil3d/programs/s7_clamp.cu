@@ -17,17 +17,32 @@ __global__ void heat7(const float *t, float *tn, int nx, int ny, int nz, float a
 
 #include <cstdio>
 #include <cstdlib>
-int main()
+
+void run_s7_clamp(const float *in, float *out, int nx, int ny, int nz)
 {
-    const int nx = 512, ny = 512, nz = 512;
-    float *t, *tn;
-    cudaMalloc(&t, sizeof(float) * nx * ny * nz);
-    cudaMalloc(&tn, sizeof(float) * nx * ny * nz);
-    dim3 threads(32, 8, 2);
-    dim3 blocks((nx + 31) / 32, (ny + 7) / 8, (nz + 1) / 2);
-    heat7<<<blocks, threads>>>(t, tn, nx, ny, nz, 0.4f, 0.1f);
+    dim3 block(32, 8, 2);
+    dim3 grid((nx + 31) / 32, (ny + 7) / 8, (nz + 1) / 2);
+    heat7<<<grid, block>>>(in, out, nx, ny, nz, 0.4f, 0.1f);
+}
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 512;
+    int nx = n, ny = n, nz = n;
+    size_t bytes = (size_t)nx * ny * nz * sizeof(float);
+    float *d_in, *d_out;
+    cudaMalloc(&d_in, bytes);
+    cudaMalloc(&d_out, bytes);
+    cudaMemset(d_in, 0, bytes);
+    for (int it = 0; it < 10; it++) {
+        run_s7_clamp(d_in, d_out, nx, ny, nz);
+        float *t = d_in;
+        d_in = d_out;
+        d_out = t;
+    }
     cudaDeviceSynchronize();
-    cudaFree(t);
-    cudaFree(tn);
+    printf("%s\n", cudaGetErrorString(cudaGetLastError()));
+    cudaFree(d_in);
+    cudaFree(d_out);
     return 0;
 }

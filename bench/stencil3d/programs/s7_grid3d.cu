@@ -13,6 +13,14 @@ __global__ void jacobi7(const float *in, float *out, int nx, int ny, int nz, flo
 
 #include <cstdio>
 #include <cstdlib>
+
+void run_s7_grid3d(const float *in, float *out, int nx, int ny, int nz)
+{
+    dim3 block(32, 4, 4);
+    dim3 grid((nx + block.x - 1) / block.x, (ny + block.y - 1) / block.y, (nz + block.z - 1) / block.z);
+    jacobi7<<<grid, block>>>(in, out, nx, ny, nz, 0.4f, 0.1f);
+}
+
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 512;
@@ -22,11 +30,11 @@ int main(int argc, char **argv)
     cudaMalloc(&d_in, bytes);
     cudaMalloc(&d_out, bytes);
     cudaMemset(d_in, 0, bytes);
-    dim3 block(32, 4, 4);
-    dim3 grid((nx + block.x - 1) / block.x, (ny + block.y - 1) / block.y, (nz + block.z - 1) / block.z);
     for (int it = 0; it < 10; it++) {
-        jacobi7<<<grid, block>>>(d_in, d_out, nx, ny, nz, 0.4f, 0.1f);
-        float *t = d_in; d_in = d_out; d_out = t;
+        run_s7_grid3d(d_in, d_out, nx, ny, nz);
+        float *t = d_in;
+        d_in = d_out;
+        d_out = t;
     }
     cudaDeviceSynchronize();
     printf("%s\n", cudaGetErrorString(cudaGetLastError()));
