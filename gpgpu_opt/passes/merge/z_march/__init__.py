@@ -43,9 +43,10 @@ from gpgpu_opt.rewriting.cbuild import Unsupported, text
 #: Consecutive z per thread: 4 measured best (1.13x, 1.22x, 1.12x; 8 and 16 no better).
 STEPS = 4
 #: The column march: blocks in z, and the fewest z a block marches. H200, 512^3 floats, a 7-point stencil's
-#: register queue by hand (bench/stencil3d/probe.cu, L2 flushed, median of 15): 0.60x of a D2D copy's time
-#: marching all of z, 0.66x at chunks of 128, 0.68x at 64, 0.70x at 32, 0.72x at 16 (the naive loop: 0.66x);
-#: a 27-point one 0.56x-0.58x at 16 to 128 (naive, one thread per point: 0.33x). 32 blocks of at least 16.
+#: register queue by hand (bench/stencil3d/probe.cu, L2 flushed, median of 15), as a D2D copy's time over the
+#: kernel's: 0.60 marching all of z, 0.66 in chunks of 128, 0.68 of 64, 0.70 of 32, 0.72 of 16 (the naive
+#: loop 0.66: the split is what pays); a 27-point one 0.56-0.58 in chunks of 16 to 128 (naive, one thread per
+#: point: 0.33). 32 blocks of at least 16: chunks of 16 up to 512 z.
 Z_BLOCKS = 32
 LEAST_Z = 16
 #: The block of a column march whose naive block is not known (32 x 8 and 32 x 4 measured alike).
