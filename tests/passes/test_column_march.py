@@ -104,6 +104,7 @@ void step(float *u, float *v, int nx, int ny, int nz)
     assert k.validation.status == "passed", k.validation
     assert k.optimized.launch.block.xy == (32, 4)
     assert "laplace<<<laplace_grid(grid, block), laplace_block(grid, block)>>>" in result.output
+    assert result.report()["kernels"][0]["launch"]["z_blocks"] == 32     # the report says the grid's z changed
     assert_same_as_naive(k, 45, 11, 37, naive_block=(32, 4))
 
 
