@@ -242,6 +242,8 @@ def generate_harness(program, compile_result, kernel_name: str, sizes: dict, glo
         tag = "opt" if single else f"v{i}"
         _refuse_what_the_helpers_refuse(program, naive, v.kernel, naive_grid, naive_block)
         block, grid = optimized_launch(v.kernel, naive_block, Case(sizes, global_space))
+        if v.kernel.launch is not None and v.kernel.launch.z_blocks:   # a z loop split over the grid's z
+            grid = (*grid[:2], v.kernel.launch.z_blocks)
         shown.append({"label": v.label, "tag": tag, "block": tuple(block), "grid": tuple(grid),
                       "describe": v.describe or "as compiled",
                       "source": renamed_source(v.kernel, f"{kernel_name}_{tag}")})

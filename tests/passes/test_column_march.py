@@ -126,3 +126,12 @@ def test_what_the_column_march_cannot_prove_it_leaves(tmp_path_factory, change, 
     assert k.optimized.launch is None or k.optimized.launch.z_blocks is None
     notes = merge_notes(k, "skipped")
     assert any(why in n for n in notes), notes
+
+
+def test_the_run_harness_launches_the_blocks_in_z(tmp_path_factory):
+    """`run` times the kernel as its launch helpers launch it: with one block in z it would march all of z."""
+    from gpgpu_opt.harness import generate_harness
+
+    result, k = compiled(tmp_path_factory, LAPLACE, assume_restrict=True)
+    text = generate_harness(result.program, result, "laplace", {"nx": 64, "ny": 32, "nz": 40}, (64, 32))
+    assert "const dim3 opt_grid(2, 4, 32), opt_block(32, 8);" in text, text[:2000]
