@@ -43,6 +43,12 @@ namespace o_zloop27 {
 #undef IDX
 #include "gen/prog_s27_zloop.cu"
 }
+namespace k_grid3d {
+#include "gen/kern_s7_grid3d.cu"
+}
+namespace k_clamp {
+#include "gen/kern_s7_clamp.cu"
+}
 namespace k_zloop7 {
 #include "gen/kern_s7_zloop.cu"
 }
@@ -126,8 +132,16 @@ int main(int argc, char **argv)
     dim3 g4((nx / 4 + 31) / 32, g2.y, (nz - 2 + 15) / 16);
     naive("(a) 7-pt 3-D grid (32,4,4), naive", [&](float *o) { n_grid3d::run_s7_grid3d(in, o, nx, ny, nz); });
     optimized("    program: z march", [&](float *o) { o_grid3d::run_s7_grid3d(in, o, nx, ny, nz); });
+    optimized("    kernel only: z march", [&](float *o) {
+        dim3 b(32, 4, 4), g((nx + 31) / 32, (ny + 3) / 4, (nz + 3) / 4);
+        k_grid3d::jacobi7<<<k_grid3d::jacobi7_grid(g, b), k_grid3d::jacobi7_block(g, b)>>>(in, o, nx, ny, nz, 0.4f, 0.1f);
+    });
     naive("(c) 7-pt clamped (32,8,2), naive", [&](float *o) { n_clamp::run_s7_clamp(in, o, nx, ny, nz); });
     optimized("    program: z march", [&](float *o) { o_clamp::run_s7_clamp(in, o, nx, ny, nz); });
+    optimized("    kernel only: z march", [&](float *o) {
+        dim3 b(32, 8, 2), g((nx + 31) / 32, (ny + 7) / 8, (nz + 1) / 2);
+        k_clamp::heat7<<<k_clamp::heat7_grid(g, b), k_clamp::heat7_block(g, b)>>>(in, o, nx, ny, nz, 0.4f, 0.1f);
+    });
     naive("(b) 7-pt z loop (32,8), naive", [&](float *o) { n_zloop7::run_s7_zloop(in, o, nx, ny, nz); });
     optimized("    program: column march", [&](float *o) { o_zloop7::run_s7_zloop(in, o, nx, ny, nz); });
     optimized("    kernel only: column march", [&](float *o) {

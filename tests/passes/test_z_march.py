@@ -292,3 +292,17 @@ def test_sizes_declared_in_one_list_prove_the_grid_covers_them(tmp_path_factory)
     result = compile_source(tmp_path_factory, "zm", text, passes=None)
     k = result.kernels[0]
     assert k.validation.status == "passed" and k.optimized.launch.z_steps == 4, merge_notes(k, "skipped")
+
+
+@pytest.mark.parametrize("kernel", [SEVEN_MIN_MAX, INTERIOR], ids=["clamped", "interior"])
+def test_a_kernel_the_file_does_not_launch_marches_under_the_launch_contract(tmp_path_factory, kernel):
+    """No launch in the file: blocks of 32 x 8, the grid's z the naive launch's z threads over 4; compile's check
+    launched the naive kernel over the planes its guard bounds z to (else one plane would hide the march)."""
+    result = compile_source(tmp_path_factory, "zk", kernel, passes=None, assume_restrict=True)
+    k = result.kernels[0]
+    assert k.validation is not None and k.validation.status == "passed", (k.validation, merge_notes(k, "skipped"))
+    assert k.optimized.launch.z_steps == 4 and "return dim3(32, 8);" in result.output
+    assert "(naive_grid.z * naive_block.z + 3) / 4);" in result.output
+    for nx, ny, nz in ((37, 9, 7), (40, 5, 2), (33, 6, 9)):
+        for block_z in (1, 4):
+            assert_same_as_naive(k, nx, ny, nz, block_z)

@@ -9,11 +9,13 @@ hand (L2 flushed, median of 21): 1.12x-1.22x at STEPS = 4 and blocks (32, 4, 1),
 
 Safety (each refusal a note):
 - the z index is `blockIdx.z * blockDim.z + threadIdx.z`, the z builtins used nowhere else, and every launch
-  of the file gives a block whose x, y and z are known when compiling;
+  of the file gives a block whose x, y and z are known when compiling (a kernel the file does not launch:
+  any block, under the launch contract, the guard bounding the thread space in z as in x and y; compile's
+  check launches the naive kernel over the planes the guard bounds z to);
 - naive style: straight-line code, no shared memory, barriers, warp intrinsics or atomics (pure calls
   only), one guard ending in `z < N` with N a parameter plus a constant, one store at the thread's own
   element to an array the kernel does not read and no other pointer aliases;
-- every launch starts at least N threads in z (the grid's z rounds up over N), so the threads the new grid
+- every launch of the file starts at least N threads in z (the grid's z rounds up over N), so the threads the new grid
   adds past the naive launch's z stop at the guard, as the naive launch's last threads do;
 - a carried value is one the naive thread of the next z reads at the same address, proved on the exact
   addresses with their clamps over the iterations that run (carry.py); the array is never written. Without
@@ -62,10 +64,15 @@ class ZMarch:
 
 
 def plan_z_march(kernel: Kernel, ctx, info) -> ZMarch:
-    block = _known_block(ctx)
+    """A kernel the file launches keeps its naive block's x and y and must be proved to cover the guard's z.
+    One it does not launch is under the launch contract (launch/contract.py): its guard bounds the thread
+    space in z as in x and y, and the helpers give blocks of COLUMN_BLOCK, the grid's z from the naive one's."""
+    launched = ctx.facts.launched_in_file
+    block = _known_block(ctx) if launched else COLUMN_BLOCK
     shape, translator = recognize(kernel)
     _check_store(kernel, shape, translator, ctx)
-    _check_covered(shape, ctx)
+    if launched:
+        _check_covered(shape, ctx)
     return ZMarch(shape, carried_chains(kernel, shape, translator), block)
 
 
