@@ -165,6 +165,9 @@ class LaunchConfig:
     #: Marching z (passes/merge/z_march): blocks of one z, each thread this many consecutive z of the naive
     #: launch, so the grid's z is the naive launch's z threads over it (else the naive grid's z is kept).
     z_steps: int | None = None
+    #: A z loop split over the grid's z (passes/merge/z_march: a column march): this many blocks in z,
+    #: whatever the naive launch's z, each taking its share of the loop's trips.
+    z_blocks: int | None = None
     #: Dynamic shared memory per block (`<<<grid, block, bytes>>>`), which the launch helpers ask for
     #: (`cudaFuncSetAttribute` where it is over the default 48 KB).
     dynamic_shared_bytes: int = 0
@@ -177,6 +180,8 @@ class LaunchConfig:
 
     def grid_z(self, naive_grid_z: int, naive_block_z: int) -> int:
         """The grid's z for a naive launch's grid and block z (what the launch helper computes)."""
+        if self.z_blocks is not None:
+            return self.z_blocks
         if self.z_steps is None:
             return naive_grid_z
         return -(-naive_grid_z * naive_block_z // self.z_steps)

@@ -113,6 +113,8 @@ def _kernel_report(result: KernelResult) -> dict:
                        "grid": [gx, gy]}
         if k.launch.z_steps:                # marching z: the grid's z is the naive launch's z threads over it
             d["launch"]["z_steps"] = k.launch.z_steps
+        if k.launch.z_blocks:               # a z loop split over the grid's z: that many blocks in z
+            d["launch"]["z_blocks"] = k.launch.z_blocks
         if dispatch.dispatched(k):   # launched where the naive launch has at least this many threads
             d["launch"]["dispatch_min_threads"] = k.size_dispatch
     return d

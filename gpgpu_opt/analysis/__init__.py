@@ -10,6 +10,7 @@ from gpgpu_opt.analysis.coalescing import Coalescing, analyse_request
 from gpgpu_opt.analysis.file_scope import collect_file_scope_reads
 from gpgpu_opt.analysis.footprint import footprints
 from gpgpu_opt.analysis.partition import partition_camping
+from gpgpu_opt.analysis.neighbours import neighbour_reuse
 from gpgpu_opt.analysis.reuse import analyse_reuse, footprint_reuse
 from gpgpu_opt.analysis.sharing import Sharing, analyse_sharing
 from gpgpu_opt.analysis.symbolic import BDIM, BID, TID, cuda_text
@@ -25,6 +26,9 @@ class AccessReport:
     partition: dict | None
     load_path: str | None           # 'G2S' (staged through shared memory) or 'G2R', for reads
     sharing: Sharing | None = None  # reads: do neighbouring blocks read the same data
+    #: reads: other reads of the array that read its elements at neighbouring threads or iterations
+    #: (analysis/neighbours.py): a register queue's reuse, not a shared tile's (staging does not read it)
+    neighbours: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         a = self.access
@@ -43,7 +47,7 @@ class AccessReport:
         else:
             d.update({"coalesced": False, "sectors_per_request": None, "efficiency": None,
                       "why_unresolved": a.why_unresolved})
-        d["reuse"] = self.reuse
+        d["reuse"] = self.reuse + self.neighbours
         if a.mode == "read":
             d["load_path"] = self.load_path
             if self.sharing is not None:
@@ -103,7 +107,8 @@ def analyze_kernel(kernel: Kernel, target: Target, block: tuple[int, int] | None
             needs_staging = coalescing is not None and not coalescing.coalesced and bool(reuse)
             path = "G2S" if needs_staging else "G2R"
         sharing = analyse_sharing(a, path, block, bindings, axes, accesses) if path else None
-        result.reports.append(AccessReport(a, coalescing, reuse, partition, path, sharing))
+        neighbours = [] if id(a.node) in shared_footprint else neighbour_reuse(a, accesses)
+        result.reports.append(AccessReport(a, coalescing, reuse, partition, path, sharing, neighbours))
     return result
 
 

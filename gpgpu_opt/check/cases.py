@@ -12,10 +12,11 @@ from pycparser import c_ast
 
 from gpgpu_opt.analysis.accesses import collect_accesses
 from gpgpu_opt.analysis.symbolic import param_symbol
-from gpgpu_opt.analysis.z_axis import uses_grid_z
+from gpgpu_opt.analysis.z_axis import uses_grid_z, uses_thread_z
 from gpgpu_opt.ast_util import walk
 from gpgpu_opt.check.extents import (_largest_divisor, _z_of, all_accesses, array_extents, device_variables,
-                                     gather_bounds, global_space_from_guards, infer_global_space, written_arrays)
+                                     gather_bounds, global_space_from_guards, infer_global_space, planes_from_guards,
+                                     written_arrays)
 from gpgpu_opt.check.inputs import _words, make_arguments
 from gpgpu_opt.diagnostics import CompileError
 from gpgpu_opt.kernel import Kernel
@@ -31,6 +32,9 @@ class Case:
     extents: dict[str, int] = field(default_factory=dict)  # --extent: array sizes the subscripts do not tell
     #: The naive grid's z where the case has no grid of its own (a kernel that reads blockIdx.z: its batches).
     batches: int = 1
+    #: A kernel of 3-D thread indices launched nowhere with a z: the planes its guard bounds z to, which the
+    #: naive launch covers (one thread in z a block); None: one plane, or the launch's own z.
+    planes: int | None = None
 
 
 #: How run_case's errors that come from the naive kernel begin (it races, the emulator cannot run it, its
@@ -82,6 +86,13 @@ def naive_geometry(naive_block: tuple[int, int], case: Case) -> tuple[tuple[int,
     """The naive kernel's (block, grid): the case's launch; a known block with a grid covering the space;
     else the default block narrowed to divide the space, as an unguarded kernel only works when its launch
     covers the thread space exactly (a guarded kernel computes the same either way)."""
+    block, grid = _xy_geometry(naive_block, case)
+    if case.planes:
+        return (*block[:2], 1), (*grid[:2], case.planes)
+    return block, grid
+
+
+def _xy_geometry(naive_block: tuple[int, int], case: Case) -> tuple[tuple[int, ...], tuple[int, ...]]:
     gx, gy = case.global_space
     planes = (case.batches,) if case.batches > 1 else ()
     if case.block is not None and case.grid is not None:
@@ -121,7 +132,7 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
     accesses = all_accesses(naive)
     unsized: set[str] = set()
     extents = array_extents(naive, case.sizes, block, case.global_space,
-                            grid if case.grid or case.batches > 1 else None, case.extents, unsized)
+                            grid if case.grid or case.batches > 1 or case.planes else None, case.extents, unsized)
     naive_sample = None if regions is None else blocks_covering(regions, block[:2], grid)
     device = device_variables(naive)
     outputs = written_arrays(naive) | device
@@ -143,6 +154,9 @@ def run_case(naive: Kernel, optimized: Kernel, naive_block: tuple[int, int], cas
     if launch is None:
         launch = (block, grid) if optimized.launch is None else optimized_launch(optimized, block[:2], case)
         # the launch helpers keep the naive grid's planes, or a kernel marching z takes its z threads over the steps
+        z = _z_of(grid) if optimized.launch is None else optimized.launch.grid_z(_z_of(grid), _z_of(block))
+        launch = launch[0], (*launch[1][:2], z)
+    elif case.planes and len(launch[1]) < 3:   # the helpers' x-y launch, and the z they give the naive planes
         z = _z_of(grid) if optimized.launch is None else optimized.launch.grid_z(_z_of(grid), _z_of(block))
         launch = launch[0], (*launch[1][:2], z)
     runs, atomics = {}, 0
@@ -330,8 +344,12 @@ def _case(kernel: Kernel, program, sizes: dict, global_space, block, grid, exten
     if global_space is None and block and grid:
         global_space = covered_space(kernel, sizes, block, grid)
     space = global_space or infer_global_space(kernel, program, sizes)
-    batches = CHECK_BATCHES if grid is None and uses_grid_z(kernel.body) else 1
-    return Case(sizes, space, block, grid, ", ".join(origins) or None, extents, batches)
+    planes = None
+    if not (block and block[2] > 1 or grid and grid[2] > 1) and (uses_thread_z(kernel) or uses_grid_z(kernel.body)):
+        planes = planes_from_guards(kernel, sizes)      # no launch says how many planes: the guard does
+        planes = planes if planes is not None and planes > 1 else None
+    batches = CHECK_BATCHES if grid is None and planes is None and uses_grid_z(kernel.body) else 1
+    return Case(sizes, space, block, grid, ", ".join(origins) or None, extents, batches=batches, planes=planes)
 
 
 #: Batches (the naive grid's z) a check runs of a kernel that reads blockIdx.z where no launch says how many:
@@ -376,6 +394,7 @@ def estimated_work(kernel: Kernel, case: Case) -> float:
             count = count.subs(values) if count is not None else None
             trips *= max(0.0, float(count)) if count is not None and count.is_number else _UNKNOWN_TRIPS
         deepest = max(deepest, trips)
-    planes = math.prod(shape[2] if shape is not None and len(shape) > 2 else 1 for shape in (case.grid, case.block))
+    planes = case.planes or math.prod(shape[2] if shape is not None and len(shape) > 2 else 1
+                                      for shape in (case.grid, case.block))
     planes *= case.batches if case.grid is None else 1
     return math.prod(case.global_space) * deepest * planes    # a 3-D launch runs the x-y space per z

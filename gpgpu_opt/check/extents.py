@@ -20,9 +20,21 @@ from gpgpu_opt.kernel import Kernel
 
 def global_space_from_guards(kernel: Kernel, sizes: dict[str, int | float]) -> tuple[int | None, int | None]:
     """`if (x < n ...)` with x the global thread index in x: the naive launch covers n threads in x."""
+    found = guard_extents(kernel, sizes)
+    return found.get("x"), found.get("y")
+
+
+def planes_from_guards(kernel: Kernel, sizes: dict[str, int | float]) -> int | None:
+    """`if (... z < n)` with z `blockIdx.z * blockDim.z + threadIdx.z`: the naive launch covers n planes."""
+    return guard_extents(kernel, sizes).get("z")
+
+
+def guard_extents(kernel: Kernel, sizes: dict[str, int | float]) -> dict[str, int]:
+    """Per axis (x, y, z), the threads a guard on the global index bounds the kernel's work to."""
     env = {p.name: sympy.Integer(sizes[p.name]) for p in kernel.scalars if isinstance(sizes.get(p.name), int)}
     gx = BID["x"] * BDIM["x"] + TID["x"]
     gy = BID["y"] * BDIM["y"] + TID["y"]
+    gz = BID["z"] * BDIM["z"] + TID["z"]
     found: dict[str, int] = {}
 
     def clauses(cond, op="&&"):
@@ -38,7 +50,7 @@ def global_space_from_guards(kernel: Kernel, sizes: dict[str, int | float]) -> t
         except NotAffine:
             return
         if rhs.is_number:
-            for axis, g in (("x", gx), ("y", gy)):
+            for axis, g in (("x", gx), ("y", gy), ("z", gz)):
                 if sympy.expand(lhs - g) == 0:
                     found[axis] = int(rhs) + (1 if inclusive else 0)
 
@@ -61,7 +73,7 @@ def global_space_from_guards(kernel: Kernel, sizes: dict[str, int | float]) -> t
         if isinstance(last, c_ast.For) and isinstance(last.stmt, c_ast.Compound) and not found:
             visit(last.stmt.block_items or [])  # a loop over batches around all the work: its guards are the kernel's
     visit(kernel.body.block_items or [])
-    return found.get("x"), found.get("y")
+    return found
 
 
 class _AllAccesses(AccessCollector):

@@ -20,8 +20,10 @@ def launch_helper(kernel: Kernel, assumptions: LaunchAssumptions | None = None) 
     summary = "one thread per output" if outputs == threads else \
         f"{outputs // threads} outputs per thread" if outputs > threads else f"{threads // outputs} threads per output"
     requirements = assumptions.requirements() if assumptions is not None else []
-    # blockIdx.z: the naive grid's planes, one block each; a kernel that marches z: its z threads over the steps
-    grid_z = f"(naive_grid.z * naive_block.z + {config.z_steps - 1}) / {config.z_steps}" if config.z_steps \
+    # blockIdx.z: the naive grid's planes, one block each; a kernel that marches z: its z threads over the steps;
+    # a z loop split over the grid's z: its number of blocks
+    grid_z = str(config.z_blocks) if config.z_blocks else \
+        f"(naive_grid.z * naive_block.z + {config.z_steps - 1}) / {config.z_steps}" if config.z_steps \
         else "naive_grid.z" if uses_grid_z(kernel.body) else None
     return render("launch_helper.cu.j2", name=kernel.name, block=config.block, outputs=per, grid=(gx, gy),
                   grid_z=grid_z,

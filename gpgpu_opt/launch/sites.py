@@ -234,9 +234,11 @@ def _rounds_up(grid_x: str, variable: str | None, block_x: int, scope: HostScope
 
 @lru_cache(maxsize=4096)
 def _declared_integer(host: str, variable: str) -> bool:
-    """The host text declares `variable` with an integer type and never with a floating one (asked once per
-    text and name: every kernel of a file asks for its `n`)."""
-    return re.search(rf"\b(?:int|unsigned|long|size_t)\s+(?:\w+\s+)*{variable}\s*[=;,)]", host) is not None \
+    """The host text declares `variable` with an integer type and never with a floating one, alone or in a
+    list (`int nx = n, ny = n, nz = n;`: no parenthesis, brace or `;` before it in the list), asked once per
+    text and name: every kernel of a file asks for its `n`."""
+    return re.search(rf"\b(?:int|unsigned|long|size_t)\s+(?:\w+\s+)*(?:[^;{{}}()]*,\s*)?{variable}\s*[=;,)]",
+                     host) is not None \
         and re.search(rf"\b(?:float|double)\s+{variable}\b", host) is None
 
 

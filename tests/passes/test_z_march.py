@@ -77,6 +77,20 @@ __global__ void box(const float *in, float *out, int nx, int ny, int nz)
 """
 
 
+#: An interior Jacobi step: the guard bounds z from below too (`z > 0`), the neighbours one plane away.
+INTERIOR = """
+__global__ void jacobi(const float *in, float *out, int nx, int ny, int nz, float cc, float cn)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    int z = blockIdx.z * blockDim.z + threadIdx.z;
+    if (x > 0 && x < nx - 1 && y > 0 && y < ny - 1 && z > 0 && z < nz - 1) {
+        int i = (z * ny + y) * nx + x;
+        out[i] = cc * in[i] + cn * (in[i - 1] + in[i + 1] + in[i - nx] + in[i + nx] + in[i - nx * ny] + in[i + nx * ny]);
+    }
+}
+"""
+
 COEFFICIENTS = """
 __global__ void heat(const float *in, const float *k, float *out, int nx, int ny, int nz)
 {
@@ -248,3 +262,47 @@ def test_a_subscript_through_a_division_is_not_marched(tmp_path_factory):
     assert k.optimized.launch is None or k.optimized.launch.z_steps is None
     assert any("'b': `max(z - 1, 0) / 1` is not an integer expression" in n for n in merge_notes(k, "skipped")), \
         merge_notes(k, "skipped")
+
+
+@pytest.mark.parametrize("lower", ["z > 0", "z >= 1", "0 < z", "1 <= z"])
+@pytest.mark.parametrize("block_z", [1, 4])
+def test_an_interior_stencil_marches_from_the_guards_first_z(tmp_path_factory, lower, block_z):
+    result, k = compiled(tmp_path_factory, INTERIOR.replace("z > 0", lower), block_z=block_z)
+    assert k.validation is not None and k.validation.status == "passed", (k.validation, merge_notes(k, "skipped"))
+    source = kernel_source(k.optimized.funcdef)
+    assert "const int z_first = max(z0, 1);" in source, source
+    assert "for (int z = z_first; z < min(z0 + 4, nz - 1); z++)" in source, source
+    assert "float in_below = in[(z_first * ny + y) * nx + x - nx * ny];" in source, source
+    for nx, ny, nz in ((37, 9, 7), (32, 4, 3), (40, 5, 2), (33, 6, 10), (35, 7, 6)):   # z runs 0, 1, ... times
+        assert_same_as_naive(k, nx, ny, nz, block_z)
+    assert_cubin(result, tmp_path_factory)
+
+
+def test_a_first_z_that_is_a_parameter_is_not_marched(tmp_path_factory):
+    _, k = compiled(tmp_path_factory, INTERIOR.replace("z > 0", "z > nx / 8"))
+    assert k.optimized.launch is None or k.optimized.launch.z_steps is None
+    assert any("at most one `z > c` with c a constant" in n for n in merge_notes(k, "skipped")), \
+        merge_notes(k, "skipped")
+
+
+def test_sizes_declared_in_one_list_prove_the_grid_covers_them(tmp_path_factory):
+    text = program(INTERIOR, block_z=4).replace("int nx = 45;\n    int ny = 13;\n    int nz = 11;",
+                                                  "int nx = 45, ny = 13, nz = 11;")
+    assert "int nx = 45, ny = 13, nz = 11;" in text
+    result = compile_source(tmp_path_factory, "zm", text, passes=None)
+    k = result.kernels[0]
+    assert k.validation.status == "passed" and k.optimized.launch.z_steps == 4, merge_notes(k, "skipped")
+
+
+@pytest.mark.parametrize("kernel", [SEVEN_MIN_MAX, INTERIOR], ids=["clamped", "interior"])
+def test_a_kernel_the_file_does_not_launch_marches_under_the_launch_contract(tmp_path_factory, kernel):
+    """No launch in the file: blocks of 32 x 8, the grid's z the naive launch's z threads over 4; compile's check
+    launched the naive kernel over the planes its guard bounds z to (else one plane would hide the march)."""
+    result = compile_source(tmp_path_factory, "zk", kernel, passes=None, assume_restrict=True)
+    k = result.kernels[0]
+    assert k.validation is not None and k.validation.status == "passed", (k.validation, merge_notes(k, "skipped"))
+    assert k.optimized.launch.z_steps == 4 and "return dim3(32, 8);" in result.output
+    assert "(naive_grid.z * naive_block.z + 3) / 4);" in result.output
+    for nx, ny, nz in ((37, 9, 7), (40, 5, 2), (33, 6, 9)):
+        for block_z in (1, 4):
+            assert_same_as_naive(k, nx, ny, nz, block_z)

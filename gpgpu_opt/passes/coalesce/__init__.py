@@ -220,6 +220,10 @@ def _candidates(analysis, ctx: PassContext, in_footprint: set[int]) -> list[Acce
             continue
         if rep.coalescing.coalesced:
             continue
+        if not rep.reuse and rep.neighbours:
+            ctx.log.skip(_subject(a), f"not staged: not coalesced; {rep.neighbours[0]['description']}: registers "
+                                  "carried along z (merge's z march) and the L1 serve that reuse, not a shared tile", a.location)
+            continue
         if not rep.reuse:
             ctx.log.skip(_subject(a), "not staged: not coalesced, but no other thread or iteration reads the same "
                                   "data, so staging through shared memory would not pay off", a.location)

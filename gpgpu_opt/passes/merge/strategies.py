@@ -62,8 +62,13 @@ THREAD_MERGE = MergeStrategy("thread_merge", thread_merge.plan_thread_merge, thr
 Z_MARCH = MergeStrategy("z_march", z_march.plan_z_march, z_march.apply_z_march, z_march.describe,
                         z_march.describe_launch, "one z per thread kept")
 
+#: A 2-D grid marching its columns through a z loop: the loop split over the grid's z, planes carried.
+COLUMN_MARCH = MergeStrategy("column_march", z_march.plan_column_march, z_march.apply_column_march,
+                             z_march.describe_column, z_march.describe_column_launch, "the z loop kept")
+
 #: The merges for a kernel no earlier pass gave a launch, in the order they are tried.
-UNSTAGED = (REDUCTION, MMA_TILE, REGISTER_TILE, CONV_TILE, SPLIT_LOOP, STENCIL_WINDOW, STENCIL_ROWS, THREAD_MERGE)
+UNSTAGED = (REDUCTION, MMA_TILE, REGISTER_TILE, CONV_TILE, COLUMN_MARCH, SPLIT_LOOP, STENCIL_WINDOW, STENCIL_ROWS,
+            THREAD_MERGE)
 
 BY_NAME = {s.name: s for s in (*UNSTAGED, Z_MARCH)}
 

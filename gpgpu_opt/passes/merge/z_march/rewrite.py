@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import copy
 
+import sympy
+
 from pycparser import c_ast
 
+from gpgpu_opt.analysis.symbolic import cuda_text
 from gpgpu_opt.ast_util import fresh_name, ids_in, substitute, transform, walk
 from gpgpu_opt.cuda_nodes import Comment
 from gpgpu_opt.kernel import Kernel, LaunchConfig
@@ -19,35 +22,67 @@ _THREE = ("above", "here", "below")
 
 def march(kernel: Kernel, shape: Shape, chains: list[Chain], steps: int, block: tuple[int, int]) -> None:
     """Rewrite `kernel` in place: blocks of one z, each thread `steps` consecutive z of the naive launch."""
-    taken = {n.name for n in walk(kernel.funcdef) if isinstance(n, c_ast.ID)} | \
-        {n.name for n in walk(kernel.funcdef) if isinstance(n, c_ast.Decl) and n.name}
+    taken = _taken(kernel)
     z0 = fresh_name(f"{shape.z}0", taken)
+    # the guard's first z (`z > 0`): the march's first z is the later of the two
+    start = fresh_name(f"{shape.z}_first", taken) if shape.first is not None else z0
+    first = f"const int {z0} = blockIdx.z * {steps};" + (
+        f"const int {start} = max({z0}, {shape.first});" if shape.first is not None else "")
+    _march(kernel, shape, chains, taken, first, start, f"{z0} + {steps}", describe_code(chains, steps))
+    kernel.launch = LaunchConfig(block=block, outputs_per_block=block, z_steps=steps)
+
+
+def march_loop(kernel: Kernel, shape: Shape, chains: list[Chain], least: int, blocks: int,
+               block: tuple[int, int]) -> None:
+    """Rewrite `kernel` in place: its z loop split over `blocks` blocks in z, each at least `least`
+    consecutive z (the last blocks may have none)."""
+    taken = _taken(kernel)
+    z0, chunk = fresh_name(f"{shape.z}0", taken), fresh_name(f"{shape.z}_chunk", taken)
+    trips = cuda_text(sympy.expand(shape.bound_value - shape.first))
+    first = (f"const int {chunk} = max({least}, ({trips} + (int)gridDim.z - 1) / (int)gridDim.z);"
+             f"const int {z0} = {shape.first} + blockIdx.z * {chunk};")
+    _march(kernel, shape, chains, taken, first, z0, f"{z0} + {chunk}", describe_loop_code(chains, least))
+    kernel.launch = LaunchConfig(block=block, outputs_per_block=block, z_blocks=blocks)
+
+
+def _taken(kernel: Kernel) -> set[str]:
+    return {n.name for n in walk(kernel.funcdef) if isinstance(n, c_ast.ID)} | \
+        {n.name for n in walk(kernel.funcdef) if isinstance(n, c_ast.Decl) and n.name}
+
+
+def _march(kernel: Kernel, shape: Shape, chains: list[Chain], taken: set[str], first: str, start: str, end: str,
+           comment: str) -> None:
+    """The body: `first` (the statements that define the thread's first z, `start`), the exit of threads with
+    nothing to do, the carried registers loaded at `start`, and the loop up to `end` (and the bound)."""
     names = _register_names(chains, taken)
     hoisted = [s for s in shape.inside[:-1] if s.name in shape.values and s.name not in shape.z_locals]
     looped_before = [s for s in shape.before if s.name in shape.z_locals]
     body = [copy.deepcopy(s) for s in looped_before] + [s for s in shape.inside if s not in hoisted]
     inline = {d.name: d.init for d in [*looped_before, *shape.inside[:-1]] if d.name in shape.z_locals}
-    prologue = _carried_loads(chains, names, inline, shape.z, z0)
+    prologue = _carried_loads(chains, names, inline, shape.z, start)
     body = _with_registers(body, chains, names)
     body = _without_unused(body, {*ids_in(c_ast.Compound(prologue))})
     rotation = [parse_statements(f"{names[id(lower)]} = {names[id(upper)]};")[0]
                 for chain in chains for upper, lower in reversed(list(zip(chain.groups, chain.groups[1:])))]
     bound = text(shape.bound)
-    loop = parse_statements(f"for (int {shape.z} = {z0}; {shape.z} < min({z0} + {steps}, {bound}); "
+    loop = parse_statements(f"for (int {shape.z} = {start}; {shape.z} < min({end}, {bound}); "
                             f"{shape.z}++) {{}}")[0]
     loop.stmt = c_ast.Compound(body + rotation)
-    start = parse_statements(f"const int {z0} = blockIdx.z * {steps};")
-    exit_ = c_ast.If(g.negate(conj([*shape.clauses, parse_expr(f"{z0} < {bound}")])), c_ast.Return(None), None)
-    kernel.body.block_items = [Comment(describe_code(chains, steps)),
-                               *[s for s in shape.before if s not in looped_before], *start, exit_, *hoisted,
-                               *prologue, loop]
-    kernel.launch = LaunchConfig(block=block, outputs_per_block=block, z_steps=steps)
+    exit_ = c_ast.If(g.negate(conj([*shape.clauses, parse_expr(f"{start} < {bound}")])), c_ast.Return(None), None)
+    kernel.body.block_items = [Comment(comment), *[s for s in shape.before if s not in looped_before],
+                               *parse_statements(first), exit_, *hoisted, *prologue, loop]
 
 
 def describe_code(chains: list[Chain], steps: int) -> str:
     carried = sum(len(c.groups) - 1 for c in chains)
     return (f"gpgpu-opt: each thread computes {steps} consecutive z; {carried} of its reads per z are the "
             f"previous z's, carried in registers")
+
+
+def describe_loop_code(chains: list[Chain], least: int) -> str:
+    carried = sum(len(c.groups) - 1 for c in chains)
+    return (f"gpgpu-opt: the z loop split over the grid's z, each block at least {least} consecutive z; {carried} "
+            f"of its reads per z are the previous z's, carried in registers")
 
 
 def _register_names(chains: list[Chain], taken: set[str]) -> dict[int, str]:

@@ -2,7 +2,8 @@
 
     int z = blockIdx.z * blockDim.z + threadIdx.z;    (any order; the only use of the z builtins)
     ...integer locals, no loads...
-    if (x < nx && y < ny && z < nz) {                 (the guard, as merge's early-return form writes it)
+    if (x < nx && y < ny && z < nz) {                 (the guard, as merge's early-return form writes it;
+                                                       an interior stencil's `z > 0 &&` too: a constant first z)
         ...locals, each defined once...
         out[own element] = value;                     (the one store, last)
     }
@@ -45,6 +46,8 @@ class Shape:
     bound_value: sympy.Expr
     inside: list[c_ast.Node]
     store: c_ast.Assignment
+    #: The first z the guard lets run (`z > 0` gives 1), where it bounds z from below; else None.
+    first: int | None = None
     values: dict[str, sympy.Expr] = field(default_factory=dict)
     #: Locals whose value depends on z (directly or through another local).
     z_locals: set[str] = field(default_factory=set)
@@ -73,11 +76,11 @@ def recognize(kernel: Kernel) -> tuple[Shape, "Exact"]:
     translator = Exact(kernel, shape)
     for decl in before:
         translator.define(decl, loads_allowed=False)
-    shape.clauses, shape.bound = _split_guard(guard.cond, z, shape)
+    shape.clauses, shape.bound, shape.first = _split_guard(guard.cond, z, shape)
     shape.bound_value = translator.value(shape.bound)
     if shape.bound_value.free_symbols - translator.parameters:
         raise Unsupported(f"the guard's bound on {z} `{text(shape.bound)}` is not made of parameters")
-    _check_inside(shape, translator)
+    check_inside(shape, translator)
     return shape, translator
 
 
@@ -142,24 +145,48 @@ def _check_statements(kernel: Kernel) -> None:
             raise Unsupported(f"`{text(n)}`: only locals defined once are followed")
 
 
-def _split_guard(cond: c_ast.Node, z: str, shape: Shape) -> tuple[list[c_ast.Node], c_ast.Node]:
-    clauses = _conjuncts(cond)
+def _split_guard(cond: c_ast.Node, z: str, shape: Shape) -> tuple[list[c_ast.Node], c_ast.Node, int | None]:
+    """The clauses that do not name z, N of the one clause `z < N`, and the first z of a clause `z > c` or
+    `z >= c` (c an integer constant), if there is one."""
+    clauses = conjuncts(cond)
     z_dependent = {z} | shape.z_locals
     mine = [c for c in clauses if ids_in(c) & z_dependent]
-    if len(mine) != 1:
-        raise Unsupported(f"the guard `{text(cond)}` does not bound {z} in exactly one clause")
-    clause = mine[0]
-    if isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", ">"):
-        left, op, right = (clause.left, clause.op, clause.right) if _is_id(clause.left, z) else \
-            (clause.right, _FLIP[clause.op], clause.left)
-        if _is_id(left, z) and op == "<" and not ids_in(right) & z_dependent:
-            return [c for c in clauses if c is not clause], right
-    raise Unsupported(f"the guard's clause `{text(clause)}` is not `{z} < N`")
+    upper = [(c, bound) for c in mine for op, bound in [_compared(c, z, z_dependent)] if op == "<"]
+    lower = [(c, op, bound) for c in mine for op, bound in [_compared(c, z, z_dependent)] if op in (">", ">=")]
+    firsts = [constant(bound) for _, _, bound in lower]
+    if len(upper) != 1 or len(lower) > 1 or len(mine) != len(upper) + len(lower) or None in firsts:
+        raise Unsupported(f"the guard `{text(cond)}` does not bound {z} by one clause `{z} < N` (and at most one "
+                          f"`{z} > c` with c a constant)")
+    first = None
+    if lower:
+        first = firsts[0] + 1 if lower[0][1] == ">" else firsts[0]
+    others = [c for c in clauses if c not in mine]
+    return others, upper[0][1], first
 
 
-def _conjuncts(cond: c_ast.Node) -> list[c_ast.Node]:
+def _compared(clause: c_ast.Node, z: str, z_dependent: set[str]) -> tuple[str | None, c_ast.Node | None]:
+    """`z OP e` (either way round, OP as seen from z) with e free of z; else (None, None)."""
+    if isinstance(clause, c_ast.BinaryOp) and clause.op in ("<", ">", ">="):
+        for left, op, right in ((clause.left, clause.op, clause.right), (clause.right, _FLIP[clause.op], clause.left)):
+            if _is_id(left, z) and not ids_in(right) & z_dependent:
+                return op, right
+    if isinstance(clause, c_ast.BinaryOp) and clause.op == "<=" and _is_id(clause.right, z) \
+            and not ids_in(clause.left) & z_dependent:
+        return ">=", clause.left
+    return None, None
+
+
+def constant(node: c_ast.Node) -> int | None:
+    if isinstance(node, c_ast.Constant) and node.type == "int":
+        return int(node.value.rstrip("uUlL"), 0)
+    if isinstance(node, c_ast.UnaryOp) and node.op == "-" and constant(node.expr) is not None:
+        return -constant(node.expr)
+    return None
+
+
+def conjuncts(cond: c_ast.Node) -> list[c_ast.Node]:
     if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
-        return _conjuncts(cond.left) + _conjuncts(cond.right)
+        return conjuncts(cond.left) + conjuncts(cond.right)
     return [cond]
 
 
@@ -167,7 +194,7 @@ def _is_id(node: c_ast.Node, name: str) -> bool:
     return isinstance(node, c_ast.ID) and node.name == name
 
 
-def _check_inside(shape: Shape, translator: "Exact") -> None:
+def check_inside(shape: Shape, translator: "Exact") -> None:
     stores = [s for s in shape.inside if isinstance(s, c_ast.Assignment)]
     if len(stores) != 1 or shape.inside[-1] is not stores[0] or stores[0].op != "=" \
             or not isinstance(stores[0].lvalue, c_ast.ArrayRef):
