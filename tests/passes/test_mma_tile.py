@@ -68,8 +68,10 @@ def test_a_double_product_runs_on_fp64_tensor_cores_by_default(dgemm):
     text = kernel_source(dgemm.optimized.funcdef)
     # CHECK: the ring of stages in dynamic shared memory, filled by asynchronous copies, zero outside A and B
     assert "extern __shared__ double tiles[];" in text
-    assert re.search(r"__pipeline_memcpy_async\(&tile_A\[\(stage \* 64 \+ e / 16\) \* 20 \+ e % 16\], "
-                     r"&A\[in_range \? \(K \* load_row \+ load_k\) : 0\], sizeof\(double\), in_range \? 0 : ", text)
+    # (each copy's sizes constants: a run-time size is a switch over every size in <cuda_pipeline.h>)
+    assert re.search(r"if \(in_range\)\s*__pipeline_memcpy_async\(&tile_A\[\(stage \* 64 \+ e / 16\) \* 20 \+ e % 16\], "
+                     r"&A\[K \* load_row \+ load_k\], sizeof\(double\)\);\s*else\s*"
+                     r"__pipeline_memcpy_async\(&tile_A\[[^;]*\], &A\[0\], sizeof\(double\), sizeof\(double\)\);", text)
     assert "__pipeline_wait_prior(2);" in text and text.count("__syncthreads();") == 1
     # CHECK: the fragments in the PTX layout of m16n8k8 (rows g, g + 8; columns t, t + 4), one mma per pair
     assert "A_frag[i][v] = tile_A[(stage * 64 + warp_row + i * 16 + group + v % 2 * 8) * 20 + kk + quad + v / 2 * 4];" \
@@ -82,7 +84,8 @@ def test_a_double_product_runs_on_fp64_tensor_cores_by_default(dgemm):
     # CHECK: 16-byte copies where the operand is aligned and its rows whole vectors, else element copies
     assert "const int vectors_a = (((size_t) A) & 15) == 0 && K % 2 == 0;" in text
     assert "const int vectors_b = (((size_t) B) & 15) == 0 && N % 2 == 0;" in text
-    assert re.search(r"__pipeline_memcpy_async\(&tile_B\[[^;]*\], &B\[\(valid > 0\) \? \(N \* load_k \+ load_col\) : "
+    assert re.search(r"if \(valid == 2\)\s*__pipeline_memcpy_async\(&tile_B\[[^;]*\], &B\[N \* load_k \+ load_col\], 16\);"
+                     r"\s*else\s*__pipeline_memcpy_async\(&tile_B\[[^;]*\], &B\[\(valid > 0\) \? \(N \* load_k \+ load_col\) : "
                      r"0\], 16, 16 - valid \* sizeof\(double\)\);", text)
     # CHECK: the blocks take their tiles in bands of rows (L2 reuse between the blocks running together)
     assert "const int tile_row = band * 8 + linear % (8 * gridDim.x) % band_rows;" in text
